@@ -1,0 +1,365 @@
+//! Watch cursors (§6 steps 4–5, §7): L (acknowledged), N (frozen notified position),
+//! M (latest material event) per (watcher, target). The rows are the truth; the queue is a
+//! cache of the ones with N != L.
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error::{Error, Result};
+
+/// Where a cursor came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provenance {
+    /// A spawn edge or a deliberate `watch`: main-like watchers are woken.
+    Explicit,
+    /// Registered for a group; notices wait for the watcher's next turn, no wake.
+    AmbientGroup,
+}
+
+impl Provenance {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provenance::Explicit => "explicit",
+            Provenance::AmbientGroup => "ambient-group",
+        }
+    }
+
+    /// Parses a stored or given name.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "explicit" => Ok(Provenance::Explicit),
+            "ambient-group" => Ok(Provenance::AmbientGroup),
+            _ => Err(Error::invalid(
+                "provenance must be 'explicit' or 'ambient-group'",
+            )),
+        }
+    }
+}
+
+/// One cursor row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    /// The watching session.
+    pub watcher: String,
+    /// The watched session.
+    pub target: String,
+    /// L.
+    pub last_seen: i64,
+    /// N.
+    pub notified: i64,
+    /// M.
+    pub material: i64,
+    /// Where it came from.
+    pub provenance: Provenance,
+    /// Last seed, material update, acknowledge or re-watch (clock ms).
+    pub updated_at: i64,
+}
+
+/// A cursor whose notice is pending (N != L) after a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// The watcher.
+    pub watcher: String,
+    /// The target.
+    pub target: String,
+    /// L, the position the notice names.
+    pub last_seen: i64,
+    /// N.
+    pub notified: i64,
+    /// Whether a main-like watcher is woken for it.
+    pub provenance: Provenance,
+}
+
+fn provenance_col(s: String) -> rusqlite::Result<Provenance> {
+    Provenance::parse(&s).map_err(|_| {
+        rusqlite::Error::FromSqlConversionFailure(
+            0,
+            rusqlite::types::Type::Text,
+            "unknown provenance".into(),
+        )
+    })
+}
+
+/// Reads one cursor.
+pub fn get(conn: &Connection, watcher: &str, target: &str) -> Result<Option<Cursor>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at \
+             FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+        )?
+        .query_row([watcher, target], |r| {
+            Ok(Cursor {
+                watcher: watcher.to_owned(),
+                target: target.to_owned(),
+                last_seen: r.get(0)?,
+                notified: r.get(1)?,
+                material: r.get(2)?,
+                provenance: provenance_col(r.get(3)?)?,
+                updated_at: r.get(4)?,
+            })
+        })
+        .optional()?)
+}
+
+/// Spawn edge (§6 step 5): L = N = M = `sequence`, provenance kept or `explicit`.
+/// Returns true when a cursor existed (its pending notice, if any, must be dropped).
+pub fn seed(
+    conn: &Connection,
+    watcher: &str,
+    target: &str,
+    sequence: i64,
+    now: i64,
+) -> Result<bool> {
+    let existed = get(conn, watcher, target)?.is_some();
+    conn.prepare_cached(
+        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
+         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) \
+         VALUES (?1, ?2, ?3, ?3, ?3, 'explicit', ?4) \
+         ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
+         last_seen_sequence = excluded.last_seen_sequence, notified_sequence = excluded.notified_sequence, \
+         material_sequence = excluded.material_sequence, updated_at = excluded.updated_at",
+    )?
+    .execute(params![watcher, target, sequence, now])?;
+    Ok(existed)
+}
+
+/// Material event `sequence` on `target` (§7) for every cursor on it, except the one whose
+/// watcher caused it (self-suppression). Returns the cursors whose notice is pending after it.
+pub fn material_update(
+    conn: &Connection,
+    target: &str,
+    sequence: i64,
+    actor_id: Option<&str>,
+    now: i64,
+) -> Result<Vec<Pending>> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE session_watch_cursors SET \
+         notified_sequence = CASE WHEN notified_sequence = last_seen_sequence THEN ?2 ELSE notified_sequence END, \
+         material_sequence = ?2, updated_at = ?4 \
+         WHERE target_session_key = ?1 AND watcher_session_key IS NOT ?3 \
+         RETURNING watcher_session_key, last_seen_sequence, notified_sequence, provenance",
+    )?;
+    let rows = stmt.query_map(params![target, sequence, actor_id, now], |r| {
+        Ok(Pending {
+            watcher: r.get(0)?,
+            target: target.to_owned(),
+            last_seen: r.get(1)?,
+            notified: r.get(2)?,
+            provenance: provenance_col(r.get(3)?)?,
+        })
+    })?;
+    let mut out = Vec::new();
+    for p in rows {
+        let p = p?;
+        if p.notified != p.last_seen {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// A material event for a producer-named watcher that has no cursor yet: L = 0, N = M = S.
+/// Returns the pending cursor when one was inserted.
+pub fn material_insert(
+    conn: &Connection,
+    watcher: &str,
+    target: &str,
+    sequence: i64,
+    now: i64,
+) -> Result<Option<Pending>> {
+    let n = conn
+        .prepare_cached(
+            "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
+             last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) \
+             VALUES (?1, ?2, 0, ?3, ?3, 'explicit', ?4) \
+             ON CONFLICT (watcher_session_key, target_session_key) DO NOTHING",
+        )?
+        .execute(params![watcher, target, sequence, now])?;
+    Ok((n == 1 && sequence != 0).then(|| Pending {
+        watcher: watcher.to_owned(),
+        target: target.to_owned(),
+        last_seen: 0,
+        notified: sequence,
+        provenance: Provenance::Explicit,
+    }))
+}
+
+/// `watch` (§7): seeds at `head` when there is no cursor; on an existing one refreshes
+/// `updated_at` and promotes `ambient-group` to `explicit` (never the reverse).
+/// Returns true when a new cursor was seeded.
+pub fn watch(
+    conn: &Connection,
+    watcher: &str,
+    target: &str,
+    head: i64,
+    provenance: Provenance,
+    now: i64,
+) -> Result<bool> {
+    let updated = conn
+        .prepare_cached(
+            "UPDATE session_watch_cursors SET updated_at = ?3, \
+             provenance = CASE WHEN ?4 = 'explicit' THEN 'explicit' ELSE provenance END \
+             WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+        )?
+        .execute(params![watcher, target, now, provenance.as_str()])?;
+    if updated == 1 {
+        return Ok(false);
+    }
+    conn.prepare_cached(
+        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
+         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) \
+         VALUES (?1, ?2, ?3, ?3, ?3, ?4, ?5)",
+    )?
+    .execute(params![watcher, target, head, provenance.as_str(), now])?;
+    Ok(true)
+}
+
+/// The outcome of acknowledging one pending notice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acked {
+    /// L before: the position the consumed notice named.
+    pub old_last_seen: i64,
+    /// The cursor after: a fresh notice is pending when `notified != last_seen`.
+    pub after: Pending,
+}
+
+/// Acknowledge (§7): L = old N; N = max(M, old N). A cursor with nothing pending (or none at
+/// all) is left alone and gives `None`.
+pub fn acknowledge(
+    conn: &Connection,
+    watcher: &str,
+    target: &str,
+    now: i64,
+) -> Result<Option<Acked>> {
+    let Some(c) = get(conn, watcher, target)? else {
+        return Ok(None);
+    };
+    if c.notified == c.last_seen {
+        return Ok(None);
+    }
+    let new_l = c.notified;
+    let new_n = c.material.max(c.notified);
+    conn.prepare_cached(
+        "UPDATE session_watch_cursors SET last_seen_sequence = ?3, notified_sequence = ?4, updated_at = ?5 \
+         WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+    )?
+    .execute(params![watcher, target, new_l, new_n, now])?;
+    Ok(Some(Acked {
+        old_last_seen: c.last_seen,
+        after: Pending {
+            watcher: watcher.to_owned(),
+            target: target.to_owned(),
+            last_seen: new_l,
+            notified: new_n,
+            provenance: c.provenance,
+        },
+    }))
+}
+
+/// Watchers with material history past their acknowledged position (sweep candidates).
+pub fn watchers_behind(conn: &Connection) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT watcher_session_key FROM session_watch_cursors \
+         WHERE material_sequence > last_seen_sequence ORDER BY 1",
+    )?;
+    let rows = stmt.query_map([], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Sweep (§7): re-freezes N = M on every cursor with M > L, for all watchers or for `only`.
+/// Returns the pending cursors in ascending order of N.
+pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pending>> {
+    const RETURNING: &str =
+        "RETURNING watcher_session_key, target_session_key, last_seen_sequence, \
+                             notified_sequence, provenance";
+    let map = |r: &rusqlite::Row<'_>| {
+        Ok(Pending {
+            watcher: r.get(0)?,
+            target: r.get(1)?,
+            last_seen: r.get(2)?,
+            notified: r.get(3)?,
+            provenance: provenance_col(r.get(4)?)?,
+        })
+    };
+    let mut out = Vec::new();
+    match only {
+        None => {
+            let sql = format!(
+                "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
+                 WHERE material_sequence > last_seen_sequence {RETURNING}"
+            );
+            for p in conn.prepare_cached(&sql)?.query_map([], map)? {
+                out.push(p?);
+            }
+        }
+        Some(watchers) => {
+            let sql = format!(
+                "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
+                 WHERE watcher_session_key = ?1 AND material_sequence > last_seen_sequence {RETURNING}"
+            );
+            let mut stmt = conn.prepare_cached(&sql)?;
+            for w in watchers {
+                for p in stmt.query_map([w], map)? {
+                    out.push(p?);
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        (a.notified, &a.watcher, &a.target).cmp(&(b.notified, &b.watcher, &b.target))
+    });
+    Ok(out)
+}
+
+/// The watcher's pending cursors (N != L), in ascending order of N.
+pub fn pending_of(conn: &Connection, watcher: &str) -> Result<Vec<Pending>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT target_session_key, last_seen_sequence, notified_sequence, provenance \
+         FROM session_watch_cursors WHERE watcher_session_key = ?1 \
+         AND notified_sequence != last_seen_sequence ORDER BY notified_sequence, target_session_key",
+    )?;
+    let rows = stmt.query_map([watcher], |r| {
+        Ok(Pending {
+            watcher: watcher.to_owned(),
+            target: r.get(0)?,
+            last_seen: r.get(1)?,
+            notified: r.get(2)?,
+            provenance: provenance_col(r.get(3)?)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Deletes one cursor. Returns true if it existed.
+pub fn delete(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+        )?
+        .execute([watcher, target])?
+        == 1)
+}
+
+/// Deletes the cursors where `key` is the watcher.
+pub fn delete_watcher(conn: &Connection, key: &str) -> Result<usize> {
+    Ok(conn
+        .prepare_cached("DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1")?
+        .execute([key])?)
+}
+
+/// Deletes the cursors where `key` is the target.
+pub fn delete_target(conn: &Connection, key: &str) -> Result<usize> {
+    Ok(conn
+        .prepare_cached("DELETE FROM session_watch_cursors WHERE target_session_key = ?1")?
+        .execute([key])?)
+}
+
+/// Deletes cursors not updated since `cutoff` (§10). Returns the (watcher, target) pairs.
+pub fn expire(conn: &Connection, cutoff: i64) -> Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare_cached(
+        "DELETE FROM session_watch_cursors WHERE updated_at < ?1 \
+         RETURNING watcher_session_key, target_session_key",
+    )?;
+    let rows = stmt.query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

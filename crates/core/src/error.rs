@@ -1,0 +1,103 @@
+//! The one error type of the core, with a stable machine code per variant.
+
+use std::fmt;
+
+/// Every failure the core reports. Match on [`Error::code`], which is stable across releases;
+/// the message text is for people and may change.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum Error {
+    /// An argument broke a documented rule (bad key, unknown kind, oversized payload, …).
+    InvalidArg(String),
+    /// The store was closed; nothing was done.
+    Closed,
+    /// SQLite failed (busy beyond the busy timeout, read-only file, disk full, corrupt file, …).
+    Db(rusqlite::Error),
+    /// A file-system operation around the database failed (creating its directory, its mode).
+    Io(std::io::Error),
+    /// A line of an upstream transcript could not be classified (§11); the scan goes on.
+    UpstreamParse(String),
+}
+
+/// The result type of the core.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// The stable machine code seen by JavaScript as `err.code`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidArg(_) => "ERR_INVALID_ARG",
+            Error::Closed => "ERR_CLOSED",
+            Error::Db(_) | Error::Io(_) => "ERR_DB",
+            Error::UpstreamParse(_) => "ERR_UPSTREAM_PARSE",
+        }
+    }
+
+    /// Shorthand for an [`Error::InvalidArg`] with a message.
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        Error::InvalidArg(msg.into())
+    }
+
+    /// True when SQLite gave up waiting for a lock (`SQLITE_BUSY` / `SQLITE_LOCKED`).
+    pub fn is_busy(&self) -> bool {
+        matches!(
+            self,
+            Error::Db(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        )
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidArg(msg) => write!(f, "invalid argument: {msg}"),
+            Error::Closed => f.write_str("the session state store is closed"),
+            Error::Db(e) => write!(f, "database error: {e}"),
+            Error::Io(e) => write!(f, "file error: {e}"),
+            Error::UpstreamParse(msg) => write!(f, "upstream transcript: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Db(e) => Some(e),
+            Error::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::Db(e)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_stable() {
+        assert_eq!(Error::invalid("x").code(), "ERR_INVALID_ARG");
+        assert_eq!(Error::Closed.code(), "ERR_CLOSED");
+        assert_eq!(
+            Error::Db(rusqlite::Error::QueryReturnedNoRows).code(),
+            "ERR_DB"
+        );
+        assert_eq!(Error::Io(std::io::Error::other("x")).code(), "ERR_DB");
+        assert_eq!(
+            Error::UpstreamParse("x".into()).code(),
+            "ERR_UPSTREAM_PARSE"
+        );
+    }
+}

@@ -1,0 +1,259 @@
+//! Session keys (§4): agent-qualified or bare, nested or main-like, and the notice text and
+//! context key derived from a target key (§7).
+
+use crate::error::{Error, Result};
+
+/// The agent id used for events whose key names no agent.
+pub const DEFAULT_AGENT: &str = "main";
+
+/// A session key, classified by §4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionKey<'a> {
+    /// `agent:<agentId>:<rest>`: may watch and be watched.
+    Qualified {
+        /// The agent id of the key.
+        agent: &'a str,
+        /// Everything after the second colon; never empty.
+        rest: &'a str,
+    },
+    /// Any other non-empty key (`global`, legacy `main`, `agent:MAIN:x`, …): log only.
+    Bare,
+}
+
+impl<'a> SessionKey<'a> {
+    /// Classifies `key`. The empty key is refused.
+    pub fn parse(key: &'a str) -> Result<Self> {
+        if key.is_empty() {
+            return Err(Error::invalid("sessionKey must be a non-empty string"));
+        }
+        Ok(Self::classify(key))
+    }
+
+    /// Classifies a key without refusing anything (the empty key is bare).
+    pub fn classify(key: &'a str) -> Self {
+        let Some(tail) = key.strip_prefix("agent:") else {
+            return SessionKey::Bare;
+        };
+        let Some((agent, rest)) = tail.split_once(':') else {
+            return SessionKey::Bare;
+        };
+        if is_agent_id(agent) && !rest.is_empty() {
+            SessionKey::Qualified { agent, rest }
+        } else {
+            SessionKey::Bare
+        }
+    }
+
+    /// True for agent-qualified keys.
+    pub fn is_qualified(&self) -> bool {
+        matches!(self, SessionKey::Qualified { .. })
+    }
+
+    /// True for a qualified key whose rest starts with `subagent:` exactly.
+    pub fn is_nested(&self) -> bool {
+        matches!(self, SessionKey::Qualified { rest, .. } if rest.starts_with("subagent:"))
+    }
+
+    /// True for qualified keys that are not nested: these may be woken (§8).
+    pub fn is_main_like(&self) -> bool {
+        self.is_qualified() && !self.is_nested()
+    }
+
+    /// The key's own agent, if it is qualified.
+    pub fn agent(&self) -> Option<&'a str> {
+        match self {
+            SessionKey::Qualified { agent, .. } => Some(agent),
+            SessionKey::Bare => None,
+        }
+    }
+}
+
+/// True when `s` matches `[a-z0-9][a-z0-9_-]{0,63}`.
+pub fn is_agent_id(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b[1..]
+            .iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_' || *c == b'-')
+}
+
+/// True when `key` may hold a cursor, as watcher or as target.
+pub fn is_watchable(key: &str) -> bool {
+    SessionKey::classify(key).is_qualified()
+}
+
+/// Resolves the agent of an event or a read: the explicit one (validated and, for a qualified
+/// key, equal to the key's own), else the key's, else `main`.
+pub fn resolve_agent(key: &str, explicit: Option<&str>) -> Result<String> {
+    let own = SessionKey::parse(key)?.agent();
+    match explicit {
+        None => Ok(own.unwrap_or(DEFAULT_AGENT).to_owned()),
+        Some(a) if !is_agent_id(a) => Err(Error::invalid(format!(
+            "agentId must match [a-z0-9][a-z0-9_-]{{0,63}}, got {}",
+            json_string(a)
+        ))),
+        Some(a) => match own {
+            Some(own) if own != a => Err(Error::invalid(format!(
+                "agentId {} differs from the agent of key {}",
+                json_string(a),
+                json_string(key)
+            ))),
+            _ => Ok(a.to_owned()),
+        },
+    }
+}
+
+/// `key` as a JSON string literal, so that no quote or line break in it can escape its place.
+pub fn json_string(key: &str) -> String {
+    serde_json::Value::from(key).to_string()
+}
+
+/// The pinned, byte-stable notice text of §7.
+pub fn notice_text(target: &str, last_seen: i64) -> String {
+    let t = json_string(target);
+    format!(
+        "Session {t} changed (other actor). Reconcile before acting: session_status sessionKey {t} changesSince {last_seen}."
+    )
+}
+
+const CONTEXT_PREFIX: &str = "session-state:";
+
+/// `session-state:` followed by the lowercase hex of the target key's UTF-8 bytes.
+pub fn encode_notice_context_key(target: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(CONTEXT_PREFIX.len() + target.len() * 2);
+    out.push_str(CONTEXT_PREFIX);
+    for b in target.bytes() {
+        out.push(HEX[(b >> 4) as usize] as char);
+        out.push(HEX[(b & 15) as usize] as char);
+    }
+    out
+}
+
+/// The inverse of [`encode_notice_context_key`], strict: the prefix, then non-empty,
+/// even-length, lowercase hex that decodes to valid UTF-8 (a leading U+FEFF is kept).
+/// Anything else is `None`.
+pub fn decode_notice_context_key(context_key: &str) -> Option<String> {
+    let hex = context_key.strip_prefix(CONTEXT_PREFIX)?.as_bytes();
+    if hex.is_empty() || hex.len() % 2 != 0 {
+        return None;
+    }
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        }
+    }
+    let bytes = hex
+        .chunks_exact(2)
+        .map(|p| Some(nibble(p[0])? << 4 | nibble(p[1])?))
+        .collect::<Option<Vec<u8>>>()?;
+    // from_utf8 keeps a leading BOM as a character; it never strips it.
+    String::from_utf8(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qualified_and_bare() {
+        assert_eq!(
+            SessionKey::classify("agent:main:subagent:child"),
+            SessionKey::Qualified {
+                agent: "main",
+                rest: "subagent:child"
+            }
+        );
+        for bare in [
+            "global",
+            "main",
+            "agent:MAIN:x",
+            "agent:main:",
+            "agent:main",
+            "agent::x",
+            "Agent:main:x",
+            "",
+            "agent:-a:x",
+        ] {
+            assert_eq!(SessionKey::classify(bare), SessionKey::Bare, "{bare:?}");
+        }
+        let long = format!("agent:{}:x", "a".repeat(64));
+        assert!(SessionKey::classify(&long).is_qualified());
+        let too_long = format!("agent:{}:x", "a".repeat(65));
+        assert!(!SessionKey::classify(&too_long).is_qualified());
+        assert!(SessionKey::classify("agent:0a_b-c:x").is_qualified());
+    }
+
+    #[test]
+    fn nested_and_main_like() {
+        assert!(SessionKey::classify("agent:main:subagent:x").is_nested());
+        assert!(SessionKey::classify("agent:main:subagentx").is_main_like());
+        assert!(SessionKey::classify("agent:main:main").is_main_like());
+        assert!(!SessionKey::classify("global").is_main_like());
+        assert!(!SessionKey::classify("global").is_nested());
+    }
+
+    #[test]
+    fn agent_resolution() {
+        assert_eq!(resolve_agent("agent:ops:x", None).unwrap(), "ops");
+        assert_eq!(resolve_agent("global", None).unwrap(), "main");
+        assert_eq!(resolve_agent("global", Some("ops")).unwrap(), "ops");
+        assert_eq!(resolve_agent("agent:ops:x", Some("ops")).unwrap(), "ops");
+        assert_eq!(
+            resolve_agent("agent:ops:x", Some("main"))
+                .unwrap_err()
+                .code(),
+            "ERR_INVALID_ARG"
+        );
+        assert_eq!(
+            resolve_agent("global", Some("OPS")).unwrap_err().code(),
+            "ERR_INVALID_ARG"
+        );
+        assert_eq!(
+            resolve_agent("", None).unwrap_err().code(),
+            "ERR_INVALID_ARG"
+        );
+    }
+
+    #[test]
+    fn notice_text_is_pinned() {
+        assert_eq!(
+            notice_text("agent:main:subagent:child", 12),
+            "Session \"agent:main:subagent:child\" changed (other actor). Reconcile before acting: session_status sessionKey \"agent:main:subagent:child\" changesSince 12."
+        );
+        let t = notice_text("agent:main:a\"b\nc\u{2028}", 0);
+        assert!(!t.contains('\n'));
+        assert!(t.contains(r#""agent:main:a\"b\nc"#));
+    }
+
+    #[test]
+    fn context_keys_round_trip_strictly() {
+        assert_eq!(encode_notice_context_key("ab"), "session-state:6162");
+        for k in ["agent:main:x", "é😀", "\u{feff}x", "a\"\n"] {
+            assert_eq!(
+                decode_notice_context_key(&encode_notice_context_key(k)).as_deref(),
+                Some(k)
+            );
+        }
+        for bad in [
+            "session-state:",
+            "session-state:616",
+            "session-state:6A",
+            "session-state:zz",
+            "session-state:ff",
+            "state:6162",
+            "Session-state:6162",
+            "session-state:6162 ",
+        ] {
+            assert_eq!(decode_notice_context_key(bad), None, "{bad:?}");
+        }
+        assert_eq!(
+            decode_notice_context_key("session-state:efbbbf78").as_deref(),
+            Some("\u{feff}x")
+        );
+    }
+}

@@ -1,0 +1,254 @@
+//! The durable signal log (§3, §6 steps 2–3, §9): events, per-session heads, and reading them.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::error::{Error, Result};
+use crate::event::{ActorType, EventKind, StateEvent, ValidEvent};
+
+/// The largest `limit` of `changesSince`, and its default.
+pub const MAX_CHANGES: u32 = 200;
+/// The largest integer a JS number holds exactly.
+pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, kind, actor_type, actor_id, run_id, \
+     session_id, occurred_at, summary, payload_json";
+
+/// The outcome of inserting an event.
+#[derive(Debug)]
+pub enum Inserted {
+    /// A new row with this sequence.
+    New(i64),
+    /// The dedupe key was taken: the first row with it.
+    Duplicate(StateEvent),
+}
+
+/// Inserts the event (§6 step 2); on a dedupe conflict returns the existing row.
+pub fn insert_event(conn: &Connection, v: &ValidEvent) -> Result<Inserted> {
+    let e = &v.event;
+    let seq: Option<i64> = conn
+        .prepare_cached(
+            "INSERT INTO session_state_events (dedupe_key, session_key, session_id, agent_id, kind, \
+             actor_type, actor_id, run_id, occurred_at, summary, payload_json) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+             ON CONFLICT (dedupe_key) DO NOTHING RETURNING sequence",
+        )?
+        .query_row(
+            params![
+                v.dedupe_key,
+                e.session_key,
+                e.session_id,
+                e.agent_id,
+                e.kind.as_str(),
+                e.actor_type.as_str(),
+                e.actor_id,
+                e.run_id,
+                e.occurred_at,
+                e.summary,
+                e.payload_json,
+            ],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match seq {
+        Some(seq) => Ok(Inserted::New(seq)),
+        None => {
+            let sql =
+                format!("SELECT {EVENT_COLUMNS} FROM session_state_events WHERE dedupe_key = ?1");
+            let first = conn
+                .prepare_cached(&sql)?
+                .query_row([&v.dedupe_key], read_event)?;
+            Ok(Inserted::Duplicate(first))
+        }
+    }
+}
+
+/// Moves the head of `(session_key, agent_id)` to `sequence` (§6 step 3). Never lowers it.
+pub fn bump_head(
+    conn: &Connection,
+    session_key: &str,
+    agent_id: &str,
+    sequence: i64,
+    now: i64,
+) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO session_state_heads (session_key, agent_id, last_sequence, pruned_max_sequence, updated_at) \
+         VALUES (?1, ?2, ?3, 0, ?4) \
+         ON CONFLICT (session_key, agent_id) DO UPDATE SET \
+         last_sequence = max(last_sequence, excluded.last_sequence), updated_at = excluded.updated_at",
+    )?
+    .execute(params![session_key, agent_id, sequence, now])?;
+    Ok(())
+}
+
+/// A session's head: its state version and pruned watermark.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Head {
+    /// The state version (largest sequence ever recorded), 0 when none.
+    pub last_sequence: i64,
+    /// The largest sequence lost to pruning, 0 when none.
+    pub pruned_max_sequence: i64,
+}
+
+/// Reads the head of `(session_key, agent_id)`; zeroes when there is none.
+pub fn head(conn: &Connection, session_key: &str, agent_id: &str) -> Result<Head> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT last_sequence, pruned_max_sequence FROM session_state_heads \
+             WHERE session_key = ?1 AND agent_id = ?2",
+        )?
+        .query_row([session_key, agent_id], |r| {
+            Ok(Head {
+                last_sequence: r.get(0)?,
+                pruned_max_sequence: r.get(1)?,
+            })
+        })
+        .optional()?
+        .unwrap_or_default())
+}
+
+/// The result of `changesSince` (§9).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Changes {
+    /// The session's state version.
+    pub state_version: i64,
+    /// Events with `sequence > after`, ascending.
+    pub events: Vec<StateEvent>,
+    /// More events exist past `limit`.
+    pub truncated: bool,
+    /// The smallest retained sequence, else head + 1 when head > 0, else 0.
+    pub earliest_available_sequence: i64,
+    /// `after` predates retained history.
+    pub history_gap: bool,
+}
+
+/// Validates `after` (a non-negative safe integer).
+pub fn check_after(after: f64) -> Result<i64> {
+    if after.is_finite() && after >= 0.0 && after.fract() == 0.0 && after <= MAX_SAFE_INTEGER {
+        Ok(after as i64)
+    } else {
+        Err(Error::invalid("after must be a non-negative safe integer"))
+    }
+}
+
+/// Floors and clamps a `limit` to `[1, 200]`; `None` is 200; non-finite is refused.
+pub fn clamp_limit(limit: Option<f64>) -> Result<u32> {
+    match limit {
+        None => Ok(MAX_CHANGES),
+        Some(l) if !l.is_finite() => Err(Error::invalid("limit must be a finite number")),
+        Some(l) => Ok(l.floor().clamp(1.0, f64::from(MAX_CHANGES)) as u32),
+    }
+}
+
+/// Reads the events of `(session_key, agent_id)` after `after` (§9), in one read transaction.
+pub fn changes_since(
+    conn: &Connection,
+    session_key: &str,
+    agent_id: &str,
+    after: i64,
+    limit: u32,
+) -> Result<Changes> {
+    let tx = conn.unchecked_transaction()?;
+    let head = head(&tx, session_key, agent_id)?;
+    let sql = format!(
+        "SELECT {EVENT_COLUMNS} FROM session_state_events \
+         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 ORDER BY sequence LIMIT ?4"
+    );
+    let mut events = tx
+        .prepare_cached(&sql)?
+        .query_map(
+            params![session_key, agent_id, after, i64::from(limit) + 1],
+            read_event,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let truncated = events.len() > limit as usize;
+    events.truncate(limit as usize);
+    let earliest: Option<i64> = tx
+        .prepare_cached(
+            "SELECT min(sequence) FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2",
+        )?
+        .query_row([session_key, agent_id], |r| r.get(0))?;
+    tx.finish()?;
+    Ok(Changes {
+        state_version: head.last_sequence,
+        events,
+        truncated,
+        earliest_available_sequence: earliest.unwrap_or(if head.last_sequence > 0 {
+            head.last_sequence + 1
+        } else {
+            0
+        }),
+        history_gap: after < head.pruned_max_sequence,
+    })
+}
+
+/// Deletes the events and head of `(session_key, agent_id)`.
+pub fn delete_session(conn: &Connection, session_key: &str, agent_id: &str) -> Result<()> {
+    conn.prepare_cached(
+        "DELETE FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2",
+    )?
+    .execute([session_key, agent_id])?;
+    conn.prepare_cached(
+        "DELETE FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2",
+    )?
+    .execute([session_key, agent_id])?;
+    Ok(())
+}
+
+fn read_event(r: &Row<'_>) -> rusqlite::Result<StateEvent> {
+    let kind: String = r.get(3)?;
+    let actor: String = r.get(4)?;
+    let bad = |i: usize, what: &str| {
+        rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            format!("unknown {what}").into(),
+        )
+    };
+    Ok(StateEvent {
+        sequence: r.get(0)?,
+        session_key: r.get(1)?,
+        agent_id: r.get(2)?,
+        kind: EventKind::parse(&kind).map_err(|_| bad(3, "kind"))?,
+        actor_type: ActorType::parse(&actor).map_err(|_| bad(4, "actor type"))?,
+        actor_id: r.get(5)?,
+        run_id: r.get(6)?,
+        session_id: r.get(7)?,
+        occurred_at: r.get(8)?,
+        summary: r.get(9)?,
+        payload_json: r.get(10)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn after_and_limit_rules() {
+        assert_eq!(check_after(0.0).unwrap(), 0);
+        assert_eq!(
+            check_after(MAX_SAFE_INTEGER).unwrap(),
+            9_007_199_254_740_991
+        );
+        for bad in [-1.0, 0.5, f64::NAN, f64::INFINITY, MAX_SAFE_INTEGER + 2.0] {
+            assert_eq!(
+                check_after(bad).unwrap_err().code(),
+                "ERR_INVALID_ARG",
+                "{bad}"
+            );
+        }
+        assert_eq!(clamp_limit(None).unwrap(), 200);
+        assert_eq!(clamp_limit(Some(0.0)).unwrap(), 1);
+        assert_eq!(clamp_limit(Some(-5.0)).unwrap(), 1);
+        assert_eq!(clamp_limit(Some(2.9)).unwrap(), 2);
+        assert_eq!(clamp_limit(Some(1e9)).unwrap(), 200);
+        assert_eq!(
+            clamp_limit(Some(f64::NAN)).unwrap_err().code(),
+            "ERR_INVALID_ARG"
+        );
+        assert_eq!(
+            clamp_limit(Some(f64::NEG_INFINITY)).unwrap_err().code(),
+            "ERR_INVALID_ARG"
+        );
+    }
+}

@@ -1,0 +1,169 @@
+//! Opening the database (§3): the file and its mode, pragmas, and the additive schema.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::{Error, Result};
+
+/// The schema, created with `IF NOT EXISTS` so it coexists with any other tables in the file.
+/// `user_version` is never read or written: it belongs to the host application.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS session_state_events (
+    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+    dedupe_key TEXT UNIQUE,
+    session_key TEXT NOT NULL,
+    session_id TEXT,
+    agent_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    actor_type TEXT NOT NULL,
+    actor_id TEXT,
+    run_id TEXT,
+    occurred_at INTEGER NOT NULL,
+    summary TEXT NOT NULL,
+    payload_json TEXT
+) STRICT;
+CREATE INDEX IF NOT EXISTS session_state_events_session_sequence
+    ON session_state_events (session_key, sequence DESC);
+CREATE INDEX IF NOT EXISTS session_state_events_occurred
+    ON session_state_events (occurred_at DESC, sequence DESC);
+CREATE TABLE IF NOT EXISTS session_state_heads (
+    session_key TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    last_sequence INTEGER NOT NULL,
+    pruned_max_sequence INTEGER NOT NULL DEFAULT 0,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (session_key, agent_id)
+) STRICT;
+CREATE TABLE IF NOT EXISTS session_watch_cursors (
+    watcher_session_key TEXT NOT NULL,
+    target_session_key TEXT NOT NULL,
+    last_seen_sequence INTEGER NOT NULL,
+    notified_sequence INTEGER NOT NULL,
+    material_sequence INTEGER NOT NULL,
+    provenance TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (watcher_session_key, target_session_key)
+) STRICT;
+CREATE INDEX IF NOT EXISTS session_watch_cursors_target
+    ON session_watch_cursors (target_session_key);
+CREATE TABLE IF NOT EXISTS session_upstream_links (
+    session_key TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    transcript_path TEXT,
+    remote_id TEXT,
+    scan_offset INTEGER NOT NULL DEFAULT 0,
+    failure_count INTEGER NOT NULL DEFAULT 0,
+    own_messages_json TEXT NOT NULL DEFAULT '[]',
+    remote_cursor TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+) STRICT;
+";
+
+/// How many prepared statements each connection keeps (record, drain and reads all hit it).
+const STATEMENT_CACHE: usize = 64;
+
+/// Opens (creating if needed) the database at `path` with the pragmas of §3 and the schema.
+///
+/// `:memory:` opens a private in-memory database. A new file is created with mode 0600, and a
+/// missing parent directory with mode 0700.
+pub fn open(path: &str, busy_timeout_ms: u32) -> Result<Connection> {
+    if path.is_empty() {
+        return Err(Error::invalid("path must be a non-empty string"));
+    }
+    if path != ":memory:" {
+        prepare_file(Path::new(path))?;
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
+    )?;
+    configure(&conn, busy_timeout_ms)?;
+    Ok(conn)
+}
+
+/// Applies the pragmas and creates the schema on an open connection.
+pub fn configure(conn: &Connection, busy_timeout_ms: u32) -> Result<()> {
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    conn.busy_timeout(std::time::Duration::from_millis(u64::from(busy_timeout_ms)))?;
+    // WAL lets readers in other processes run beside a writer; where the file system cannot
+    // hold a WAL (or for in-memory databases) SQLite keeps its answer and we accept it.
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
+        conn.query_row("PRAGMA journal_mode=DELETE", [], |r| r.get::<_, String>(0))?;
+    }
+    conn.execute_batch("PRAGMA synchronous=NORMAL;")?;
+    // Creating the schema is a write: take the write lock up front so two processes opening a
+    // new file at once wait for each other instead of failing on a lock upgrade.
+    conn.execute_batch(&format!("BEGIN IMMEDIATE;{SCHEMA}COMMIT;"))
+        .inspect_err(|_| {
+            let _ = conn.execute_batch("ROLLBACK");
+        })?;
+    Ok(())
+}
+
+#[cfg(unix)]
+fn prepare_file(path: &Path) -> Result<()> {
+    use std::fs::{DirBuilder, OpenOptions};
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.exists() {
+            DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        }
+    }
+    // Create the file ourselves so it is born 0600; SQLite gives its -wal and -shm files the
+    // mode of the main file.
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(not(unix))]
+fn prepare_file(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_all_tables_strict() -> Result<()> {
+        let conn = open(":memory:", 1000)?;
+        for t in [
+            "session_state_events",
+            "session_state_heads",
+            "session_watch_cursors",
+            "session_upstream_links",
+        ] {
+            let sql: String = conn.query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [t],
+                |r| r.get(0),
+            )?;
+            assert!(sql.trim_end().ends_with("STRICT"), "{t}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn empty_path_is_refused() {
+        assert_eq!(open("", 0).unwrap_err().code(), "ERR_INVALID_ARG");
+    }
+}
