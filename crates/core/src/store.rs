@@ -451,6 +451,12 @@ impl Store {
         self.with_conn(|conn| log::changes_since(conn, session_key, &agent, after, limit))
     }
 
+    /// True when the watcher has queued notices. Runs no SQL.
+    pub fn has_pending(&self, watcher: &str) -> Result<bool> {
+        self.check_open()?;
+        Ok(self.shared.queue.lock().has_any(watcher))
+    }
+
     /// The watcher's pending notices, nothing acknowledged. Runs no SQL.
     pub fn peek(&self, watcher: &str) -> Result<Vec<Notice>> {
         self.check_open()?;

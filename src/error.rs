@@ -1,0 +1,80 @@
+//! The one place where core errors become JavaScript errors: the stable code travels as the
+//! napi status, so JS sees it as `err.code`.
+
+use napi::Status;
+use session_awareness_core::Error as CoreError;
+
+/// A stable error code (`ERR_INVALID_ARG`, `ERR_CLOSED`, `ERR_DB`, …), shown to JS as `code`.
+#[derive(Debug, Clone)]
+pub struct Code(pub String);
+
+impl AsRef<str> for Code {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<Status> for Code {
+    // napi's own conversion failures (a wrong argument type) are argument errors to the host.
+    fn from(status: Status) -> Self {
+        match status {
+            Status::InvalidArg
+            | Status::ObjectExpected
+            | Status::StringExpected
+            | Status::NumberExpected
+            | Status::BooleanExpected
+            | Status::ArrayExpected
+            | Status::FunctionExpected
+            | Status::BigintExpected => Code("ERR_INVALID_ARG".into()),
+            other => Code(other.as_ref().to_owned()),
+        }
+    }
+}
+
+/// A JS error carrying a stable code.
+pub type JsError = napi::Error<Code>;
+/// The result type of every exported method.
+pub type JsResult<T> = std::result::Result<T, JsError>;
+
+/// Builds a coded JS error.
+pub fn coded(code: &str, message: impl Into<String>) -> JsError {
+    napi::Error::new(Code(code.to_owned()), message.into())
+}
+
+/// Maps a core error, keeping its source chain in the message.
+pub fn to_js(e: CoreError) -> JsError {
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = s.source();
+    }
+    coded(e.code(), message)
+}
+
+/// Maps an error raised by napi itself (a value of the wrong type).
+pub fn from_napi(e: napi::Error) -> JsError {
+    napi::Error::new(Code::from(e.status), e.reason.clone())
+}
+
+/// Extension for `?` on core results.
+pub trait IntoJs<T> {
+    /// Maps the error with [`to_js`].
+    fn js(self) -> JsResult<T>;
+}
+
+impl<T> IntoJs<T> for session_awareness_core::Result<T> {
+    fn js(self) -> JsResult<T> {
+        self.map_err(to_js)
+    }
+}
+
+impl<T> IntoJs<T> for napi::Result<T> {
+    fn js(self) -> JsResult<T> {
+        self.map_err(from_napi)
+    }
+}

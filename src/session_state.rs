@@ -1,0 +1,509 @@
+//! `SessionState`: the JS class over the core [`Store`].
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{Env, Function, FunctionRef, Unknown};
+use napi::threadsafe_function::{
+    ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
+};
+use napi::{Result, Status};
+use napi_derive::napi;
+use session_awareness_core::{
+    self as core, store::system_now, Error as CoreError, ErrorSink, Hooks, Options, Provenance,
+    Store, VersionRef, WakeSink,
+};
+
+use crate::convert;
+use crate::error::{coded, to_js, Code, IntoJs, JsResult};
+use crate::types::*;
+
+type ErrorCallback = FunctionRef<napi::Error<Code>, UnknownReturnValue>;
+type WakeTsfn =
+    ThreadsafeFunction<WakeRequest, UnknownReturnValue, WakeRequest, Status, false, true>;
+type ErrorTsfn = ThreadsafeFunction<
+    (String, String),
+    UnknownReturnValue,
+    napi::Error<Code>,
+    Status,
+    false,
+    true,
+>;
+
+/// Options of the `SessionState` constructor. Every field is optional.
+#[napi(object, object_to_js = false)]
+pub struct SessionStateOptions {
+    /// Events and cursors older than this are pruned. Default 30 days; an integer in [1, 9e12].
+    pub retention_ms: Option<f64>,
+    /// At most this many events are kept. Default 50,000; a positive safe integer.
+    pub max_events: Option<f64>,
+    /// How long a write waits for another process's lock. Default 30,000; [0, 2^31 - 1].
+    pub busy_timeout_ms: Option<f64>,
+    /// Called on the JS thread, after the call that made it due, to wake a main-like watcher.
+    #[napi(ts_type = "(req: WakeRequest) => void")]
+    pub wake: Option<FunctionRef<WakeRequest, UnknownReturnValue>>,
+    /// How long a due wake waits to coalesce with others for the same watcher. Default 250; [0, 60000].
+    pub wake_coalesce_ms: Option<f64>,
+    /// Receives best-effort failures (a `record` that returned null, a throwing `wake`, a
+    /// background prune). Default: one line on stderr.
+    #[napi(ts_type = "(err: Error & { code: string }) => void")]
+    pub on_error: Option<ErrorCallback>,
+    /// The clock, in epoch ms. Default: the system clock. Tests use it to travel in time.
+    #[napi(ts_type = "() => number")]
+    pub clock: Option<FunctionRef<(), f64>>,
+    /// `record` throws instead of reporting. For tests and development.
+    pub strict: Option<bool>,
+}
+
+/// Best-effort failures reach the host here: synchronously when we are on the JS thread,
+/// through a weak threadsafe function from background threads.
+struct Reporter {
+    on_error: Option<ErrorCallback>,
+    background: Option<ErrorTsfn>,
+}
+
+fn stderr_line(code: &str, message: &str) {
+    eprintln!("session-awareness: {code}: {message}");
+}
+
+impl Reporter {
+    fn report_sync(&self, env: &Env, code: &str, message: String) {
+        let Some(cb) = &self.on_error else {
+            stderr_line(code, &message);
+            return;
+        };
+        let err = coded(code, message.clone());
+        // A throwing onError must not turn a best-effort report into a throw.
+        let called = cb.borrow_back(env).and_then(|f| f.call(err));
+        if called.is_err() {
+            stderr_line(code, &message);
+        }
+    }
+}
+
+impl ErrorSink for Reporter {
+    fn report(&self, error: CoreError) {
+        let (code, message) = (error.code().to_owned(), to_js(error).reason.clone());
+        match &self.background {
+            Some(tsfn) => {
+                let fallback = (code.clone(), message.clone());
+                let status = tsfn.call_with_return_value(
+                    (code, message),
+                    ThreadsafeFunctionCallMode::NonBlocking,
+                    move |r, _| {
+                        if r.is_err() {
+                            stderr_line(&fallback.0, &fallback.1);
+                        }
+                        Ok(())
+                    },
+                );
+                let _ = status;
+            }
+            None => stderr_line(&code, &message),
+        }
+    }
+}
+
+/// Wakes go to the host's callback on the JS thread; a throw is reported, never fatal.
+struct JsWake {
+    tsfn: WakeTsfn,
+    reporter: Arc<Reporter>,
+}
+
+impl WakeSink for JsWake {
+    fn wake(&self, r: core::WakeRequest) {
+        let reporter = Arc::clone(&self.reporter);
+        let request = WakeRequest {
+            source: r.source.to_owned(),
+            intent: r.intent.to_owned(),
+            reason: r.reason,
+            session_key: r.session_key,
+        };
+        // NonBlocking: a background thread must never wait on the JS thread.
+        let _ = self.tsfn.call_with_return_value(
+            request,
+            ThreadsafeFunctionCallMode::NonBlocking,
+            move |result, env| {
+                if let Err(e) = result {
+                    let message = format!("the wake callback threw: {}", e.reason);
+                    reporter.report_sync(&env, "ERR_WAKE_CALLBACK", message);
+                }
+                Ok(())
+            },
+        );
+    }
+}
+
+/// Session state awareness over one SQLite file: a durable signal log, watch cursors with one
+/// coalesced stale-state notice per (watcher, target), and `changesSince` reconciliation.
+#[napi]
+pub struct SessionState {
+    store: Store,
+    reporter: Arc<Reporter>,
+    clock: Option<FunctionRef<(), f64>>,
+    // JS clock minus system clock at the last JS read, so background work follows clock travel.
+    clock_offset: Arc<AtomicI64>,
+    strict: bool,
+}
+
+fn opt_int(v: Option<f64>, name: &str) -> JsResult<Option<i64>> {
+    match v {
+        None => Ok(None),
+        Some(x) if x.is_finite() && x.fract() == 0.0 && x.abs() <= 9_007_199_254_740_991.0 => {
+            Ok(Some(x as i64))
+        }
+        Some(_) => Err(coded(
+            "ERR_INVALID_ARG",
+            format!("{name} must be an integer"),
+        )),
+    }
+}
+
+fn opt_u32(v: Option<f64>, name: &str) -> JsResult<Option<u32>> {
+    opt_int(v, name)?
+        .map(|x| {
+            u32::try_from(x)
+                .map_err(|_| coded("ERR_INVALID_ARG", format!("{name} is out of range")))
+        })
+        .transpose()
+}
+
+fn provenance(options: Option<WatchOptions>) -> JsResult<Provenance> {
+    match options.and_then(|o| o.provenance) {
+        None => Ok(Provenance::Explicit),
+        Some(p) => Provenance::parse(&p).js(),
+    }
+}
+
+#[napi]
+impl SessionState {
+    /// Opens (creating if needed) the store at `path`: a SQLite file, usually the gateway's
+    /// shared state database. Other tables in it and its `user_version` are left alone. A new
+    /// file is created with mode 0600 and a missing directory with mode 0700. Opening never
+    /// prunes. Throws `ERR_INVALID_ARG` for a bad option and `ERR_DB` when the file cannot be
+    /// opened as a database.
+    #[napi(constructor)]
+    pub fn new(env: Env, path: String, options: Option<SessionStateOptions>) -> Result<Self, Code> {
+        let o = options.unwrap_or(SessionStateOptions {
+            retention_ms: None,
+            max_events: None,
+            busy_timeout_ms: None,
+            wake: None,
+            wake_coalesce_ms: None,
+            on_error: None,
+            clock: None,
+            strict: None,
+        });
+        let d = Options::default();
+        let opts = Options {
+            retention_ms: opt_int(o.retention_ms, "retentionMs")?.unwrap_or(d.retention_ms),
+            max_events: match opt_int(o.max_events, "maxEvents")? {
+                Some(n) if n < 1 => {
+                    return Err(coded(
+                        "ERR_INVALID_ARG",
+                        "maxEvents must be a positive integer",
+                    ))
+                }
+                Some(n) => n as u64,
+                None => d.max_events,
+            },
+            busy_timeout_ms: opt_u32(o.busy_timeout_ms, "busyTimeoutMs")?
+                .unwrap_or(d.busy_timeout_ms),
+            wake_coalesce_ms: opt_u32(o.wake_coalesce_ms, "wakeCoalesceMs")?
+                .unwrap_or(d.wake_coalesce_ms),
+        };
+        opts.validate().js()?;
+        let background = match &o.on_error {
+            Some(cb) => Some(
+                cb.borrow_back(&env)
+                    .and_then(|f| {
+                        f.build_threadsafe_function::<(String, String)>()
+                            .callee_handled::<false>()
+                            .weak::<true>()
+                            .build_callback(|ctx| Ok(coded(&ctx.value.0, ctx.value.1)))
+                    })
+                    .js()?,
+            ),
+            None => None,
+        };
+        let reporter = Arc::new(Reporter {
+            on_error: o.on_error,
+            background,
+        });
+        let wake: Option<Arc<dyn WakeSink>> = match &o.wake {
+            Some(cb) => {
+                let f: Function<'_, WakeRequest, UnknownReturnValue> = cb.borrow_back(&env).js()?;
+                let tsfn: WakeTsfn = f
+                    .build_threadsafe_function::<WakeRequest>()
+                    .callee_handled::<false>()
+                    .weak::<true>()
+                    .build()
+                    .js()?;
+                Some(Arc::new(JsWake {
+                    tsfn,
+                    reporter: Arc::clone(&reporter),
+                }))
+            }
+            None => None,
+        };
+        let clock_offset = Arc::new(AtomicI64::new(0));
+        let offset = Arc::clone(&clock_offset);
+        let hooks = Hooks {
+            wake,
+            errors: Some(Arc::clone(&reporter) as Arc<dyn ErrorSink>),
+            clock: Some(Arc::new(move || {
+                system_now() + offset.load(Ordering::Relaxed)
+            })),
+        };
+        let store = Store::open(&path, opts, hooks).js()?;
+        Ok(SessionState {
+            store,
+            reporter,
+            clock: o.clock,
+            clock_offset,
+            strict: o.strict.unwrap_or(false),
+        })
+    }
+
+    fn now(&self, env: &Env) -> core::Result<i64> {
+        let Some(clock) = &self.clock else {
+            return Ok(system_now());
+        };
+        let v = clock
+            .borrow_back(env)
+            .and_then(|f| f.call(()))
+            .map_err(|e| CoreError::invalid(format!("clock failed: {}", e.reason)))?;
+        if !v.is_finite() {
+            return Err(CoreError::invalid("clock must return a finite number"));
+        }
+        let now = v.floor() as i64;
+        self.clock_offset
+            .store(now - system_now(), Ordering::Relaxed);
+        Ok(now)
+    }
+
+    /// Records one event (§6) in one write transaction: insert, head, cursors; then queues the
+    /// notices and schedules the wakes. Best-effort: never throws (unless `strict`); returns
+    /// null when nothing was recorded, with exactly one `onError` call giving the reason
+    /// (`ERR_INVALID_ARG`, `ERR_CLOSED`, `ERR_DB`). With `onlyIfWatched` and nobody watching it
+    /// returns null silently. A repeated `dedupeKey` returns the first row and changes nothing.
+    #[napi(ts_args_type = "input: RecordInput")]
+    pub fn record(&self, env: Env, input: Unknown<'_>) -> Result<Option<StateEvent>, Code> {
+        let result = self
+            .now(&env)
+            .and_then(|now| Ok((now, convert::record_input(input)?)))
+            .and_then(|(now, input)| self.store.record(input, now));
+        match result {
+            Ok(event) => Ok(event.map(Into::into)),
+            Err(e) if self.strict => Err(to_js(e)),
+            Err(e) => {
+                let js = to_js(e);
+                self.reporter
+                    .report_sync(&env, js.status.as_ref(), js.reason.clone());
+                Ok(None)
+            }
+        }
+    }
+
+    /// Registers `watcherKey` as a watcher of `targetKey`, seeded at the target's current
+    /// version (earlier history never notifies). An existing cursor is kept (an
+    /// `ambient-group` one is promoted to `explicit`, never the reverse) and its expiry
+    /// refreshed. Returns false for a bare watcher or target, or watcher == target.
+    #[napi]
+    pub fn watch(
+        &self,
+        env: Env,
+        watcher_key: String,
+        target_key: String,
+        options: Option<WatchOptions>,
+    ) -> Result<bool, Code> {
+        let p = provenance(options)?;
+        let now = self.now(&env).js()?;
+        self.store.watch(&watcher_key, &target_key, p, now).js()
+    }
+
+    /// Removes the cursor and its pending notice. True if a cursor was removed.
+    #[napi]
+    pub fn unwatch(&self, watcher_key: String, target_key: String) -> Result<bool, Code> {
+        self.store.unwatch(&watcher_key, &target_key).js()
+    }
+
+    /// The session's state version: the largest sequence recorded for it, 0 when none.
+    #[napi]
+    pub fn state_version(
+        &self,
+        session_key: String,
+        agent_id: Option<String>,
+    ) -> Result<i64, Code> {
+        self.store
+            .state_version(&session_key, agent_id.as_deref())
+            .js()
+    }
+
+    /// The state versions of many sessions, in the order given; sessions at 0 are left out.
+    #[napi]
+    pub fn state_versions(&self, refs: Vec<SessionRef>) -> Result<Vec<SessionVersion>, Code> {
+        let refs: Vec<VersionRef> = refs
+            .into_iter()
+            .map(|r| VersionRef {
+                session_key: r.session_key,
+                agent_id: r.agent_id,
+            })
+            .collect();
+        Ok(self
+            .store
+            .state_versions(&refs)
+            .js()?
+            .into_iter()
+            .map(|(session_key, agent_id, state_version)| SessionVersion {
+                session_key,
+                agent_id,
+                state_version,
+            })
+            .collect())
+    }
+
+    /// The exact typed delta of a session after version `after` (a non-negative safe
+    /// integer), ascending, at most `limit` (clamped to [1, 200]). `historyGap` is true when
+    /// `after` predates retained history. Moves no cursor.
+    #[napi]
+    pub fn changes_since(
+        &self,
+        session_key: String,
+        after: f64,
+        options: Option<ChangesSinceOptions>,
+    ) -> Result<ChangesSince, Code> {
+        let (agent, limit) = options.map_or((None, None), |o| (o.agent_id, o.limit));
+        Ok(self
+            .store
+            .changes_since(&session_key, after, agent.as_deref(), limit)
+            .js()?
+            .into())
+    }
+
+    /// The watcher's pending notices in queue order, acknowledged: the turn consumes them. If
+    /// material events arrived since a notice was queued, exactly one fresh notice reopens
+    /// with `changesSince` = the old notified position. With nothing pending it runs no SQL.
+    #[napi]
+    pub fn drain(&self, env: Env, watcher_key: String) -> Result<Vec<Notice>, Code> {
+        if !self.store.has_pending(&watcher_key).js()? {
+            return Ok(Vec::new());
+        }
+        let now = self.now(&env).js()?;
+        Ok(self
+            .store
+            .drain(&watcher_key, now)
+            .js()?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// The watcher's pending notices in queue order, nothing acknowledged.
+    #[napi]
+    pub fn peek(&self, watcher_key: String) -> Result<Vec<Notice>, Code> {
+        Ok(self
+            .store
+            .peek(&watcher_key)
+            .js()?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// Acknowledges the watcher's pending notices on `targetKeys`, for hosts that route
+    /// notices through their own queue. Returns how many pending notices were acknowledged
+    /// (a repeated target counts once).
+    #[napi]
+    pub fn acknowledge(
+        &self,
+        env: Env,
+        watcher_key: String,
+        target_keys: Vec<String>,
+    ) -> Result<i64, Code> {
+        let now = self.now(&env).js()?;
+        Ok(self
+            .store
+            .acknowledge(&watcher_key, &target_keys, now)
+            .js()? as i64)
+    }
+
+    /// Gateway start: re-freezes every cursor with unacknowledged material history whose
+    /// watcher still exists and re-queues its notice (one already queued is neither
+    /// duplicated nor woken again), then prunes.
+    #[napi(ts_args_type = "options?: { watcherExists?: (watcherKey: string) => boolean }")]
+    pub fn sweep(&self, env: Env, options: Option<SweepOptions>) -> Result<SweepReport, Code> {
+        let now = self.now(&env).js()?;
+        let exists = options.and_then(|o| o.watcher_exists);
+        let report = match exists {
+            None => self.store.sweep(None, now),
+            Some(cb) => {
+                let f = cb.borrow_back(&env).js()?;
+                let mut failure: Option<napi::Error> = None;
+                let mut ask = |w: &str| match f.call(w.to_owned()) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        false
+                    }
+                };
+                let r = self.store.sweep(Some(&mut ask), now);
+                if let Some(e) = failure {
+                    return Err(coded(
+                        "ERR_INVALID_ARG",
+                        format!("watcherExists failed: {}", e.reason),
+                    ));
+                }
+                r
+            }
+        }
+        .js()?;
+        Ok(SweepReport {
+            notices: report.notices as i64,
+            prune: report.prune.into(),
+        })
+    }
+
+    /// Prunes now: events older than `retentionMs`, then all but the newest `maxEvents`
+    /// (watermarks raised first, heads kept), and cursors not updated within `retentionMs`.
+    #[napi]
+    pub fn prune(&self, env: Env) -> Result<PruneReport, Code> {
+        let now = self.now(&env).js()?;
+        Ok(self.store.prune(now).js()?.into())
+    }
+
+    /// The watcher session was reset: its cursors and pending notices go; its history stays.
+    #[napi]
+    pub fn reset_session(&self, session_key: String) -> Result<(), Code> {
+        self.store.reset_session(&session_key).js()
+    }
+
+    /// Deletes the session's events and head for the agent (default: the key's own, else
+    /// `main`). For its own agent also every cursor where it is watcher or target, their
+    /// pending notices, and its upstream link.
+    #[napi]
+    pub fn delete_session(
+        &self,
+        session_key: String,
+        agent_id: Option<String>,
+    ) -> Result<(), Code> {
+        self.store
+            .delete_session(&session_key, agent_id.as_deref())
+            .js()
+    }
+
+    /// Closes the store and cancels scheduled wakes. Idempotent; later calls throw
+    /// `ERR_CLOSED` (`record`: null and `onError`).
+    #[napi]
+    pub fn close(&self) {
+        self.store.close();
+    }
+}
+
+/// Options of `sweep`.
+#[napi(object, object_to_js = false)]
+pub struct SweepOptions {
+    /// Asked once per watcher with unacknowledged history; false skips it. Default: all exist.
+    #[napi(ts_type = "(watcherKey: string) => boolean")]
+    pub watcher_exists: Option<FunctionRef<String, bool>>,
+}
