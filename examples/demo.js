@@ -1,0 +1,62 @@
+// A small gateway scenario on an embedded SQLite file under ./demo-data: a parent spawns a
+// child, a human types straight into the child, the parent is woken, drains one notice and
+// reconciles with changesSince before it acts.
+'use strict'
+const fs = require('node:fs')
+const path = require('node:path')
+const { SessionState } = require('..')
+
+const dir = path.join(process.cwd(), 'demo-data')
+fs.mkdirSync(dir, { recursive: true })
+const file = path.join(dir, 'demo.sqlite')
+for (const f of [file, `${file}-wal`, `${file}-shm`]) fs.rmSync(f, { force: true })
+
+const parent = 'agent:main:main'
+const child = 'agent:main:subagent:research'
+
+let woken
+const wokenOnce = new Promise((resolve) => (woken = resolve))
+const state = new SessionState(file, {
+  wakeCoalesceMs: 50,
+  wake: (req) => woken(req),
+  onError: (err) => console.error(`onError ${err.code}: ${err.message}`),
+})
+
+const show = (label, value) => console.log(`${label} ${JSON.stringify(value)}`)
+
+async function main() {
+  console.log(`database: ${path.relative(process.cwd(), file)}`)
+  show('recorded', state.record({
+    sessionKey: child, kind: 'child_spawned', actorType: 'agent', actorId: parent,
+    summary: 'research child spawned', watchers: [parent], runId: 'run-1',
+  }))
+  show('recorded', state.record({
+    sessionKey: child, kind: 'human_direct_message', actorType: 'human',
+    summary: 'human message via telegram', payload: { channel: 'telegram' },
+  }))
+  show('recorded', state.record({
+    sessionKey: child, kind: 'run_completed', actorType: 'agent', actorId: child,
+    summary: 'run finished', runId: 'run-1',
+  }))
+
+  // The wake callback never keeps the process alive by itself (a gateway has its own
+  // server handles); this small script holds the loop open until the wake arrives.
+  const keepAlive = setTimeout(() => {}, 5000)
+  const wake = await wokenOnce
+  clearTimeout(keepAlive)
+  show('woken', wake)
+  const notices = state.drain(parent)
+  console.log(`drained ${notices.length} notice(s):`)
+  for (const n of notices) console.log(`  ${n.text}`)
+  const delta = state.changesSince(child, notices[0].changesSince)
+  console.log('changesSince:')
+  console.log(JSON.stringify(delta, null, 2))
+  show('stateVersions', state.stateVersions([{ sessionKey: child }, { sessionKey: parent }]))
+  show('drain again', state.drain(parent))
+  state.close()
+}
+
+main().catch((e) => {
+  console.error(e)
+  process.exitCode = 1
+})
