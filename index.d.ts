@@ -87,6 +87,39 @@ export declare class SessionState {
    * `ERR_CLOSED` (`record`: null and `onError`).
    */
   close(): void
+  /**
+   * Adopts a session from another tool's catalog (§11): records `adopted` (log only) and
+   * stores its upstream link, replacing any earlier one. A local transcript is scanned from
+   * its current end. Best-effort like `record`: null plus one `onError` call on failure.
+   */
+  adopt(sessionKey: string, link: UpstreamLink): StateEvent | null
+  /**
+   * Tells the monitor about a user message the gateway itself sent into an adopted
+   * session, so its echo upstream is not taken for a human. The last 10 per session are
+   * kept (across restarts); compared after trimming, collapsing whitespace and Unicode NFC.
+   * Does nothing for a session that is not adopted.
+   */
+  noteOwnUserMessage(sessionKey: string, text: string): void
+  /**
+   * The result of the host's probe of a remote upstream. `found: true` with the newest
+   * transcript rows (the last 50 are classified; the first check sets the baseline);
+   * `found: false` is a failed check (the third in a row records `upstream_missing` and
+   * drops the link); `found: 'unknown'` changes nothing. Returns the event recorded, if any.
+   */
+  checkUpstream(sessionKey: string, result: { found: true; items: Array<Record<string, unknown>> } | { found: false } | { found: 'unknown' }): StateEvent | null
+  /**
+   * Scans every watched adopted session's local transcript once, now; returns the events
+   * recorded. The monitor does the same on its interval.
+   */
+  scanUpstream(): Array<StateEvent>
+  /**
+   * Starts scanning watched adopted sessions' local transcripts in the background every
+   * `intervalMs` (default 5000), restarting the scan if it runs. It never keeps the process
+   * alive; failures go to `onError`.
+   */
+  startUpstreamMonitor(options?: UpstreamMonitorOptions | undefined | null): void
+  /** Stops the background scan. Idempotent. */
+  stopUpstreamMonitor(): void
 }
 
 /** Who caused an event. */
@@ -289,6 +322,24 @@ export interface SweepReport {
   notices: number
   /** The prune that followed. */
   prune: PruneReport
+}
+
+/** Where an adopted session lives upstream. */
+export interface UpstreamLink {
+  /** The catalog it came from, such as `claude`; used in summaries (`human message via claude`). */
+  source: string
+  /** A local JSONL transcript, scanned by the upstream monitor. */
+  transcriptPath?: string
+  /** A session on a paired node, checked by the host and reported with `checkUpstream`. */
+  remoteId?: string
+  /** The agent of the session; defaults to the key's own, else `main`. */
+  agentId?: string
+}
+
+/** Options of `startUpstreamMonitor`. */
+export interface UpstreamMonitorOptions {
+  /** How often watched adopted sessions are scanned. Default 5000; a positive integer up to 2^31 - 1. */
+  intervalMs?: number
 }
 
 /** The request passed to the `wake` callback. */

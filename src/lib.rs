@@ -5,6 +5,7 @@ mod convert;
 mod error;
 mod session_state;
 mod types;
+mod upstream;
 
 use napi_derive::napi;
 

@@ -57,7 +57,7 @@ pub struct SessionStateOptions {
 
 /// Best-effort failures reach the host here: synchronously when we are on the JS thread,
 /// through a weak threadsafe function from background threads.
-struct Reporter {
+pub(crate) struct Reporter {
     on_error: Option<ErrorCallback>,
     background: Option<ErrorTsfn>,
 }
@@ -67,7 +67,7 @@ fn stderr_line(code: &str, message: &str) {
 }
 
 impl Reporter {
-    fn report_sync(&self, env: &Env, code: &str, message: String) {
+    pub(crate) fn report_sync(&self, env: &Env, code: &str, message: String) {
         let Some(cb) = &self.on_error else {
             stderr_line(code, &message);
             return;
@@ -107,7 +107,7 @@ impl ErrorSink for Reporter {
 /// Wakes go to the host's callback on the JS thread; a throw is reported, never fatal.
 struct JsWake {
     tsfn: WakeTsfn,
-    reporter: Arc<Reporter>,
+    pub(crate) reporter: Arc<Reporter>,
 }
 
 impl WakeSink for JsWake {
@@ -138,12 +138,12 @@ impl WakeSink for JsWake {
 /// coalesced stale-state notice per (watcher, target), and `changesSince` reconciliation.
 #[napi]
 pub struct SessionState {
-    store: Store,
-    reporter: Arc<Reporter>,
+    pub(crate) store: Store,
+    pub(crate) reporter: Arc<Reporter>,
     clock: Option<FunctionRef<(), f64>>,
     // JS clock minus system clock at the last JS read, so background work follows clock travel.
     clock_offset: Arc<AtomicI64>,
-    strict: bool,
+    pub(crate) strict: bool,
 }
 
 fn opt_int(v: Option<f64>, name: &str) -> JsResult<Option<i64>> {
@@ -265,7 +265,7 @@ impl SessionState {
         })
     }
 
-    fn now(&self, env: &Env) -> core::Result<i64> {
+    pub(crate) fn now(&self, env: &Env) -> core::Result<i64> {
         let Some(clock) = &self.clock else {
             return Ok(system_now());
         };

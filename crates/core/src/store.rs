@@ -125,6 +125,7 @@ pub(crate) struct Shared {
     pub(crate) opts: Options,
     last_prune: Mutex<Option<i64>>,
     pruning: AtomicBool,
+    pub(crate) monitor: Mutex<crate::upstream::MonitorState>,
 }
 
 /// A session-state store over one SQLite file. Cheap to clone: clones share everything.
@@ -164,6 +165,7 @@ impl Store {
                 opts,
                 last_prune: Mutex::new(None),
                 pruning: AtomicBool::new(false),
+                monitor: Mutex::new(Default::default()),
             }),
         })
     }
@@ -350,7 +352,9 @@ impl Store {
                 Ok(n)
             })?;
             report.events_deleted += n as u64;
-            if n < prune::BATCH {
+            // A short batch may be the last of the age pass; the row cap still has to run,
+            // so only an empty batch means done.
+            if n == 0 {
                 break;
             }
         }
@@ -631,6 +635,7 @@ impl Store {
         if let Some(w) = &self.shared.wake {
             w.close();
         }
+        self.shared.monitor.lock().stop();
         let conn = self.shared.conn.lock().take();
         *self.shared.queue.lock() = NoticeQueue::default();
         drop(conn);

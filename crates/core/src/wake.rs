@@ -136,7 +136,7 @@ mod tests {
             s.due("agent:main:main", &format!("agent:main:t{i}"));
         }
         s.due("agent:ops:main", "agent:main:x");
-        let mut got = vec![
+        let mut got = [
             rx.recv_timeout(Duration::from_secs(5)).unwrap(),
             rx.recv_timeout(Duration::from_secs(5)).unwrap(),
         ];

@@ -27,3 +27,8 @@ pub use classify::{
 };
 pub use normalize::{is_self_echo, normalize_text};
 pub use scanner::{LineScanner, ScannedLine, DEFAULT_LINE_CAP};
+
+pub mod links;
+pub mod monitor;
+
+pub use monitor::{AdoptInput, MonitorState, RemoteCheck};
