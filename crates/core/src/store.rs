@@ -116,6 +116,13 @@ pub struct VersionRef {
     pub agent_id: Option<String>,
 }
 
+/// When the last prune ran, and a clock reading for one more run requested while one ran.
+#[derive(Default)]
+struct AutoPrune {
+    last: Option<i64>,
+    again: Option<i64>,
+}
+
 pub(crate) struct Shared {
     pub(crate) conn: Mutex<Option<Connection>>,
     pub(crate) queue: Mutex<NoticeQueue>,
@@ -123,7 +130,7 @@ pub(crate) struct Shared {
     wake: Option<WakeScheduler>,
     hooks: Hooks,
     pub(crate) opts: Options,
-    last_prune: Mutex<Option<i64>>,
+    auto_prune: Mutex<AutoPrune>,
     pruning: AtomicBool,
     pub(crate) monitor: Mutex<crate::upstream::MonitorState>,
 }
@@ -163,7 +170,7 @@ impl Store {
                 wake,
                 hooks,
                 opts,
-                last_prune: Mutex::new(None),
+                auto_prune: Mutex::new(AutoPrune::default()),
                 pruning: AtomicBool::new(false),
                 monitor: Mutex::new(Default::default()),
             }),
@@ -306,24 +313,39 @@ impl Store {
 
     fn maybe_prune_in_background(&self, now: i64) {
         {
-            let mut last = self.shared.last_prune.lock();
-            if last.is_some_and(|t| now - t <= AUTO_PRUNE_INTERVAL_MS) {
+            let mut state = self.shared.auto_prune.lock();
+            if state
+                .last
+                .is_some_and(|t| now - t <= AUTO_PRUNE_INTERVAL_MS)
+            {
                 return;
             }
-            if self.shared.pruning.swap(true, Ordering::AcqRel) {
+            state.last = Some(now);
+            if self.shared.pruning.load(Ordering::Acquire) {
+                // One is running: it runs again with this clock reading when it is done.
+                state.again = Some(now);
                 return;
             }
-            *last = Some(now);
+            self.shared.pruning.store(true, Ordering::Release);
         }
         let store = self.clone();
         // Pruning a large backlog takes many batches: run them off the caller's thread, taking
         // the connection one batch at a time, so the JS thread never waits more than a batch.
         runtime::handle().spawn_blocking(move || {
-            let result = store.prune_batches(now);
-            store.shared.pruning.store(false, Ordering::Release);
-            match result {
-                Ok(_) | Err(Error::Closed) => {}
-                Err(e) => store.report(e),
+            let mut now = now;
+            loop {
+                match store.prune_batches(now) {
+                    Ok(_) | Err(Error::Closed) => {}
+                    Err(e) => store.report(e),
+                }
+                let mut state = store.shared.auto_prune.lock();
+                match state.again.take() {
+                    Some(next) if !store.is_closed() => now = next,
+                    _ => {
+                        store.shared.pruning.store(false, Ordering::Release);
+                        return;
+                    }
+                }
             }
         });
     }
@@ -336,7 +358,7 @@ impl Store {
     /// Prunes now (§10) and restarts the automatic-prune hour.
     pub fn prune(&self, now: i64) -> Result<PruneReport> {
         self.check_open()?;
-        *self.shared.last_prune.lock() = Some(now);
+        self.shared.auto_prune.lock().last = Some(now);
         self.prune_batches(now)
     }
 
