@@ -53,6 +53,21 @@ async function main() {
   console.log(JSON.stringify(delta, null, 2))
   show('stateVersions', state.stateVersions([{ sessionKey: child }, { sessionKey: parent }]))
   show('drain again', state.drain(parent))
+
+  // An adopted session: a Claude Code transcript on local disk that a person may type into
+  // directly. The gateway adopts it, watches it, and the upstream monitor notices the human.
+  const transcript = path.join(dir, 'adopted.jsonl')
+  const line = (type, role, content) => JSON.stringify({ type, message: { role, content } }) + '\n'
+  fs.writeFileSync(transcript, line('user', 'user', 'earlier history'))
+  const adopted = 'agent:main:claude-import'
+  show('adopted', state.adopt(adopted, { source: 'claude', transcriptPath: transcript }))
+  state.watch(parent, adopted)
+  state.noteOwnUserMessage(adopted, 'Please summarise the build log.')
+  fs.appendFileSync(transcript, line('user', 'user', 'Please summarise the build log.'))
+  fs.appendFileSync(transcript, line('assistant', 'assistant', 'Here is the summary.'))
+  fs.appendFileSync(transcript, line('user', 'user', 'Actually, stop and wait for me.'))
+  show('upstream scan recorded', state.scanUpstream())
+  for (const n of state.drain(parent)) console.log(`  ${n.text}`)
   state.close()
 }
 
