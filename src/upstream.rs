@@ -34,7 +34,11 @@ pub struct UpstreamMonitorOptions {
 }
 
 fn parse_check(result: Unknown<'_>) -> session_awareness_core::Result<RemoteCheck> {
-    let bad = || CoreError::invalid("result must be { found: true, items } | { found: false } | { found: 'unknown' }");
+    let bad = || {
+        CoreError::invalid(
+            "result must be { found: true, items } | { found: false } | { found: 'unknown' }",
+        )
+    };
     if result.get_type().map_err(|_| bad())? != ValueType::Object {
         return Err(bad());
     }
@@ -84,13 +88,18 @@ fn parse_check(result: Unknown<'_>) -> session_awareness_core::Result<RemoteChec
 
 impl SessionState {
     /// Best-effort like `record`: a failure is null plus one `onError` call, or a throw with `strict`.
-    fn best_effort(&self, env: &Env, r: session_awareness_core::Result<Option<CoreEvent>>) -> Result<Option<StateEvent>, Code> {
+    fn best_effort(
+        &self,
+        env: &Env,
+        r: session_awareness_core::Result<Option<CoreEvent>>,
+    ) -> Result<Option<StateEvent>, Code> {
         match r {
             Ok(e) => Ok(e.map(Into::into)),
             Err(e) if self.strict => Err(to_js(e)),
             Err(e) => {
                 let js = to_js(e);
-                self.reporter.report_sync(env, js.status.as_ref(), js.reason.clone());
+                self.reporter
+                    .report_sync(env, js.status.as_ref(), js.reason.clone());
                 Ok(None)
             }
         }
@@ -103,14 +112,21 @@ impl SessionState {
     /// stores its upstream link, replacing any earlier one. A local transcript is scanned from
     /// its current end. Best-effort like `record`: null plus one `onError` call on failure.
     #[napi]
-    pub fn adopt(&self, env: Env, session_key: String, link: UpstreamLink) -> Result<Option<StateEvent>, Code> {
+    pub fn adopt(
+        &self,
+        env: Env,
+        session_key: String,
+        link: UpstreamLink,
+    ) -> Result<Option<StateEvent>, Code> {
         let input = AdoptInput {
             source: link.source,
             transcript_path: link.transcript_path,
             remote_id: link.remote_id,
             agent_id: link.agent_id,
         };
-        let r = self.now(&env).and_then(|now| self.store.adopt(&session_key, input, now));
+        let r = self
+            .now(&env)
+            .and_then(|now| self.store.adopt(&session_key, input, now));
         self.best_effort(&env, r)
     }
 
@@ -119,17 +135,31 @@ impl SessionState {
     /// kept (across restarts); compared after trimming, collapsing whitespace and Unicode NFC.
     /// Does nothing for a session that is not adopted.
     #[napi]
-    pub fn note_own_user_message(&self, env: Env, session_key: String, text: String) -> Result<(), Code> {
+    pub fn note_own_user_message(
+        &self,
+        env: Env,
+        session_key: String,
+        text: String,
+    ) -> Result<(), Code> {
         let now = self.now(&env).js()?;
-        self.store.note_own_user_message(&session_key, &text, now).js()
+        self.store
+            .note_own_user_message(&session_key, &text, now)
+            .js()
     }
 
     /// The result of the host's probe of a remote upstream. `found: true` with the newest
     /// transcript rows (the last 50 are classified; the first check sets the baseline);
     /// `found: false` is a failed check (the third in a row records `upstream_missing` and
     /// drops the link); `found: 'unknown'` changes nothing. Returns the event recorded, if any.
-    #[napi(ts_args_type = "sessionKey: string, result: { found: true; items: Array<Record<string, unknown>> } | { found: false } | { found: 'unknown' }")]
-    pub fn check_upstream(&self, env: Env, session_key: String, result: Unknown<'_>) -> Result<Option<StateEvent>, Code> {
+    #[napi(
+        ts_args_type = "sessionKey: string, result: { found: true; items: Array<Record<string, unknown>> } | { found: false } | { found: 'unknown' }"
+    )]
+    pub fn check_upstream(
+        &self,
+        env: Env,
+        session_key: String,
+        result: Unknown<'_>,
+    ) -> Result<Option<StateEvent>, Code> {
         let r = self
             .now(&env)
             .and_then(|now| Ok((now, parse_check(result)?)))
@@ -142,18 +172,35 @@ impl SessionState {
     #[napi]
     pub fn scan_upstream(&self, env: Env) -> Result<Vec<StateEvent>, Code> {
         let now = self.now(&env).js()?;
-        Ok(self.store.scan_upstream(now).js()?.into_iter().map(Into::into).collect())
+        Ok(self
+            .store
+            .scan_upstream(now)
+            .js()?
+            .into_iter()
+            .map(Into::into)
+            .collect())
     }
 
     /// Starts scanning watched adopted sessions' local transcripts in the background every
     /// `intervalMs` (default 5000), restarting the scan if it runs. It never keeps the process
     /// alive; failures go to `onError`.
     #[napi]
-    pub fn start_upstream_monitor(&self, options: Option<UpstreamMonitorOptions>) -> Result<(), Code> {
+    pub fn start_upstream_monitor(
+        &self,
+        options: Option<UpstreamMonitorOptions>,
+    ) -> Result<(), Code> {
         let interval = match options.and_then(|o| o.interval_ms) {
             None => DEFAULT_INTERVAL_MS,
-            Some(v) if v.is_finite() && v.fract() == 0.0 && v >= 1.0 && v <= f64::from(i32::MAX) => v as u32,
-            Some(_) => return Err(to_js(CoreError::invalid("intervalMs must be a positive integer"))),
+            Some(v)
+                if v.is_finite() && v.fract() == 0.0 && v >= 1.0 && v <= f64::from(i32::MAX) =>
+            {
+                v as u32
+            }
+            Some(_) => {
+                return Err(to_js(CoreError::invalid(
+                    "intervalMs must be a positive integer",
+                )))
+            }
         };
         self.store.start_upstream_monitor(interval).js()
     }

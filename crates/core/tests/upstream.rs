@@ -26,7 +26,11 @@ fn human(text: &str) -> String {
 }
 
 fn append(path: &Path, s: &str) {
-    let mut f = OpenOptions::new().create(true).append(true).open(path).unwrap();
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
     f.write_all(s.as_bytes()).unwrap();
 }
 
@@ -42,11 +46,19 @@ impl Fixture {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("state.sqlite");
         let transcript = dir.path().join("session.jsonl");
-        Fixture { db, transcript, _dir: dir, errors: Arc::default() }
+        Fixture {
+            db,
+            transcript,
+            _dir: dir,
+            errors: Arc::default(),
+        }
     }
 
     fn open(&self) -> Store {
-        let hooks = Hooks { errors: Some(self.errors.clone() as Arc<dyn ErrorSink>), ..Default::default() };
+        let hooks = Hooks {
+            errors: Some(self.errors.clone() as Arc<dyn ErrorSink>),
+            ..Default::default()
+        };
         Store::open(self.db.to_str().unwrap(), Options::default(), hooks).unwrap()
     }
 
@@ -58,7 +70,9 @@ impl Fixture {
         };
         let ev = store.adopt(KEY, input, NOW).unwrap().unwrap();
         assert_eq!(ev.kind, EventKind::Adopted);
-        assert!(store.watch(WATCHER, KEY, Provenance::Explicit, NOW).unwrap());
+        assert!(store
+            .watch(WATCHER, KEY, Provenance::Explicit, NOW)
+            .unwrap());
     }
 }
 
@@ -72,7 +86,10 @@ fn growth_between_intervals_and_passed_over_lines() {
     append(&f.transcript, &human("before adoption"));
     let store = f.open();
     f.adopt_local(&store);
-    assert!(store.scan_upstream(NOW).unwrap().is_empty(), "history before adoption is not reported");
+    assert!(
+        store.scan_upstream(NOW).unwrap().is_empty(),
+        "history before adoption is not reported"
+    );
 
     append(&f.transcript, &human("hello from the terminal"));
     let evs = store.scan_upstream(NOW).unwrap();
@@ -118,13 +135,24 @@ fn partial_last_line_waits_and_malformed_lines_are_reported() {
     append(&f.transcript, "{not json}\n");
     append(&f.transcript, a);
     assert!(store.scan_upstream(NOW).unwrap().is_empty());
-    assert_eq!(store.upstream_link(KEY).unwrap().unwrap().scan_offset, 11, "offset stops at the partial line");
+    assert_eq!(
+        store.upstream_link(KEY).unwrap().unwrap().scan_offset,
+        11,
+        "offset stops at the partial line"
+    );
     assert_eq!(*f.errors.0.lock().unwrap(), ["ERR_UPSTREAM_PARSE"]);
     append(&f.transcript, b);
     let evs = store.scan_upstream(NOW).unwrap();
     assert_eq!(evs.len(), 1);
-    assert_eq!(store.upstream_link(KEY).unwrap().unwrap().scan_offset, (11 + line.len()) as i64);
-    assert_eq!(f.errors.0.lock().unwrap().len(), 1, "a malformed line is reported once");
+    assert_eq!(
+        store.upstream_link(KEY).unwrap().unwrap().scan_offset,
+        (11 + line.len()) as i64
+    );
+    assert_eq!(
+        f.errors.0.lock().unwrap().len(),
+        1,
+        "a malformed line is reported once"
+    );
 }
 
 #[test]
@@ -138,7 +166,11 @@ fn a_three_mib_line_is_classified_across_intervals() {
     let mut seen = Vec::new();
     for _ in 0..3 {
         seen.extend(store.scan_upstream(NOW).unwrap());
-        assert_eq!(store.upstream_link(KEY).unwrap().unwrap().scan_offset, 0, "never past unclassified bytes");
+        assert_eq!(
+            store.upstream_link(KEY).unwrap().unwrap().scan_offset,
+            0,
+            "never past unclassified bytes"
+        );
     }
     assert!(seen.is_empty());
     let evs = store.scan_upstream(NOW).unwrap();
@@ -154,9 +186,19 @@ fn self_echo_within_and_beyond_the_last_ten() {
     let store = f.open();
     f.adopt_local(&store);
     for i in 0..11 {
-        store.note_own_user_message(KEY, &format!("own  message\t{i}"), NOW).unwrap();
+        store
+            .note_own_user_message(KEY, &format!("own  message\t{i}"), NOW)
+            .unwrap();
     }
-    assert_eq!(store.upstream_link(KEY).unwrap().unwrap().own_messages.len(), 10);
+    assert_eq!(
+        store
+            .upstream_link(KEY)
+            .unwrap()
+            .unwrap()
+            .own_messages
+            .len(),
+        10
+    );
     // m0 fell out of the last ten: its echo counts as a human turn; m5 is an echo (whitespace
     // and NFC differences aside).
     append(&f.transcript, &human("own message 0"));
@@ -181,17 +223,27 @@ fn a_deleted_transcript_is_missing_after_exactly_three_intervals() {
     std::fs::remove_file(&f.transcript).unwrap();
     for expected in 1..=2 {
         assert!(store.scan_upstream(NOW).unwrap().is_empty());
-        assert_eq!(store.upstream_link(KEY).unwrap().unwrap().failure_count, expected);
+        assert_eq!(
+            store.upstream_link(KEY).unwrap().unwrap().failure_count,
+            expected
+        );
     }
     let evs = store.scan_upstream(NOW).unwrap();
     assert_eq!(evs.len(), 1);
     assert_eq!(evs[0].kind, EventKind::UpstreamMissing);
     assert_eq!(evs[0].actor_type, session_awareness_core::ActorType::System);
     assert!(store.upstream_link(KEY).unwrap().is_none());
-    assert!(store.scan_upstream(NOW).unwrap().is_empty(), "no more checks");
+    assert!(
+        store.scan_upstream(NOW).unwrap().is_empty(),
+        "no more checks"
+    );
     let v = store.state_version(KEY, None).unwrap();
     assert_eq!(v, evs[0].sequence);
-    assert_eq!(store.peek(WATCHER).unwrap().len(), 1, "upstream_missing notifies");
+    assert_eq!(
+        store.peek(WATCHER).unwrap().len(),
+        1,
+        "upstream_missing notifies"
+    );
 }
 
 #[test]
@@ -210,7 +262,11 @@ fn a_success_resets_the_failure_count() {
 fn unwatched_adopted_sessions_are_not_scanned() {
     let f = Fixture::new();
     let store = f.open();
-    let input = AdoptInput { source: "claude".into(), transcript_path: Some(f.transcript.to_str().unwrap().into()), ..Default::default() };
+    let input = AdoptInput {
+        source: "claude".into(),
+        transcript_path: Some(f.transcript.to_str().unwrap().into()),
+        ..Default::default()
+    };
     store.adopt(KEY, input, NOW).unwrap();
     append(&f.transcript, &human("hi"));
     assert!(store.scan_upstream(NOW).unwrap().is_empty());
@@ -230,7 +286,10 @@ fn restart_resumes_at_the_durable_offset_without_re_reporting() {
         store.close();
     }
     let store = f.open();
-    assert_eq!(store.upstream_link(KEY).unwrap().unwrap().scan_offset, line.len() as i64);
+    assert_eq!(
+        store.upstream_link(KEY).unwrap().unwrap().scan_offset,
+        line.len() as i64
+    );
     append(&f.transcript, &human("second")[5..]);
     let evs = store.scan_upstream(NOW).unwrap();
     assert_eq!(evs.len(), 1);
@@ -238,7 +297,10 @@ fn restart_resumes_at_the_durable_offset_without_re_reporting() {
     assert!(store.scan_upstream(NOW).unwrap().is_empty());
     let all = store.changes_since(KEY, 0.0, None, None).unwrap().events;
     let kinds: Vec<_> = all.iter().map(|e| e.kind.as_str()).collect();
-    assert_eq!(kinds, ["adopted", "human_direct_message", "human_direct_message"]);
+    assert_eq!(
+        kinds,
+        ["adopted", "human_direct_message", "human_direct_message"]
+    );
 }
 
 #[test]
@@ -250,10 +312,18 @@ fn a_scan_repeated_after_a_crash_is_idempotent() {
     let first = store.scan_upstream(NOW).unwrap();
     // Simulate a crash between the record and the offset update.
     let conn = rusqlite::Connection::open(&f.db).unwrap();
-    conn.execute("UPDATE session_upstream_links SET scan_offset = 0", []).unwrap();
+    conn.execute("UPDATE session_upstream_links SET scan_offset = 0", [])
+        .unwrap();
     let again = store.scan_upstream(NOW).unwrap();
     assert_eq!(again[0].sequence, first[0].sequence);
-    assert_eq!(store.changes_since(KEY, 0.0, None, None).unwrap().events.len(), 2);
+    assert_eq!(
+        store
+            .changes_since(KEY, 0.0, None, None)
+            .unwrap()
+            .events
+            .len(),
+        2
+    );
 }
 
 fn item(uuid: &str, v: Value) -> Value {
@@ -263,48 +333,101 @@ fn item(uuid: &str, v: Value) -> Value {
 }
 
 fn human_item(uuid: &str, text: &str) -> Value {
-    item(uuid, json!({"type": "user", "message": {"role": "user", "content": text}}))
+    item(
+        uuid,
+        json!({"type": "user", "message": {"role": "user", "content": text}}),
+    )
 }
 
 #[test]
 fn remote_checks_baseline_window_and_failures() {
     let f = Fixture::new();
     let store = f.open();
-    let input = AdoptInput { source: "claude".into(), remote_id: Some("node-1/abc".into()), ..Default::default() };
+    let input = AdoptInput {
+        source: "claude".into(),
+        remote_id: Some("node-1/abc".into()),
+        ..Default::default()
+    };
     store.adopt(KEY, input, NOW).unwrap();
     let history = vec![human_item("a", "old")];
-    assert_eq!(store.check_upstream(KEY, RemoteCheck::Found(history.clone()), NOW).unwrap(), None, "the first check is the baseline");
+    assert_eq!(
+        store
+            .check_upstream(KEY, RemoteCheck::Found(history.clone()), NOW)
+            .unwrap(),
+        None,
+        "the first check is the baseline"
+    );
     let mut items = history.clone();
     items.push(human_item("b", "new one"));
-    items.push(item("c", json!({"type": "assistant", "message": {"role": "assistant", "content": "x"}})));
+    items.push(item(
+        "c",
+        json!({"type": "assistant", "message": {"role": "assistant", "content": "x"}}),
+    ));
     items.push(human_item("d", "new two"));
-    let ev = store.check_upstream(KEY, RemoteCheck::Found(items.clone()), NOW).unwrap().unwrap();
+    let ev = store
+        .check_upstream(KEY, RemoteCheck::Found(items.clone()), NOW)
+        .unwrap()
+        .unwrap();
     assert_eq!(ev.summary, "human message via claude");
     assert_eq!(ev.payload_json.as_deref(), Some(r#"{"turns":2}"#));
-    assert_eq!(store.check_upstream(KEY, RemoteCheck::Found(items.clone()), NOW).unwrap(), None, "nothing new");
+    assert_eq!(
+        store
+            .check_upstream(KEY, RemoteCheck::Found(items.clone()), NOW)
+            .unwrap(),
+        None,
+        "nothing new"
+    );
 
     // 60 new items, the last 50 of which hold 50 human turns.
     let mut burst = items.clone();
     for i in 0..60 {
         burst.push(human_item(&format!("n{i}"), &format!("burst {i}")));
     }
-    let ev = store.check_upstream(KEY, RemoteCheck::Found(burst.clone()), NOW).unwrap().unwrap();
-    assert_eq!(ev.payload_json.as_deref(), Some(r#"{"turns":50,"windowOverflow":true}"#));
+    let ev = store
+        .check_upstream(KEY, RemoteCheck::Found(burst.clone()), NOW)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        ev.payload_json.as_deref(),
+        Some(r#"{"turns":50,"windowOverflow":true}"#)
+    );
 
     // Only `found: false` counts; `unknown` neither fails nor succeeds; a success resets.
-    store.check_upstream(KEY, RemoteCheck::Missing, NOW).unwrap();
-    store.check_upstream(KEY, RemoteCheck::Unknown, NOW).unwrap();
-    store.check_upstream(KEY, RemoteCheck::Missing, NOW).unwrap();
+    store
+        .check_upstream(KEY, RemoteCheck::Missing, NOW)
+        .unwrap();
+    store
+        .check_upstream(KEY, RemoteCheck::Unknown, NOW)
+        .unwrap();
+    store
+        .check_upstream(KEY, RemoteCheck::Missing, NOW)
+        .unwrap();
     assert_eq!(store.upstream_link(KEY).unwrap().unwrap().failure_count, 2);
-    store.check_upstream(KEY, RemoteCheck::Found(burst.clone()), NOW).unwrap();
+    store
+        .check_upstream(KEY, RemoteCheck::Found(burst.clone()), NOW)
+        .unwrap();
     assert_eq!(store.upstream_link(KEY).unwrap().unwrap().failure_count, 0);
     for _ in 0..2 {
-        assert_eq!(store.check_upstream(KEY, RemoteCheck::Missing, NOW).unwrap(), None);
+        assert_eq!(
+            store
+                .check_upstream(KEY, RemoteCheck::Missing, NOW)
+                .unwrap(),
+            None
+        );
     }
-    let gone = store.check_upstream(KEY, RemoteCheck::Missing, NOW).unwrap().unwrap();
+    let gone = store
+        .check_upstream(KEY, RemoteCheck::Missing, NOW)
+        .unwrap()
+        .unwrap();
     assert_eq!(gone.kind, EventKind::UpstreamMissing);
     assert!(store.upstream_link(KEY).unwrap().is_none());
-    assert_eq!(store.check_upstream(KEY, RemoteCheck::Missing, NOW).unwrap(), None, "no link, no check");
+    assert_eq!(
+        store
+            .check_upstream(KEY, RemoteCheck::Missing, NOW)
+            .unwrap(),
+        None,
+        "no link, no check"
+    );
 }
 
 #[test]
@@ -313,10 +436,33 @@ fn adopting_again_replaces_the_link_and_delete_session_drops_it() {
     let store = f.open();
     f.adopt_local(&store);
     store.note_own_user_message(KEY, "mine", NOW).unwrap();
-    store.adopt(KEY, AdoptInput { source: "codex".into(), remote_id: Some("r".into()), ..Default::default() }, NOW).unwrap();
+    store
+        .adopt(
+            KEY,
+            AdoptInput {
+                source: "codex".into(),
+                remote_id: Some("r".into()),
+                ..Default::default()
+            },
+            NOW,
+        )
+        .unwrap();
     let link = store.upstream_link(KEY).unwrap().unwrap();
-    assert_eq!((link.source.as_str(), link.transcript_path.as_deref(), link.own_messages.len()), ("codex", None, 0));
-    assert_eq!(store.adopt(KEY, AdoptInput::default(), NOW).unwrap_err().code(), "ERR_INVALID_ARG");
+    assert_eq!(
+        (
+            link.source.as_str(),
+            link.transcript_path.as_deref(),
+            link.own_messages.len()
+        ),
+        ("codex", None, 0)
+    );
+    assert_eq!(
+        store
+            .adopt(KEY, AdoptInput::default(), NOW)
+            .unwrap_err()
+            .code(),
+        "ERR_INVALID_ARG"
+    );
     store.delete_session(KEY, None).unwrap();
     assert!(store.upstream_link(KEY).unwrap().is_none());
 }

@@ -51,7 +51,10 @@ fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<Link> {
 /// Reads the link of `session_key`.
 pub fn get(conn: &Connection, session_key: &str) -> Result<Option<Link>> {
     let sql = format!("SELECT {COLUMNS} FROM session_upstream_links WHERE session_key = ?1");
-    Ok(conn.prepare_cached(&sql)?.query_row([session_key], read).optional()?)
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([session_key], read)
+        .optional()?)
 }
 
 /// The links with a local transcript whose session is watched (a cursor targets it).
@@ -68,7 +71,8 @@ pub fn watched_local(conn: &Connection) -> Result<Vec<Link>> {
 
 /// Inserts or replaces the link.
 pub fn put(conn: &Connection, link: &Link, now: i64) -> Result<()> {
-    let own = serde_json::to_string(&link.own_messages).map_err(|e| Error::invalid(e.to_string()))?;
+    let own =
+        serde_json::to_string(&link.own_messages).map_err(|e| Error::invalid(e.to_string()))?;
     conn.prepare_cached(
         "INSERT INTO session_upstream_links (session_key, agent_id, source, transcript_path, remote_id, \
          scan_offset, failure_count, own_messages_json, remote_cursor, created_at, updated_at) \

@@ -95,7 +95,12 @@ impl Store {
     /// Adopts `session_key` (§11): records `adopted` (log only) and stores a new link,
     /// replacing any earlier one. A local transcript is scanned from its current end: what it
     /// held before adoption is history, not a change behind the watcher's back.
-    pub fn adopt(&self, session_key: &str, input: AdoptInput, now: i64) -> Result<Option<StateEvent>> {
+    pub fn adopt(
+        &self,
+        session_key: &str,
+        input: AdoptInput,
+        now: i64,
+    ) -> Result<Option<StateEvent>> {
         if input.source.is_empty() {
             return Err(Error::invalid("link.source must be a non-empty string"));
         }
@@ -152,7 +157,8 @@ impl Store {
         self.with_conn(|conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if let Some(mut link) = links::get(&tx, session_key)? {
-                link.own_messages.push(cap_text(text, HUMAN_TEXT_CAP).to_owned());
+                link.own_messages
+                    .push(cap_text(text, HUMAN_TEXT_CAP).to_owned());
                 let excess = link.own_messages.len().saturating_sub(OWN_MESSAGES_KEPT);
                 link.own_messages.drain(..excess);
                 links::put(&tx, &link, now)?;
@@ -183,11 +189,22 @@ impl Store {
             now,
         )?;
         self.with_conn(|conn| links::delete(conn, &link.session_key))?;
-        self.shared.monitor.lock().scanners.remove(&link.session_key);
+        self.shared
+            .monitor
+            .lock()
+            .scanners
+            .remove(&link.session_key);
         Ok(event)
     }
 
-    fn record_human_turns(&self, link: &Link, turns: usize, extra: Map<String, Value>, dedupe: Option<String>, now: i64) -> Result<Option<StateEvent>> {
+    fn record_human_turns(
+        &self,
+        link: &Link,
+        turns: usize,
+        extra: Map<String, Value>,
+        dedupe: Option<String>,
+        now: i64,
+    ) -> Result<Option<StateEvent>> {
         let mut payload = Map::new();
         payload.insert("turns".into(), json!(turns));
         payload.extend(extra);
@@ -210,7 +227,12 @@ impl Store {
     /// recorded, if any; null for a session without a link. The first successful check sets
     /// the baseline; later ones classify the new items among the last 50, and say
     /// `windowOverflow: true` when more new items arrived than the window holds.
-    pub fn check_upstream(&self, session_key: &str, check: RemoteCheck, now: i64) -> Result<Option<StateEvent>> {
+    pub fn check_upstream(
+        &self,
+        session_key: &str,
+        check: RemoteCheck,
+        now: i64,
+    ) -> Result<Option<StateEvent>> {
         keys::SessionKey::parse(session_key)?;
         let Some(mut link) = self.upstream_link(session_key)? else {
             return Ok(None);
@@ -285,7 +307,9 @@ impl Store {
         let path = link.transcript_path.clone().unwrap_or_default();
         let mut file = match std::fs::File::open(&path) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return self.upstream_failed(link, now),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return self.upstream_failed(link, now)
+            }
             Err(e) => return Err(e.into()),
         };
         let len = file.metadata()?.len();
@@ -330,7 +354,10 @@ impl Store {
         let event = if turns > 0 {
             // The byte range makes the event idempotent: a scan repeated after a crash between
             // the record and the offset update returns the first row instead of a second one.
-            let dedupe = format!("upstream:{}:{}:{}-{}", link.session_key, link.agent_id, link.scan_offset, committed);
+            let dedupe = format!(
+                "upstream:{}:{}:{}-{}",
+                link.session_key, link.agent_id, link.scan_offset, committed
+            );
             self.record_human_turns(&link, turns, Map::new(), Some(dedupe), now)?
         } else {
             None
@@ -343,7 +370,11 @@ impl Store {
             self.with_conn(|conn| links::put(conn, &link, now))?;
         }
         // The scanner resumes next interval only if the durable offset is still where it left it.
-        self.shared.monitor.lock().scanners.insert(link.session_key.clone(), (base, scanner));
+        self.shared
+            .monitor
+            .lock()
+            .scanners
+            .insert(link.session_key.clone(), (base, scanner));
         Ok(event)
     }
 
