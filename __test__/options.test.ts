@@ -23,12 +23,27 @@ const bad: Array<[string, Record<string, unknown>]> = [
   ['wakeCoalesceMs -1', { wakeCoalesceMs: -1 }],
   ['wakeCoalesceMs 60001', { wakeCoalesceMs: 60_001 }],
   ['wakeCoalesceMs 1.5', { wakeCoalesceMs: 1.5 }],
+  ['retentionMs as a string', { retentionMs: '30d' }],
+  ['wake not a function', { wake: 'call me' }],
+  ['onError not a function', { onError: 42 }],
+  ['clock not a function', { clock: Date.now() }],
+  ['strict not a boolean', { strict: 'yes' }],
 ]
 
 test.each(bad)('%s is ERR_INVALID_ARG, and nothing is created', (_what, options) => {
   const file = fx.file()
   expect(codeOf(() => new SessionState(file, options as SessionStateOptions))).toBe('ERR_INVALID_ARG')
   expect(fs.existsSync(file)).toBe(false)
+})
+
+test.each([5, 'strict', true, () => ({})])('options %p (not an object) is ERR_INVALID_ARG', (options) => {
+  const file = fx.file()
+  expect(codeOf(() => new SessionState(file, options as SessionStateOptions))).toBe('ERR_INVALID_ARG')
+  expect(fs.existsSync(file)).toBe(false)
+})
+
+test.each([undefined, null, 5, {}])('a path of %p is ERR_INVALID_ARG', (p) => {
+  expect(codeOf(() => new SessionState(p as unknown as string))).toBe('ERR_INVALID_ARG')
 })
 
 const good: Array<[string, SessionStateOptions]> = [

@@ -1,7 +1,7 @@
 //! Reading loosely-typed JS input without ever throwing from `record`: every shape error
 //! becomes an `ERR_INVALID_ARG` core error that the caller reports through `onError`.
 
-use napi::bindgen_prelude::{JsObjectValue, JsValue, Object, Unknown};
+use napi::bindgen_prelude::{FromNapiValue, JsObjectValue, JsValue, Object, Unknown};
 use napi::ValueType;
 use serde_json::{Map, Number, Value};
 use session_awareness_core::{Error, RecordInput, Result};
@@ -30,6 +30,28 @@ fn as_string(v: Unknown<'_>, name: &str) -> Result<String> {
     // SAFETY: the type was checked just above.
     #[allow(unsafe_code)]
     unsafe { v.cast::<String>() }.map_err(napi_err)
+}
+
+/// Converts an argument as napi would, except that a value of the wrong type is
+/// `ERR_INVALID_ARG` like any other bad input, not an error named after a napi status.
+pub fn arg<T: FromNapiValue>(v: Unknown<'_>, name: &str) -> Result<T> {
+    let raw = v.value();
+    #[allow(unsafe_code)]
+    // SAFETY: `raw` is a live value of the env of the call being served.
+    unsafe { T::from_napi_value(raw.env, raw.value) }
+        .map_err(|e| Error::invalid(format!("{name}: {}", e.reason)))
+}
+
+/// An options argument: undefined and null are absent; anything but an object is refused.
+pub fn options<T: FromNapiValue>(v: Option<Unknown<'_>>) -> Result<Option<T>> {
+    let Some(v) = v else {
+        return Ok(None);
+    };
+    match v.get_type().map_err(napi_err)? {
+        ValueType::Undefined | ValueType::Null => Ok(None),
+        ValueType::Object => arg(v, "options").map(Some),
+        _ => Err(Error::invalid("options must be an object")),
+    }
 }
 
 /// An optional string field: undefined and null are absent; other types are refused.

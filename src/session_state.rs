@@ -182,8 +182,14 @@ impl SessionState {
     /// file is created with mode 0600 and a missing directory with mode 0700. Opening never
     /// prunes. Throws `ERR_INVALID_ARG` for a bad option and `ERR_DB` when the file cannot be
     /// opened as a database.
-    #[napi(constructor)]
-    pub fn new(env: Env, path: String, options: Option<SessionStateOptions>) -> Result<Self, Code> {
+    #[napi(
+        constructor,
+        ts_args_type = "path: string, options?: SessionStateOptions | undefined | null"
+    )]
+    pub fn new(env: Env, path: Unknown<'_>, options: Option<Unknown<'_>>) -> Result<Self, Code> {
+        // Converted here, not by napi, so that a wrong type is ERR_INVALID_ARG too.
+        let path: String = convert::arg(path, "path").js()?;
+        let options = convert::options::<SessionStateOptions>(options).js()?;
         let o = options.unwrap_or(SessionStateOptions {
             retention_ms: None,
             max_events: None,
