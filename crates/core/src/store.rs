@@ -657,7 +657,7 @@ impl Store {
         if let Some(w) = &self.shared.wake {
             w.close();
         }
-        self.shared.monitor.lock().stop();
+        self.stop_upstream_monitor();
         let conn = self.shared.conn.lock().take();
         *self.shared.queue.lock() = NoticeQueue::default();
         drop(conn);

@@ -3,7 +3,10 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use rusqlite::TransactionBehavior;
 use serde_json::{json, Map, Value};
@@ -56,15 +59,23 @@ pub enum RemoteCheck {
 pub struct MonitorState {
     // session key -> (file offset the scanner started at, scanner)
     scanners: HashMap<String, (u64, LineScanner)>,
-    task: Option<AbortHandle>,
+    task: Option<MonitorTask>,
 }
 
-impl MonitorState {
-    /// Stops the background task.
-    pub fn stop(&mut self) {
-        if let Some(t) = self.task.take() {
-            t.abort();
-        }
+/// The running background scan.
+struct MonitorTask {
+    handle: AbortHandle,
+    // Held for the whole of each scan and false once stopped: aborting the task does not stop
+    // a scan already on a blocking thread, this does, and no scan starts after a stop.
+    live: Arc<Mutex<bool>>,
+}
+
+impl MonitorTask {
+    /// Stops the task; waits for a scan in progress. Call without the monitor lock held (a
+    /// scan takes it).
+    fn stop(self) {
+        self.handle.abort();
+        *self.live.lock() = false;
     }
 }
 
@@ -387,7 +398,10 @@ impl Store {
         if self.is_closed() {
             return Err(Error::Closed);
         }
+        self.stop_upstream_monitor();
         let store = self.clone();
+        let live = Arc::new(Mutex::new(true));
+        let scan_live = Arc::clone(&live);
         let period = Duration::from_millis(u64::from(interval_ms));
         let task = runtime::handle().spawn(async move {
             let mut ticker = tokio::time::interval(period);
@@ -396,7 +410,12 @@ impl Store {
             loop {
                 ticker.tick().await;
                 let s = store.clone();
+                let live = Arc::clone(&scan_live);
                 let done = tokio::task::spawn_blocking(move || {
+                    let live = live.lock();
+                    if !*live {
+                        return Err(Error::Closed);
+                    }
                     let now = s.now();
                     s.scan_upstream(now)
                 })
@@ -408,14 +427,18 @@ impl Store {
                 }
             }
         });
-        let mut m = self.shared.monitor.lock();
-        m.stop();
-        m.task = Some(task.abort_handle());
+        self.shared.monitor.lock().task = Some(MonitorTask {
+            handle: task.abort_handle(),
+            live,
+        });
         Ok(())
     }
 
-    /// Stops the background scan. Idempotent.
+    /// Stops the background scan: when it returns, no scan runs or starts. Idempotent.
     pub fn stop_upstream_monitor(&self) {
-        self.shared.monitor.lock().stop();
+        let task = self.shared.monitor.lock().task.take();
+        if let Some(t) = task {
+            t.stop();
+        }
     }
 }
