@@ -599,8 +599,16 @@ impl Store {
         drop(guard);
         self.wake_all(wakes);
         let prune = self.prune(now)?;
+        // The prune may expire cursors just re-queued; their notices are not pending after it.
+        let notices = {
+            let q = self.shared.queue.lock();
+            pending
+                .iter()
+                .filter(|p| q.contains(&p.watcher, &p.target))
+                .count()
+        };
         Ok(SweepReport {
-            notices: pending.len() as u64,
+            notices: notices as u64,
             prune,
         })
     }
