@@ -330,6 +330,24 @@ pub fn pending_of(conn: &Connection, watcher: &str) -> Result<Vec<Pending>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// Every cursor on `target`, pending or not (`notified != last_seen` tells), by watcher.
+pub fn on_target(conn: &Connection, target: &str) -> Result<Vec<Pending>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT watcher_session_key, last_seen_sequence, notified_sequence, provenance \
+         FROM session_watch_cursors WHERE target_session_key = ?1 ORDER BY watcher_session_key",
+    )?;
+    let rows = stmt.query_map([target], |r| {
+        Ok(Pending {
+            watcher: r.get(0)?,
+            target: target.to_owned(),
+            last_seen: r.get(1)?,
+            notified: r.get(2)?,
+            provenance: provenance_col(r.get(3)?)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Deletes one cursor. Returns true if it existed.
 pub fn delete(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
     Ok(conn

@@ -42,6 +42,7 @@ pub mod queue;
 pub mod runtime;
 pub mod schema;
 pub mod store;
+pub mod sync;
 pub mod upstream;
 pub mod wake;
 

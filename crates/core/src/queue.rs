@@ -73,6 +73,24 @@ impl NoticeQueue {
             .is_some_and(|l| l.iter().any(|n| n.target_key == target))
     }
 
+    /// The position (L) the pair's queued notice names, if it has one.
+    pub fn position(&self, watcher: &str, target: &str) -> Option<i64> {
+        self.by_watcher
+            .get(watcher)?
+            .iter()
+            .find(|n| n.target_key == target)
+            .map(|n| n.changes_since)
+    }
+
+    /// Every queued (watcher, target) pair.
+    pub fn pairs(&self) -> Vec<(String, String)> {
+        self.by_watcher
+            .values()
+            .flatten()
+            .map(|n| (n.watcher_key.clone(), n.target_key.clone()))
+            .collect()
+    }
+
     /// True when the watcher has queued notices. Costs no SQL: the empty-drain fast path.
     pub fn has_any(&self, watcher: &str) -> bool {
         self.by_watcher.get(watcher).is_some_and(|l| !l.is_empty())
@@ -161,6 +179,18 @@ mod tests {
         q.push("w", "b", 1);
         assert!(!q.upsert("w", "a", 1));
         assert!(q.upsert("w", "a", 5));
+        assert_eq!(q.position("w", "a"), Some(5));
+        assert_eq!(q.position("w", "c"), None);
+        assert_eq!(q.position("x", "a"), None);
+        let mut pairs = q.pairs();
+        pairs.sort();
+        assert_eq!(
+            pairs,
+            [
+                ("w".to_owned(), "a".to_owned()),
+                ("w".to_owned(), "b".to_owned())
+            ]
+        );
         let p = q.peek("w");
         assert_eq!(
             p.iter()

@@ -17,6 +17,7 @@ use crate::prune::{self, PruneReport};
 use crate::queue::{Notice, NoticeQueue};
 use crate::runtime;
 use crate::schema;
+use crate::sync::SyncState;
 use crate::wake::{WakeScheduler, WakeSink};
 
 /// An hour: a record prunes when this long has passed since the last prune (§6).
@@ -33,6 +34,9 @@ pub struct Options {
     pub busy_timeout_ms: u32,
     /// How long a due wake waits for more to coalesce. Default 250 ms.
     pub wake_coalesce_ms: u32,
+    /// How often the store looks for cursor changes made by other processes (§12). Default
+    /// 100 ms; 0 turns the cross-process delivery off.
+    pub sync_interval_ms: u32,
 }
 
 impl Default for Options {
@@ -42,6 +46,7 @@ impl Default for Options {
             max_events: 50_000,
             busy_timeout_ms: 30_000,
             wake_coalesce_ms: 250,
+            sync_interval_ms: 100,
         }
     }
 }
@@ -50,10 +55,13 @@ impl Default for Options {
 pub const MAX_RETENTION_MS: i64 = 9_000_000_000_000;
 /// See [`MAX_RETENTION_MS`].
 pub const MAX_WAKE_COALESCE_MS: u32 = 60_000;
+/// The largest accepted `syncIntervalMs` (one minute).
+pub const MAX_SYNC_INTERVAL_MS: u32 = 60_000;
 
 impl Options {
     /// Refuses values outside the documented ranges: `retentionMs` in [1, 9e12],
-    /// `maxEvents` in [1, 2^53 - 1], `busyTimeoutMs` in [0, 2^31 - 1], `wakeCoalesceMs` in [0, 60000].
+    /// `maxEvents` in [1, 2^53 - 1], `busyTimeoutMs` in [0, 2^31 - 1], `wakeCoalesceMs` and
+    /// `syncIntervalMs` in [0, 60000].
     pub fn validate(&self) -> Result<()> {
         if !(1..=MAX_RETENTION_MS).contains(&self.retention_ms) {
             return Err(Error::invalid(
@@ -71,6 +79,11 @@ impl Options {
         if self.wake_coalesce_ms > MAX_WAKE_COALESCE_MS {
             return Err(Error::invalid(
                 "wakeCoalesceMs must be an integer in [0, 60000]",
+            ));
+        }
+        if self.sync_interval_ms > MAX_SYNC_INTERVAL_MS {
+            return Err(Error::invalid(
+                "syncIntervalMs must be an integer in [0, 60000]",
             ));
         }
         Ok(())
@@ -133,6 +146,7 @@ pub(crate) struct Shared {
     auto_prune: Mutex<AutoPrune>,
     pruning: AtomicBool,
     pub(crate) monitor: Mutex<crate::upstream::MonitorState>,
+    pub(crate) sync: Option<SyncState>,
 }
 
 /// A session-state store over one SQLite file. Cheap to clone: clones share everything.
@@ -148,21 +162,28 @@ pub fn system_now() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-fn wakes_for(p: &Pending) -> bool {
+pub(crate) fn wakes_for(p: &Pending) -> bool {
     p.provenance == Provenance::Explicit && SessionKey::classify(&p.watcher).is_main_like()
 }
 
 impl Store {
     /// Opens the store at `path` (`:memory:` for a private in-memory database).
-    /// Opening never prunes.
+    /// Opening never prunes. With `sync_interval_ms` > 0 and a database file, a background
+    /// task delivers notices opened by other processes (§12, [`crate::sync`]).
     pub fn open(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
         opts.validate()?;
         let conn = schema::open(path, opts.busy_timeout_ms)?;
+        let sync = match conn.path().filter(|p| !p.is_empty()) {
+            Some(file) if opts.sync_interval_ms > 0 => {
+                Some(SyncState::open(file, opts.sync_interval_ms)?)
+            }
+            _ => None,
+        };
         let wake = hooks
             .wake
             .clone()
             .map(|sink| WakeScheduler::new(sink, opts.wake_coalesce_ms));
-        Ok(Store {
+        let store = Store {
             shared: Arc::new(Shared {
                 conn: Mutex::new(Some(conn)),
                 queue: Mutex::new(NoticeQueue::default()),
@@ -173,8 +194,51 @@ impl Store {
                 auto_prune: Mutex::new(AutoPrune::default()),
                 pruning: AtomicBool::new(false),
                 monitor: Mutex::new(Default::default()),
+                sync,
             }),
-        })
+        };
+        if let Some(sync) = &store.shared.sync {
+            sync.spawn(Arc::downgrade(&store.shared));
+        }
+        Ok(store)
+    }
+
+    /// Serves `watcher` (§12): notices opened for it by other processes enter this store's
+    /// queue and schedule its wakes. Drains, peeks, acknowledges, watches and producer-named
+    /// watchers of a record do this implicitly. A bare key is accepted and ignored (it never
+    /// has notices); the empty key is `ERR_INVALID_ARG`. Without cross-process delivery (a
+    /// `sync_interval_ms` of 0, or an in-memory database) it does nothing.
+    pub fn serve(&self, watcher: &str) -> Result<()> {
+        self.check_open()?;
+        SessionKey::parse(watcher)?;
+        self.mark_served(watcher);
+        Ok(())
+    }
+
+    /// True when `watcher` is served (see [`Store::serve`]).
+    pub fn serves(&self, watcher: &str) -> bool {
+        self.shared.sync.as_ref().is_some_and(|s| s.serves(watcher))
+    }
+
+    fn mark_served(&self, watcher: &str) {
+        if let Some(s) = &self.shared.sync {
+            s.serve(watcher);
+        }
+    }
+
+    /// Looks for changes made by other processes now instead of at the next poll, and
+    /// brings the queue in line with the cursor rows. A no-op without cross-process delivery.
+    pub fn sync_now(&self) -> Result<()> {
+        self.check_open()?;
+        match &self.shared.sync {
+            Some(s) => s.run(self, true),
+            None => Ok(()),
+        }
+    }
+
+    /// True while the background poll for other processes' changes runs (until `close`).
+    pub fn is_syncing(&self) -> bool {
+        self.shared.sync.as_ref().is_some_and(SyncState::is_running)
     }
 
     /// The options in force.
@@ -252,6 +316,9 @@ impl Store {
     pub fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
         self.check_open()?;
         let v = event::validate(input, now)?;
+        for w in &v.watchers {
+            self.mark_served(w);
+        }
         let target = v.event.session_key.as_str();
         let watchable = keys::is_watchable(target);
         let mut guard = self.lock_conn()?;
@@ -409,6 +476,7 @@ impl Store {
         else {
             return Ok(false);
         };
+        self.mark_served(watcher);
         self.with_conn(|conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let head = log::head(&tx, target, agent)?.last_sequence;
@@ -480,18 +548,21 @@ impl Store {
     /// True when the watcher has queued notices. Runs no SQL.
     pub fn has_pending(&self, watcher: &str) -> Result<bool> {
         self.check_open()?;
+        self.mark_served(watcher);
         Ok(self.shared.queue.lock().has_any(watcher))
     }
 
     /// The watcher's pending notices, nothing acknowledged. Runs no SQL.
     pub fn peek(&self, watcher: &str) -> Result<Vec<Notice>> {
         self.check_open()?;
+        self.mark_served(watcher);
         Ok(self.shared.queue.lock().peek(watcher))
     }
 
     /// The watcher's pending notices, acknowledged (§7). With nothing queued it runs no SQL.
     pub fn drain(&self, watcher: &str, now: i64) -> Result<Vec<Notice>> {
         self.check_open()?;
+        self.mark_served(watcher);
         if !self.shared.queue.lock().has_any(watcher) {
             return Ok(Vec::new());
         }
@@ -536,6 +607,7 @@ impl Store {
     pub fn acknowledge(&self, watcher: &str, targets: &[String], now: i64) -> Result<u64> {
         self.check_open()?;
         SessionKey::parse(watcher)?;
+        self.mark_served(watcher);
         let mut unique: Vec<&str> = Vec::with_capacity(targets.len());
         for t in targets {
             if !unique.contains(&t.as_str()) {
@@ -645,6 +717,9 @@ impl Store {
         }
         tx.commit()?;
         if own {
+            if let Some(s) = &self.shared.sync {
+                s.unserve(session_key);
+            }
             let mut q = self.shared.queue.lock();
             q.remove_watcher(session_key);
             q.remove_target(session_key);
@@ -669,5 +744,8 @@ impl Store {
         let conn = self.shared.conn.lock().take();
         *self.shared.queue.lock() = NoticeQueue::default();
         drop(conn);
+        if let Some(s) = &self.shared.sync {
+            s.stop();
+        }
     }
 }

@@ -1,0 +1,370 @@
+//! Notices across processes (§12): several gateway processes share one database file, and a
+//! notice opened by a record in one of them reaches the watchers the others serve.
+//!
+//! The cursor rows are the truth and each process's queue is a cache of them. A background
+//! task on the shared runtime asks a second, read-only connection for `PRAGMA data_version`
+//! every `syncIntervalMs`; the answer only changes when some connection committed, so an idle
+//! poll is one tiny statement. When it changed, the task reads what moved since its last look:
+//! the cursors of the sessions that got events (found from the global sequence), the cursors
+//! of the notices this process holds (an acknowledge elsewhere writes no event), and every
+//! pending cursor of the watchers that just started being served. Then it brings the queue in
+//! line, with the same wake rules as a local notice.
+//!
+//! A process **serves** a watcher once it has drained, peeked or acknowledged for it, watched
+//! for it, named it in a record's `watchers`, or been given it in `serveWatchers`. Notices
+//! opened elsewhere enter the queue only for served watchers; a notice this process's own
+//! record opens is queued as it always was.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Weak;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use tokio::task::AbortHandle;
+use tokio::time::MissedTickBehavior;
+
+use crate::cursors::{self, Pending};
+use crate::error::{Error, Result};
+use crate::keys;
+use crate::runtime;
+use crate::store::{wakes_for, Shared, Store};
+
+/// How long the reader waits for a lock before it gives up until the next poll. Readers of a
+/// WAL database never wait for writers; this only matters for rollback-journal files.
+const READER_BUSY_MS: u64 = 50;
+
+#[derive(Default)]
+struct Served {
+    all: HashSet<String>,
+    // Served since the last poll: their pending cursors are read in full once.
+    fresh: Vec<String>,
+}
+
+/// What the poller knows of the file.
+struct Poller {
+    reader: Connection,
+    data_version: i64,
+    last_sequence: i64,
+}
+
+/// The cross-process state of one store: the served watchers and the poller.
+pub(crate) struct SyncState {
+    interval: Duration,
+    served: Mutex<Served>,
+    poller: Mutex<Option<Poller>>,
+    task: Mutex<Option<AbortHandle>>,
+    failing: AtomicBool,
+}
+
+/// Opens the read-only connection the poller uses, beside the store's own.
+fn open_reader(path: &str) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
+    )?;
+    conn.busy_timeout(Duration::from_millis(READER_BUSY_MS))?;
+    conn.set_prepared_statement_cache_capacity(16);
+    Ok(conn)
+}
+
+/// Changes whenever another connection (of this process or another) committed.
+fn data_version(conn: &Connection) -> Result<i64> {
+    Ok(conn
+        .prepare_cached("PRAGMA data_version")?
+        .query_row([], |r| r.get(0))?)
+}
+
+/// The largest event sequence ever handed out (0 before the first event).
+fn top_sequence(conn: &Connection) -> Result<i64> {
+    Ok(conn
+        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'session_state_events'")?
+        .query_row([], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+/// The sessions with events in `(after, upto]`, and how many events that is.
+fn changed_sessions(conn: &Connection, after: i64, upto: i64) -> Result<(Vec<String>, i64)> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT session_key, COUNT(*) FROM session_state_events \
+         WHERE sequence > ?1 AND sequence <= ?2 GROUP BY session_key",
+    )?;
+    let mut sessions = Vec::new();
+    let mut count = 0;
+    for row in stmt.query_map([after, upto], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+    })? {
+        let (key, n) = row?;
+        count += n;
+        sessions.push(key);
+    }
+    Ok((sessions, count))
+}
+
+impl SyncState {
+    /// Opens the reader on `path` and notes where the file stands, so the first poll only
+    /// looks at what changes after the store opened.
+    pub(crate) fn open(path: &str, interval_ms: u32) -> Result<Self> {
+        let mut reader = open_reader(path)?;
+        let tx = reader.transaction()?;
+        let (data_version, last_sequence) = (data_version(&tx)?, top_sequence(&tx)?);
+        tx.finish()?;
+        Ok(SyncState {
+            interval: Duration::from_millis(u64::from(interval_ms)),
+            served: Mutex::new(Served::default()),
+            poller: Mutex::new(Some(Poller {
+                reader,
+                data_version,
+                last_sequence,
+            })),
+            task: Mutex::new(None),
+            failing: AtomicBool::new(false),
+        })
+    }
+
+    /// Starts serving `watcher` (a bare key never has notices and is ignored). Cheap when it
+    /// is served already: one lock and one set lookup.
+    pub(crate) fn serve(&self, watcher: &str) {
+        if !keys::is_watchable(watcher) {
+            return;
+        }
+        let mut s = self.served.lock();
+        if !s.all.contains(watcher) {
+            s.all.insert(watcher.to_owned());
+            s.fresh.push(watcher.to_owned());
+        }
+    }
+
+    /// Stops serving `watcher` (its session was deleted).
+    pub(crate) fn unserve(&self, watcher: &str) {
+        let mut s = self.served.lock();
+        s.all.remove(watcher);
+        s.fresh.retain(|w| w != watcher);
+    }
+
+    /// True when `watcher` is served.
+    pub(crate) fn serves(&self, watcher: &str) -> bool {
+        self.served.lock().all.contains(watcher)
+    }
+
+    /// True while the poll task runs.
+    pub(crate) fn is_running(&self) -> bool {
+        self.task.lock().as_ref().is_some_and(|t| !t.is_finished())
+    }
+
+    /// Starts the poll task. It holds the store weakly, so a store dropped without `close`
+    /// still goes away, and the task ends at its next tick.
+    pub(crate) fn spawn(&self, store: Weak<Shared>) {
+        let interval = self.interval;
+        let task = runtime::handle().spawn(async move {
+            let mut ticker = tokio::time::interval(interval);
+            // After a slow poll, wait a whole interval again rather than catching up in a burst.
+            ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            ticker.tick().await;
+            loop {
+                ticker.tick().await;
+                let Some(shared) = store.upgrade() else {
+                    return;
+                };
+                let store = Store { shared };
+                let Some(sync) = store.shared.sync.as_ref() else {
+                    return;
+                };
+                if store.is_closed() {
+                    return;
+                }
+                // The cheap check runs here; the read that follows a change may wait for the
+                // store's connection lock, so it goes to a blocking thread and never holds up
+                // the runtime's timers.
+                match sync.due() {
+                    Ok(false) => continue,
+                    Ok(true) => {}
+                    Err(e) => {
+                        sync.failed(&store, e);
+                        continue;
+                    }
+                }
+                let s = store.clone();
+                let joined = runtime::handle()
+                    .spawn_blocking(move || {
+                        let sync = s.shared.sync.as_ref().expect("sync is on");
+                        if let Err(e) = sync.run(&s, false) {
+                            sync.failed(&s, e);
+                        }
+                    })
+                    .await;
+                if joined.is_err() {
+                    return;
+                }
+            }
+        });
+        *self.task.lock() = Some(task.abort_handle());
+    }
+
+    /// True when a poll has something to read: another commit, or newly served watchers.
+    fn due(&self) -> Result<bool> {
+        let mut slot = self.poller.lock();
+        let Some(p) = slot.as_mut() else {
+            return Ok(false);
+        };
+        if !self.served.lock().fresh.is_empty() {
+            return Ok(true);
+        }
+        Ok(data_version(&p.reader)? != p.data_version)
+    }
+
+    fn failed(&self, store: &Store, error: Error) {
+        // A closed store is the normal end; a lock held by another process passes by the next
+        // poll. Anything else is told once until a poll succeeds again.
+        if matches!(error, Error::Closed) || error.is_busy() {
+            return;
+        }
+        if !self.failing.swap(true, Ordering::AcqRel) {
+            store.report(error);
+        }
+    }
+
+    /// One poll: when the file changed (or `force`), reads what moved and updates the queue.
+    pub(crate) fn run(&self, store: &Store, force: bool) -> Result<()> {
+        let mut slot = self.poller.lock();
+        let Some(p) = slot.as_mut() else {
+            return Ok(());
+        };
+        // Holding the store's connection lock from the read to the queue update means no
+        // local write lands in between: the queue ends up matching one consistent snapshot.
+        let guard = store.lock_conn()?;
+        let fresh = std::mem::take(&mut self.served.lock().fresh);
+        let read = self.read(store, p, &fresh, force);
+        let (rows, version, top) = match read {
+            Ok(Some(r)) => r,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                self.served.lock().fresh.extend(fresh);
+                return Err(e);
+            }
+        };
+        let wakes = self.apply(store, rows);
+        drop(guard);
+        p.data_version = version;
+        p.last_sequence = top;
+        self.failing.store(false, Ordering::Release);
+        store.wake_all(wakes);
+        Ok(())
+    }
+
+    /// Reads, in one snapshot, every cursor that may have changed for this process.
+    #[allow(clippy::type_complexity)]
+    fn read(
+        &self,
+        store: &Store,
+        p: &mut Poller,
+        fresh: &[String],
+        force: bool,
+    ) -> Result<Option<(HashMap<(String, String), Option<Pending>>, i64, i64)>> {
+        let tx = p.reader.transaction()?;
+        let version = data_version(&tx)?;
+        if !force && version == p.data_version && fresh.is_empty() {
+            return Ok(None);
+        }
+        let top = top_sequence(&tx)?;
+        let mut rows: HashMap<(String, String), Option<Pending>> = HashMap::new();
+        let mut full: Vec<String> = fresh.to_vec();
+        if top != p.last_sequence {
+            let (sessions, count) = changed_sessions(&tx, p.last_sequence, top)?;
+            if count != top - p.last_sequence {
+                // Events are missing from the range (a dedupe hit used a number, a prune or a
+                // delete removed rows): the sessions list may be short, so every served
+                // watcher is read in full.
+                full = self.served.lock().all.iter().cloned().collect();
+            }
+            for target in sessions {
+                for c in cursors::on_target(&tx, &target)? {
+                    rows.insert((c.watcher.clone(), target.clone()), Some(c));
+                }
+            }
+        }
+        for w in &full {
+            for c in cursors::pending_of(&tx, w)? {
+                rows.insert((w.clone(), c.target.clone()), Some(c));
+            }
+        }
+        // An acknowledge in another process writes no event: check each notice held here.
+        let held = store.shared.queue.lock().pairs();
+        for (w, t) in held {
+            if rows.contains_key(&(w.clone(), t.clone())) {
+                continue;
+            }
+            let row = cursors::get(&tx, &w, &t)?.map(|c| Pending {
+                watcher: c.watcher,
+                target: c.target,
+                last_seen: c.last_seen,
+                notified: c.notified,
+                provenance: c.provenance,
+            });
+            rows.insert((w, t), row);
+        }
+        tx.finish()?;
+        Ok(Some((rows, version, top)))
+    }
+
+    /// Brings the queue in line with the rows read. Returns the wakes now due.
+    fn apply(
+        &self,
+        store: &Store,
+        rows: HashMap<(String, String), Option<Pending>>,
+    ) -> Vec<(String, String)> {
+        let served = self.served.lock();
+        let mut q = store.shared.queue.lock();
+        let mut open = Vec::new();
+        for ((w, t), row) in rows {
+            match row {
+                Some(c) if c.notified != c.last_seen => open.push(c),
+                // Acknowledged, re-seeded or deleted elsewhere.
+                _ => {
+                    q.remove(&w, &t);
+                }
+            }
+        }
+        // Notices that enter together enter in the order they opened, as a sweep queues them.
+        open.sort_by(|a, b| {
+            (a.notified, &a.watcher, &a.target).cmp(&(b.notified, &b.watcher, &b.target))
+        });
+        let mut wakes = Vec::new();
+        for c in open {
+            if served.all.contains(&c.watcher) {
+                if q.upsert(&c.watcher, &c.target, c.last_seen) && wakes_for(&c) {
+                    wakes.push((c.watcher, c.target));
+                }
+            } else if q
+                .position(&c.watcher, &c.target)
+                .is_some_and(|l| l != c.last_seen)
+            {
+                // The notice held here was consumed elsewhere and a fresh one opened; it goes
+                // to the processes that serve the watcher.
+                q.remove(&c.watcher, &c.target);
+            }
+        }
+        wakes
+    }
+
+    /// Stops the poll task and closes the reader. Waits for a poll in progress to finish.
+    pub(crate) fn stop(&self) {
+        if let Some(task) = self.task.lock().take() {
+            task.abort();
+        }
+        let reader = self.poller.lock().take();
+        drop(reader);
+    }
+}
+
+impl Drop for SyncState {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.get_mut().take() {
+            task.abort();
+        }
+    }
+}
