@@ -272,14 +272,14 @@ impl SyncState {
         }
         let top = top_sequence(&tx)?;
         let mut rows: HashMap<(String, String), Option<Pending>> = HashMap::new();
-        let mut full: Vec<String> = fresh.to_vec();
+        let mut full: HashSet<String> = fresh.iter().cloned().collect();
         if top != p.last_sequence {
             let (sessions, count) = changed_sessions(&tx, p.last_sequence, top)?;
             if count != top - p.last_sequence {
                 // Events are missing from the range (a dedupe hit used a number, a prune or a
                 // delete removed rows): the sessions list may be short, so every served
                 // watcher is read in full.
-                full = self.served.lock().all.iter().cloned().collect();
+                full.extend(self.served.lock().all.iter().cloned());
             }
             for target in sessions {
                 for c in cursors::on_target(&tx, &target)? {
@@ -287,25 +287,18 @@ impl SyncState {
                 }
             }
         }
+        // An acknowledge in another process writes no event, so the watchers of the notices
+        // held here are read in full too: one query per watcher, not per notice.
+        let held = store.shared.queue.lock().pairs();
+        full.extend(held.iter().map(|(w, _)| w.clone()));
         for w in &full {
             for c in cursors::pending_of(&tx, w)? {
                 rows.insert((w.clone(), c.target.clone()), Some(c));
             }
         }
-        // An acknowledge in another process writes no event: check each notice held here.
-        let held = store.shared.queue.lock().pairs();
-        for (w, t) in held {
-            if rows.contains_key(&(w.clone(), t.clone())) {
-                continue;
-            }
-            let row = cursors::get(&tx, &w, &t)?.map(|c| Pending {
-                watcher: c.watcher,
-                target: c.target,
-                last_seen: c.last_seen,
-                notified: c.notified,
-                provenance: c.provenance,
-            });
-            rows.insert((w, t), row);
+        for pair in held {
+            // Not pending any more (acknowledged, re-seeded or deleted elsewhere).
+            rows.entry(pair).or_insert(None);
         }
         tx.finish()?;
         Ok(Some((rows, version, top)))
