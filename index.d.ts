@@ -83,7 +83,8 @@ export declare class SessionState {
    */
   deleteSession(sessionKey: string, agentId?: string | undefined | null): void
   /**
-   * Closes the store and cancels scheduled wakes. Idempotent; later calls throw
+   * Closes the store, cancels scheduled wakes and stops the poll for other processes'
+   * notices. Idempotent; later calls throw
    * `ERR_CLOSED` (`record`: null and `onError`).
    */
   close(): void
@@ -260,6 +261,19 @@ export interface SessionStateOptions {
   clock?: () => number
   /** `record` throws instead of reporting. For tests and development. */
   strict?: boolean
+  /**
+   * How often, in ms, this process looks for notices opened by other processes sharing the
+   * database file: a poll of `PRAGMA data_version`, nearly free when nothing changed.
+   * Default 100; an integer in [0, 60000]; 0 turns cross-process delivery off.
+   */
+  syncIntervalMs?: number
+  /**
+   * Watchers this process serves from the start: notices opened for them by other
+   * processes reach this process's `drain`/`peek` and `wake`. A watcher is also served
+   * once this process drains, peeks or acknowledges for it, watches for it, or names it in
+   * a record's `watchers`. Bare keys are ignored; an empty key is `ERR_INVALID_ARG`.
+   */
+  serveWatchers?: Array<string>
 }
 
 /** One entry of `stateVersions`. */

@@ -53,6 +53,15 @@ pub struct SessionStateOptions {
     pub clock: Option<FunctionRef<(), f64>>,
     /// `record` throws instead of reporting. For tests and development.
     pub strict: Option<bool>,
+    /// How often, in ms, this process looks for notices opened by other processes sharing the
+    /// database file: a poll of `PRAGMA data_version`, nearly free when nothing changed.
+    /// Default 100; an integer in [0, 60000]; 0 turns cross-process delivery off.
+    pub sync_interval_ms: Option<f64>,
+    /// Watchers this process serves from the start: notices opened for them by other
+    /// processes reach this process's `drain`/`peek` and `wake`. A watcher is also served
+    /// once this process drains, peeks or acknowledges for it, watches for it, or names it in
+    /// a record's `watchers`. Bare keys are ignored; an empty key is `ERR_INVALID_ARG`.
+    pub serve_watchers: Option<Vec<String>>,
 }
 
 /// Best-effort failures reach the host here: synchronously when we are on the JS thread,
@@ -199,6 +208,8 @@ impl SessionState {
             on_error: None,
             clock: None,
             strict: None,
+            sync_interval_ms: None,
+            serve_watchers: None,
         });
         let d = Options::default();
         let opts = Options {
@@ -217,8 +228,14 @@ impl SessionState {
                 .unwrap_or(d.busy_timeout_ms),
             wake_coalesce_ms: opt_u32(o.wake_coalesce_ms, "wakeCoalesceMs")?
                 .unwrap_or(d.wake_coalesce_ms),
+            sync_interval_ms: opt_u32(o.sync_interval_ms, "syncIntervalMs")?
+                .unwrap_or(d.sync_interval_ms),
         };
         opts.validate().js()?;
+        let serve = o.serve_watchers.unwrap_or_default();
+        for w in &serve {
+            core::keys::SessionKey::parse(w).js()?;
+        }
         let background = match &o.on_error {
             Some(cb) => Some(
                 cb.borrow_back(&env)
@@ -262,6 +279,9 @@ impl SessionState {
             })),
         };
         let store = Store::open(&path, opts, hooks).js()?;
+        for w in &serve {
+            store.serve(w).js()?;
+        }
         Ok(SessionState {
             store,
             reporter,
@@ -498,7 +518,8 @@ impl SessionState {
             .js()
     }
 
-    /// Closes the store and cancels scheduled wakes. Idempotent; later calls throw
+    /// Closes the store, cancels scheduled wakes and stops the poll for other processes'
+    /// notices. Idempotent; later calls throw
     /// `ERR_CLOSED` (`record`: null and `onError`).
     #[napi]
     pub fn close(&self) {
