@@ -1,0 +1,173 @@
+// Crash: a child records without pause (material events with watchers, drains, acknowledges,
+// watches, spawns) and is killed with SIGKILL at random moments. After each kill the file is
+// reopened and checked: every record that had returned is there, no sequence was reused,
+// heads match their sessions, cursors are consistent, and `sweep` restores every notice.
+import * as fs from 'node:fs'
+import * as path from 'node:path'
+
+import { SessionState } from '../../index'
+import { delay, prng, rawDb, reportFigures, seedFromEnv, startChild, tempDir, type CodedError } from './support'
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { TARGETS, WATCHERS } = require('../fixtures/crash-keys.js') as { TARGETS: string[]; WATCHERS: string[] }
+
+const KILLS = 20
+
+interface Returned {
+  sequence: number
+  target: string
+  round: number
+  n: number
+}
+
+interface CursorRow {
+  watcher: string
+  target: string
+  l: number
+  n: number
+  m: number
+}
+
+let dir = ''
+beforeAll(() => {
+  dir = tempDir('crash')
+})
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+test(`${KILLS} SIGKILLs while recording lose nothing that had returned`, async () => {
+  const seed = seedFromEnv()
+  process.stdout.write(`crash test seed ${seed} (replay with SA_SEED=${seed})\n`)
+  const rand = prng(seed)
+  const file = path.join(dir, 'crash.sqlite')
+  const returned = new Map<number, Returned>()
+  let maxSequenceBefore = 0
+  let eventsInFile = 0
+  let eventsChecked = 0
+  let killedBeforeReady = 0
+  let pendingRestored = 0
+  const started = Date.now()
+
+  for (let round = 0; round < KILLS; round += 1) {
+    const child = startChild('crash-writer.js', [file, String((seed + round) >>> 0), String(round)])
+    // Most kills land while records stream; one in five lands anywhere from spawn on,
+    // which includes opening the file and recovering the previous crash's WAL.
+    const early = rand() < 0.2
+    if (!early) await child.waitLine((l) => l === 'ready')
+    await delay(Math.floor(rand() * (early ? 400 : 300)))
+    child.proc.kill('SIGKILL')
+    const { signal } = await child.exited
+    expect(signal).toBe('SIGKILL')
+    expect(child.stderr()).toBe('')
+    if (!child.lines.includes('ready')) killedBeforeReady += 1
+
+    // Only complete lines count: each names a record that had returned before the kill.
+    const thisRound: Returned[] = []
+    for (const line of child.lines) {
+      if (line === 'ready') continue
+      const [tag, seq, t, r, n] = line.split(' ')
+      // Neither a null record nor an onError call is acceptable while nothing is wrong.
+      expect(tag).toBe('R')
+      const rec = { sequence: Number(seq), target: TARGETS[Number(t)], round: Number(r), n: Number(n) }
+      expect(returned.has(rec.sequence)).toBe(false)
+      returned.set(rec.sequence, rec)
+      thisRound.push(rec)
+    }
+    // A sequence is never handed out twice, even across crashes: this round's are all new.
+    if (thisRound.length > 0) {
+      expect(Math.min(...thisRound.map((r) => r.sequence))).toBeGreaterThan(maxSequenceBefore)
+    }
+
+    const errors: CodedError[] = []
+    const state = new SessionState(file, { onError: (e) => errors.push(e) })
+    const db = rawDb(file, { readonly: true })
+    try {
+      expect(db.pragma('integrity_check', { simple: true })).toBe('ok')
+
+      // Every record that had returned, in any round so far, is present as it was returned.
+      const rows = new Map<number, { session_key: string; payload_json: string | null }>()
+      for (const r of db.prepare('SELECT sequence, session_key, payload_json FROM session_state_events').all()) {
+        rows.set(r.sequence as number, { session_key: r.session_key as string, payload_json: r.payload_json as string | null })
+      }
+      for (const r of returned.values()) {
+        const row = rows.get(r.sequence)
+        expect(row).toEqual({ session_key: r.target, payload_json: JSON.stringify({ round: r.round, n: r.n }) })
+      }
+      eventsChecked += returned.size
+
+      // Each head equals its session's largest sequence, and every session has one.
+      const heads = db
+        .prepare(
+          'SELECT h.session_key AS k, h.agent_id AS a, h.last_sequence AS head, ' +
+            '(SELECT max(sequence) FROM session_state_events e ' +
+            ' WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id) AS top ' +
+            'FROM session_state_heads h',
+        )
+        .all()
+      for (const h of heads) expect(h.head).toBe(h.top)
+      const headless = db
+        .prepare(
+          'SELECT count(*) AS c FROM (SELECT DISTINCT session_key, agent_id FROM session_state_events) e ' +
+            'WHERE NOT EXISTS (SELECT 1 FROM session_state_heads h ' +
+            'WHERE h.session_key = e.session_key AND h.agent_id = e.agent_id)',
+        )
+        .get()
+      expect(headless).toEqual({ c: 0 })
+      for (const t of TARGETS) {
+        const top = db.prepare('SELECT max(sequence) AS s FROM session_state_events WHERE session_key = ?').get(t)
+        expect(state.stateVersion(t)).toBe((top?.s as number | null) ?? 0)
+      }
+
+      // Cursors: L <= N <= M <= the target's head.
+      const cursors = db
+        .prepare(
+          'SELECT watcher_session_key AS watcher, target_session_key AS target, last_seen_sequence AS l, ' +
+            'notified_sequence AS n, material_sequence AS m FROM session_watch_cursors',
+        )
+        .all() as unknown as CursorRow[]
+      for (const c of cursors) {
+        expect(c.l).toBeLessThanOrEqual(c.n)
+        expect(c.n).toBeLessThanOrEqual(c.m)
+        expect(c.m).toBeLessThanOrEqual(state.stateVersion(c.target))
+      }
+
+      // Sweep restores every notice with material history past L, naming L, once.
+      const behind = cursors.filter((c) => c.m > c.l)
+      const report = state.sweep()
+      expect(report.notices).toBe(behind.length)
+      expect(report.prune).toEqual({ eventsDeleted: 0, cursorsDeleted: 0 })
+      for (const w of WATCHERS) {
+        const expected = behind
+          .filter((c) => c.watcher === w)
+          .map((c) => [c.target, c.l])
+          .sort()
+        const queued = state
+          .peek(w)
+          .map((n) => [n.targetKey, n.changesSince])
+          .sort()
+        expect(queued).toEqual(expected)
+      }
+      pendingRestored += behind.length
+
+      maxSequenceBefore = (db.prepare('SELECT max(sequence) AS s FROM session_state_events').get()?.s as number) ?? 0
+      eventsInFile = rows.size
+    } finally {
+      db.close()
+      state.close()
+    }
+    expect(errors).toEqual([])
+  }
+
+  const rounds = [...returned.values()].reduce((acc, r) => acc.add(r.round), new Set<number>()).size
+  reportFigures('crash', {
+    seed,
+    kills: KILLS,
+    killedBeforeReady,
+    roundsWithRecords: rounds,
+    recordsReturned: returned.size,
+    eventsInFile,
+    eventPresenceChecks: eventsChecked,
+    pendingNoticesRestoredBySweep: pendingRestored,
+    seconds: (Date.now() - started) / 1000,
+  })
+  expect(returned.size).toBeGreaterThan(0)
+}, 300_000)
