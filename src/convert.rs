@@ -1,7 +1,11 @@
-//! Reading loosely-typed JS input without ever throwing from `record`: every shape error
-//! becomes an `ERR_INVALID_ARG` core error that the caller reports through `onError`.
+//! Reading loosely-typed JS input. Every argument of every method comes through here, so a
+//! value of the wrong type is always an `ERR_INVALID_ARG` core error (never one of napi's own
+//! statuses, never a bare `TypeError`), and `null` for an optional value or member means absent
+//! (§5). `record` reports these errors through `onError`; the other methods throw them.
 
-use napi::bindgen_prelude::{FromNapiValue, JsObjectValue, JsValue, Object, Unknown};
+use napi::bindgen_prelude::{
+    Function, FunctionRef, JsObjectValue, JsValue, JsValuesTupleIntoVec, Object, Unknown,
+};
 use napi::ValueType;
 use serde_json::{Map, Number, Value};
 use session_awareness_core::{Error, RecordInput, Result};
@@ -30,28 +34,6 @@ fn as_string(v: Unknown<'_>, name: &str) -> Result<String> {
     // SAFETY: the type was checked just above.
     #[allow(unsafe_code)]
     unsafe { v.cast::<String>() }.map_err(napi_err)
-}
-
-/// Converts an argument as napi would, except that a value of the wrong type is
-/// `ERR_INVALID_ARG` like any other bad input, not an error named after a napi status.
-pub fn arg<T: FromNapiValue>(v: Unknown<'_>, name: &str) -> Result<T> {
-    let raw = v.value();
-    #[allow(unsafe_code)]
-    // SAFETY: `raw` is a live value of the env of the call being served.
-    unsafe { T::from_napi_value(raw.env, raw.value) }
-        .map_err(|e| Error::invalid(format!("{name}: {}", e.reason)))
-}
-
-/// An options argument: undefined and null are absent; anything but an object is refused.
-pub fn options<T: FromNapiValue>(v: Option<Unknown<'_>>) -> Result<Option<T>> {
-    let Some(v) = v else {
-        return Ok(None);
-    };
-    match v.get_type().map_err(napi_err)? {
-        ValueType::Undefined | ValueType::Null => Ok(None),
-        ValueType::Object => arg(v, "options").map(Some),
-        _ => Err(Error::invalid("options must be an object")),
-    }
 }
 
 /// An optional string field: undefined and null are absent; other types are refused.
@@ -101,9 +83,72 @@ fn as_object<'a>(v: Unknown<'a>, name: &str) -> Result<Object<'a>> {
 
 /// An optional array of strings.
 pub fn opt_string_array(obj: &Object<'_>, name: &str) -> Result<Vec<String>> {
-    let Some(v) = field(obj, name)? else {
-        return Ok(Vec::new());
+    field(obj, name)?.map_or(Ok(Vec::new()), |v| string_array(v, name))
+}
+
+/// A required string argument.
+pub fn string(v: Unknown<'_>, name: &str) -> Result<String> {
+    as_string(v, name)
+}
+
+/// An optional string argument: undefined and null are absent.
+pub fn opt_string_arg(v: Option<Unknown<'_>>, name: &str) -> Result<Option<String>> {
+    v.map(|v| as_string(v, name)).transpose()
+}
+
+/// A required number argument (any number: range rules belong to the core).
+pub fn number(v: Unknown<'_>, name: &str) -> Result<f64> {
+    if v.get_type().map_err(napi_err)? != ValueType::Number {
+        return Err(Error::invalid(format!("{name} must be a number")));
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: the type was checked just above.
+    unsafe { v.cast::<f64>() }.map_err(napi_err)
+}
+
+/// An optional options-object argument: undefined and null are absent; anything but a plain
+/// object (an array, a string, a function, …) is refused.
+pub fn options<'a>(v: Option<Unknown<'a>>, name: &str) -> Result<Option<Object<'a>>> {
+    let Some(v) = v else {
+        return Ok(None);
     };
+    let obj = as_object(v, name)?;
+    if obj.is_array().map_err(napi_err)? {
+        return Err(Error::invalid(format!("{name} must be an object")));
+    }
+    Ok(Some(obj))
+}
+
+/// An optional function member, borrowed for the current call.
+pub fn opt_function<'a, Args: JsValuesTupleIntoVec, Ret>(
+    obj: &Object<'a>,
+    name: &str,
+) -> Result<Option<Function<'a, Args, Ret>>> {
+    let Some(v) = field(obj, name)? else {
+        return Ok(None);
+    };
+    if v.get_type().map_err(napi_err)? != ValueType::Function {
+        return Err(Error::invalid(format!("{name} must be a function")));
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: the type was checked just above.
+    unsafe { v.cast::<Function<'a, Args, Ret>>() }
+        .map(Some)
+        .map_err(napi_err)
+}
+
+/// An optional function member, kept beyond the current call.
+pub fn opt_function_ref<Args: JsValuesTupleIntoVec, Ret>(
+    obj: &Object<'_>,
+    name: &str,
+) -> Result<Option<FunctionRef<Args, Ret>>> {
+    opt_function::<Args, Ret>(obj, name)?
+        .map(|f| f.create_ref().map_err(napi_err))
+        .transpose()
+}
+
+/// An array of strings.
+pub fn string_array(v: Unknown<'_>, name: &str) -> Result<Vec<String>> {
     let arr = as_object(v, name)?;
     if !arr.is_array().map_err(napi_err)? {
         return Err(Error::invalid(format!(
@@ -115,6 +160,26 @@ pub fn opt_string_array(obj: &Object<'_>, name: &str) -> Result<Vec<String>> {
         .map(|i| {
             let item: Unknown<'_> = arr.get_element(i).map_err(napi_err)?;
             as_string(item, name)
+        })
+        .collect()
+}
+
+/// A `{ sessionKey, agentId? }` reference, as `stateVersions` takes them.
+pub fn session_refs(v: Unknown<'_>, name: &str) -> Result<Vec<(String, Option<String>)>> {
+    let arr = as_object(v, name)?;
+    if !arr.is_array().map_err(napi_err)? {
+        return Err(Error::invalid(format!("{name} must be an array")));
+    }
+    let len = arr.get_array_length().map_err(napi_err)?;
+    (0..len)
+        .map(|i| {
+            let item: Unknown<'_> = arr.get_element(i).map_err(napi_err)?;
+            let obj = options(Some(item), name)?
+                .ok_or_else(|| Error::invalid(format!("{name} must hold objects")))?;
+            Ok((
+                req_string(&obj, "sessionKey")?,
+                opt_string(&obj, "agentId")?,
+            ))
         })
         .collect()
 }

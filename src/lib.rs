@@ -7,21 +7,30 @@ mod session_state;
 mod types;
 mod upstream;
 
+use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
+
+use crate::error::{Code, IntoJs};
 
 pub use session_state::SessionState;
 
 /// `session-state:` followed by the lowercase hex of the target key's UTF-8 bytes: the
 /// context key of the target's notices.
-#[napi]
-pub fn encode_notice_context_key(target_key: String) -> String {
-    session_awareness_core::encode_notice_context_key(&target_key)
+#[napi(ts_args_type = "targetKey: string")]
+pub fn encode_notice_context_key(target_key: Unknown<'_>) -> napi::Result<String, Code> {
+    let target_key = convert::string(target_key, "targetKey").js()?;
+    Ok(session_awareness_core::encode_notice_context_key(
+        &target_key,
+    ))
 }
 
 /// The target key of a notice context key, or null unless it is exactly what
 /// `encodeNoticeContextKey` produces (prefix, non-empty even-length lowercase hex, valid
 /// UTF-8; a leading U+FEFF is kept).
-#[napi]
-pub fn decode_notice_context_key(context_key: String) -> Option<String> {
-    session_awareness_core::decode_notice_context_key(&context_key)
+#[napi(ts_args_type = "contextKey: string")]
+pub fn decode_notice_context_key(context_key: Unknown<'_>) -> napi::Result<Option<String>, Code> {
+    let context_key = convert::string(context_key, "contextKey").js()?;
+    Ok(session_awareness_core::decode_notice_context_key(
+        &context_key,
+    ))
 }

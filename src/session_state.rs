@@ -32,6 +32,8 @@ type ErrorTsfn = ThreadsafeFunction<
 
 /// Options of the `SessionState` constructor. Every field is optional.
 #[napi(object, object_to_js = false)]
+// Only its type is used: the constructor reads the object member by member (convert.rs).
+#[allow(dead_code)]
 pub struct SessionStateOptions {
     /// Events and cursors older than this are pruned. Default 30 days; an integer in [1, 9e12].
     pub retention_ms: Option<f64>,
@@ -177,11 +179,64 @@ fn opt_u32(v: Option<f64>, name: &str) -> JsResult<Option<u32>> {
         .transpose()
 }
 
-fn provenance(options: Option<WatchOptions>) -> JsResult<Provenance> {
-    match options.and_then(|o| o.provenance) {
-        None => Ok(Provenance::Explicit),
-        Some(p) => Provenance::parse(&p).js(),
-    }
+fn provenance(options: Option<Unknown<'_>>) -> JsResult<Provenance> {
+    let p = match convert::options(options, "options").js()? {
+        Some(o) => convert::opt_string(&o, "provenance").js()?,
+        None => None,
+    };
+    p.map_or(Ok(Provenance::Explicit), |p| Provenance::parse(&p).js())
+}
+
+fn string(v: Unknown<'_>, name: &str) -> JsResult<String> {
+    convert::string(v, name).js()
+}
+
+fn opt_string(v: Option<Unknown<'_>>, name: &str) -> JsResult<Option<String>> {
+    convert::opt_string_arg(v, name).js()
+}
+
+/// The constructor's options as read from JS.
+struct Parsed {
+    retention_ms: Option<f64>,
+    max_events: Option<f64>,
+    busy_timeout_ms: Option<f64>,
+    wake_coalesce_ms: Option<f64>,
+    wake: Option<FunctionRef<WakeRequest, UnknownReturnValue>>,
+    on_error: Option<ErrorCallback>,
+    clock: Option<FunctionRef<(), f64>>,
+    strict: Option<bool>,
+    sync_interval_ms: Option<f64>,
+    serve_watchers: Option<Vec<String>>,
+}
+
+fn parse_options(options: Option<Unknown<'_>>) -> JsResult<Parsed> {
+    let o = convert::options(options, "options").js()?;
+    let Some(o) = o else {
+        return Ok(Parsed {
+            retention_ms: None,
+            max_events: None,
+            busy_timeout_ms: None,
+            wake_coalesce_ms: None,
+            wake: None,
+            on_error: None,
+            clock: None,
+            strict: None,
+            sync_interval_ms: None,
+            serve_watchers: None,
+        });
+    };
+    Ok(Parsed {
+        retention_ms: convert::opt_number(&o, "retentionMs").js()?,
+        max_events: convert::opt_number(&o, "maxEvents").js()?,
+        busy_timeout_ms: convert::opt_number(&o, "busyTimeoutMs").js()?,
+        wake_coalesce_ms: convert::opt_number(&o, "wakeCoalesceMs").js()?,
+        wake: convert::opt_function_ref(&o, "wake").js()?,
+        on_error: convert::opt_function_ref(&o, "onError").js()?,
+        clock: convert::opt_function_ref(&o, "clock").js()?,
+        strict: convert::opt_bool(&o, "strict").js()?,
+        sync_interval_ms: convert::opt_number(&o, "syncIntervalMs").js()?,
+        serve_watchers: Some(convert::opt_string_array(&o, "serveWatchers").js()?),
+    })
 }
 
 #[napi]
@@ -196,21 +251,8 @@ impl SessionState {
         ts_args_type = "path: string, options?: SessionStateOptions | undefined | null"
     )]
     pub fn new(env: Env, path: Unknown<'_>, options: Option<Unknown<'_>>) -> Result<Self, Code> {
-        // Converted here, not by napi, so that a wrong type is ERR_INVALID_ARG too.
-        let path: String = convert::arg(path, "path").js()?;
-        let options = convert::options::<SessionStateOptions>(options).js()?;
-        let o = options.unwrap_or(SessionStateOptions {
-            retention_ms: None,
-            max_events: None,
-            busy_timeout_ms: None,
-            wake: None,
-            wake_coalesce_ms: None,
-            on_error: None,
-            clock: None,
-            strict: None,
-            sync_interval_ms: None,
-            serve_watchers: None,
-        });
+        let path = string(path, "path")?;
+        let o = parse_options(options)?;
         let d = Options::default();
         let opts = Options {
             retention_ms: opt_int(o.retention_ms, "retentionMs")?.unwrap_or(d.retention_ms),
@@ -335,45 +377,54 @@ impl SessionState {
     /// version (earlier history never notifies). An existing cursor is kept (an
     /// `ambient-group` one is promoted to `explicit`, never the reverse) and its expiry
     /// refreshed. Returns false for a bare watcher or target, or watcher == target.
-    #[napi]
+    #[napi(
+        ts_args_type = "watcherKey: string, targetKey: string, options?: WatchOptions | undefined | null"
+    )]
     pub fn watch(
         &self,
         env: Env,
-        watcher_key: String,
-        target_key: String,
-        options: Option<WatchOptions>,
+        watcher_key: Unknown<'_>,
+        target_key: Unknown<'_>,
+        options: Option<Unknown<'_>>,
     ) -> Result<bool, Code> {
+        let watcher_key = string(watcher_key, "watcherKey")?;
+        let target_key = string(target_key, "targetKey")?;
         let p = provenance(options)?;
         let now = self.now(&env).js()?;
         self.store.watch(&watcher_key, &target_key, p, now).js()
     }
 
     /// Removes the cursor and its pending notice. True if a cursor was removed.
-    #[napi]
-    pub fn unwatch(&self, watcher_key: String, target_key: String) -> Result<bool, Code> {
+    #[napi(ts_args_type = "watcherKey: string, targetKey: string")]
+    pub fn unwatch(&self, watcher_key: Unknown<'_>, target_key: Unknown<'_>) -> Result<bool, Code> {
+        let watcher_key = string(watcher_key, "watcherKey")?;
+        let target_key = string(target_key, "targetKey")?;
         self.store.unwatch(&watcher_key, &target_key).js()
     }
 
     /// The session's state version: the largest sequence recorded for it, 0 when none.
-    #[napi]
+    #[napi(ts_args_type = "sessionKey: string, agentId?: string | undefined | null")]
     pub fn state_version(
         &self,
-        session_key: String,
-        agent_id: Option<String>,
+        session_key: Unknown<'_>,
+        agent_id: Option<Unknown<'_>>,
     ) -> Result<i64, Code> {
+        let session_key = string(session_key, "sessionKey")?;
+        let agent_id = opt_string(agent_id, "agentId")?;
         self.store
             .state_version(&session_key, agent_id.as_deref())
             .js()
     }
 
     /// The state versions of many sessions, in the order given; sessions at 0 are left out.
-    #[napi]
-    pub fn state_versions(&self, refs: Vec<SessionRef>) -> Result<Vec<SessionVersion>, Code> {
-        let refs: Vec<VersionRef> = refs
+    #[napi(ts_args_type = "refs: Array<SessionRef>")]
+    pub fn state_versions(&self, refs: Unknown<'_>) -> Result<Vec<SessionVersion>, Code> {
+        let refs: Vec<VersionRef> = convert::session_refs(refs, "refs")
+            .js()?
             .into_iter()
-            .map(|r| VersionRef {
-                session_key: r.session_key,
-                agent_id: r.agent_id,
+            .map(|(session_key, agent_id)| VersionRef {
+                session_key,
+                agent_id,
             })
             .collect();
         Ok(self
@@ -392,14 +443,24 @@ impl SessionState {
     /// The exact typed delta of a session after version `after` (a non-negative safe
     /// integer), ascending, at most `limit` (clamped to [1, 200]). `historyGap` is true when
     /// `after` predates retained history. Moves no cursor.
-    #[napi]
+    #[napi(
+        ts_args_type = "sessionKey: string, after: number, options?: ChangesSinceOptions | undefined | null"
+    )]
     pub fn changes_since(
         &self,
-        session_key: String,
-        after: f64,
-        options: Option<ChangesSinceOptions>,
+        session_key: Unknown<'_>,
+        after: Unknown<'_>,
+        options: Option<Unknown<'_>>,
     ) -> Result<ChangesSince, Code> {
-        let (agent, limit) = options.map_or((None, None), |o| (o.agent_id, o.limit));
+        let session_key = string(session_key, "sessionKey")?;
+        let after = convert::number(after, "after").js()?;
+        let (agent, limit) = match convert::options(options, "options").js()? {
+            Some(o) => (
+                convert::opt_string(&o, "agentId").js()?,
+                convert::opt_number(&o, "limit").js()?,
+            ),
+            None => (None, None),
+        };
         Ok(self
             .store
             .changes_since(&session_key, after, agent.as_deref(), limit)
@@ -410,8 +471,9 @@ impl SessionState {
     /// The watcher's pending notices in queue order, acknowledged: the turn consumes them. If
     /// material events arrived since a notice was queued, exactly one fresh notice reopens
     /// with `changesSince` = the old notified position. With nothing pending it runs no SQL.
-    #[napi]
-    pub fn drain(&self, env: Env, watcher_key: String) -> Result<Vec<Notice>, Code> {
+    #[napi(ts_args_type = "watcherKey: string")]
+    pub fn drain(&self, env: Env, watcher_key: Unknown<'_>) -> Result<Vec<Notice>, Code> {
+        let watcher_key = string(watcher_key, "watcherKey")?;
         if !self.store.has_pending(&watcher_key).js()? {
             return Ok(Vec::new());
         }
@@ -426,8 +488,9 @@ impl SessionState {
     }
 
     /// The watcher's pending notices in queue order, nothing acknowledged.
-    #[napi]
-    pub fn peek(&self, watcher_key: String) -> Result<Vec<Notice>, Code> {
+    #[napi(ts_args_type = "watcherKey: string")]
+    pub fn peek(&self, watcher_key: Unknown<'_>) -> Result<Vec<Notice>, Code> {
+        let watcher_key = string(watcher_key, "watcherKey")?;
         Ok(self
             .store
             .peek(&watcher_key)
@@ -440,13 +503,15 @@ impl SessionState {
     /// Acknowledges the watcher's pending notices on `targetKeys`, for hosts that route
     /// notices through their own queue. Returns how many pending notices were acknowledged
     /// (a repeated target counts once).
-    #[napi]
+    #[napi(ts_args_type = "watcherKey: string, targetKeys: Array<string>")]
     pub fn acknowledge(
         &self,
         env: Env,
-        watcher_key: String,
-        target_keys: Vec<String>,
+        watcher_key: Unknown<'_>,
+        target_keys: Unknown<'_>,
     ) -> Result<i64, Code> {
+        let watcher_key = string(watcher_key, "watcherKey")?;
+        let target_keys = convert::string_array(target_keys, "targetKeys").js()?;
         let now = self.now(&env).js()?;
         Ok(self
             .store
@@ -458,13 +523,15 @@ impl SessionState {
     /// watcher still exists and re-queues its notice (one already queued is neither
     /// duplicated nor woken again), then prunes.
     #[napi(ts_args_type = "options?: { watcherExists?: (watcherKey: string) => boolean }")]
-    pub fn sweep(&self, env: Env, options: Option<SweepOptions>) -> Result<SweepReport, Code> {
+    pub fn sweep(&self, env: Env, options: Option<Unknown<'_>>) -> Result<SweepReport, Code> {
+        let exists = match convert::options(options, "options").js()? {
+            Some(o) => convert::opt_function::<String, bool>(&o, "watcherExists").js()?,
+            None => None,
+        };
         let now = self.now(&env).js()?;
-        let exists = options.and_then(|o| o.watcher_exists);
         let report = match exists {
             None => self.store.sweep(None, now),
-            Some(cb) => {
-                let f = cb.borrow_back(&env).js()?;
+            Some(f) => {
                 let mut failure: Option<napi::Error> = None;
                 let mut ask = |w: &str| match f.call(w.to_owned()) {
                     Ok(b) => b,
@@ -499,20 +566,23 @@ impl SessionState {
     }
 
     /// The watcher session was reset: its cursors and pending notices go; its history stays.
-    #[napi]
-    pub fn reset_session(&self, session_key: String) -> Result<(), Code> {
+    #[napi(ts_args_type = "sessionKey: string")]
+    pub fn reset_session(&self, session_key: Unknown<'_>) -> Result<(), Code> {
+        let session_key = string(session_key, "sessionKey")?;
         self.store.reset_session(&session_key).js()
     }
 
     /// Deletes the session's events and head for the agent (default: the key's own, else
     /// `main`). For its own agent also every cursor where it is watcher or target, their
     /// pending notices, and its upstream link.
-    #[napi]
+    #[napi(ts_args_type = "sessionKey: string, agentId?: string | undefined | null")]
     pub fn delete_session(
         &self,
-        session_key: String,
-        agent_id: Option<String>,
+        session_key: Unknown<'_>,
+        agent_id: Option<Unknown<'_>>,
     ) -> Result<(), Code> {
+        let session_key = string(session_key, "sessionKey")?;
+        let agent_id = opt_string(agent_id, "agentId")?;
         self.store
             .delete_session(&session_key, agent_id.as_deref())
             .js()
@@ -529,6 +599,8 @@ impl SessionState {
 
 /// Options of `sweep`.
 #[napi(object, object_to_js = false)]
+// Only its type is used: `sweep` reads the object member by member (convert.rs).
+#[allow(dead_code)]
 pub struct SweepOptions {
     /// Asked once per watcher with unacknowledged history; false skips it. Default: all exist.
     #[napi(ts_type = "(watcherKey: string) => boolean")]

@@ -214,7 +214,9 @@ pub struct SweepReport {
 }
 
 /// A session named for `stateVersions`.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+// Only its type is used: `stateVersions` reads the objects member by member (convert.rs).
+#[allow(dead_code)]
 pub struct SessionRef {
     /// The session key.
     pub session_key: String,
@@ -249,7 +251,9 @@ pub struct WakeRequest {
 }
 
 /// Options of `changesSince`.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+// Only its type is used: the method reads the object member by member (convert.rs).
+#[allow(dead_code)]
 pub struct ChangesSinceOptions {
     /// The agent of the session; defaults to the key's own, else `main`.
     pub agent_id: Option<String>,
@@ -258,7 +262,9 @@ pub struct ChangesSinceOptions {
 }
 
 /// Options of `watch`.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+// Only its type is used: the method reads the object member by member (convert.rs).
+#[allow(dead_code)]
 pub struct WatchOptions {
     /// `explicit` (default) or `ambient-group`.
     #[napi(ts_type = "Provenance")]
