@@ -142,11 +142,13 @@ describe('drain and peek', () => {
     ])
   })
 
-  test('drain, peek and acknowledge of unknown or bare watchers are empty', () => {
+  test('drain, peek and acknowledge of unknown or bare watchers are empty; an empty key is refused', () => {
     const s = fx.open(fx.file())
     expect(s.drain('agent:main:nobody')).toEqual([])
     expect(s.peek('global')).toEqual([])
-    expect(s.drain('')).toEqual([])
+    expect(codeOf(() => s.drain(''))).toBe('ERR_INVALID_ARG')
+    expect(codeOf(() => s.peek(''))).toBe('ERR_INVALID_ARG')
+    expect(codeOf(() => s.acknowledge('agent:main:nobody', ['']))).toBe('ERR_INVALID_ARG')
   })
 })
 

@@ -192,6 +192,19 @@ pub fn validate(input: RecordInput, now: i64) -> Result<ValidEvent> {
     let kind = EventKind::parse(&input.kind)?;
     let actor_type = ActorType::parse(&input.actor_type)?;
     let agent_id = keys::resolve_agent(&input.session_key, input.agent_id.as_deref())?;
+    for (value, name) in [
+        (&input.actor_id, "actorId"),
+        (&input.run_id, "runId"),
+        (&input.session_id, "sessionId"),
+        (&input.dedupe_key, "dedupeKey"),
+    ] {
+        if let Some(v) = value {
+            keys::check_len(v, name)?;
+        }
+    }
+    for w in &input.watchers {
+        keys::check_len(w, "watchers")?;
+    }
     let payload_json = match input.payload {
         None | Some(Value::Null) => None,
         Some(Value::Object(map)) => Some(payload_to_json(&map)?),
@@ -397,6 +410,27 @@ mod tests {
         i.session_key = "global".into();
         i.watchers = vec!["agent:main:main".into()];
         assert!(validate(i, 0).unwrap().watchers.is_empty());
+    }
+
+    #[test]
+    fn identifiers_are_bounded() {
+        let long = "x".repeat(keys::MAX_KEY_BYTES + 1);
+        let fits = "x".repeat(keys::MAX_KEY_BYTES);
+        for set in [
+            |i: &mut RecordInput, v: &str| i.actor_id = Some(v.into()),
+            |i: &mut RecordInput, v: &str| i.run_id = Some(v.into()),
+            |i: &mut RecordInput, v: &str| i.session_id = Some(v.into()),
+            |i: &mut RecordInput, v: &str| i.dedupe_key = Some(v.into()),
+            |i: &mut RecordInput, v: &str| i.watchers = vec![v.into()],
+            |i: &mut RecordInput, v: &str| i.session_key = format!("agent:main:{}", &v[11..]),
+        ] {
+            let mut i = input();
+            set(&mut i, &fits);
+            assert!(validate(i, 0).is_ok());
+            let mut i = input();
+            set(&mut i, &long);
+            assert_eq!(validate(i, 0).unwrap_err().code(), "ERR_INVALID_ARG");
+        }
     }
 
     #[test]

@@ -6,6 +6,22 @@ use crate::error::{Error, Result};
 /// The agent id used for events whose key names no agent.
 pub const DEFAULT_AGENT: &str = "main";
 
+/// The longest accepted identifier (session key, watcher key, `actorId`, `runId`,
+/// `sessionId`, `dedupeKey`), in UTF-8 bytes. A key is quoted twice in every notice that a
+/// watcher's prompt receives, so an unbounded one would be an unbounded prompt.
+pub const MAX_KEY_BYTES: usize = 1024;
+
+/// Refuses an identifier longer than [`MAX_KEY_BYTES`].
+pub fn check_len(value: &str, name: &str) -> Result<()> {
+    if value.len() > MAX_KEY_BYTES {
+        return Err(Error::invalid(format!(
+            "{name} is {} UTF-8 bytes; the limit is {MAX_KEY_BYTES}",
+            value.len()
+        )));
+    }
+    Ok(())
+}
+
 /// A session key, classified by §4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionKey<'a> {
@@ -21,11 +37,12 @@ pub enum SessionKey<'a> {
 }
 
 impl<'a> SessionKey<'a> {
-    /// Classifies `key`. The empty key is refused.
+    /// Classifies `key`. The empty key and one longer than [`MAX_KEY_BYTES`] are refused.
     pub fn parse(key: &'a str) -> Result<Self> {
         if key.is_empty() {
             return Err(Error::invalid("sessionKey must be a non-empty string"));
         }
+        check_len(key, "sessionKey")?;
         Ok(Self::classify(key))
     }
 
@@ -186,6 +203,20 @@ mod tests {
         let too_long = format!("agent:{}:x", "a".repeat(65));
         assert!(!SessionKey::classify(&too_long).is_qualified());
         assert!(SessionKey::classify("agent:0a_b-c:x").is_qualified());
+    }
+
+    #[test]
+    fn keys_are_bounded() {
+        let at_limit = format!("agent:main:{}", "x".repeat(MAX_KEY_BYTES - 11));
+        assert!(SessionKey::parse(&at_limit).unwrap().is_qualified());
+        let over = format!("{at_limit}x");
+        assert_eq!(
+            SessionKey::parse(&over).unwrap_err().code(),
+            "ERR_INVALID_ARG"
+        );
+        // Bytes, not characters: 342 three-byte characters are 1026 bytes.
+        assert!(check_len(&"€".repeat(341), "k").is_ok());
+        assert!(check_len(&"€".repeat(342), "k").is_err());
     }
 
     #[test]

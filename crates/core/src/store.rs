@@ -548,6 +548,7 @@ impl Store {
     /// True when the watcher has queued notices. Runs no SQL.
     pub fn has_pending(&self, watcher: &str) -> Result<bool> {
         self.check_open()?;
+        SessionKey::parse(watcher)?;
         self.mark_served(watcher);
         Ok(self.shared.queue.lock().has_any(watcher))
     }
@@ -555,6 +556,7 @@ impl Store {
     /// The watcher's pending notices, nothing acknowledged. Runs no SQL.
     pub fn peek(&self, watcher: &str) -> Result<Vec<Notice>> {
         self.check_open()?;
+        SessionKey::parse(watcher)?;
         self.mark_served(watcher);
         Ok(self.shared.queue.lock().peek(watcher))
     }
@@ -562,6 +564,7 @@ impl Store {
     /// The watcher's pending notices, acknowledged (§7). With nothing queued it runs no SQL.
     pub fn drain(&self, watcher: &str, now: i64) -> Result<Vec<Notice>> {
         self.check_open()?;
+        SessionKey::parse(watcher)?;
         self.mark_served(watcher);
         if !self.shared.queue.lock().has_any(watcher) {
             return Ok(Vec::new());
@@ -610,6 +613,7 @@ impl Store {
         self.mark_served(watcher);
         let mut unique: Vec<&str> = Vec::with_capacity(targets.len());
         for t in targets {
+            SessionKey::parse(t)?;
             if !unique.contains(&t.as_str()) {
                 unique.push(t);
             }
