@@ -222,7 +222,9 @@ export async function holdWriteLock(file: string): Promise<{ release: () => Prom
 
 /** The pinned notice text of §7. */
 export function noticeText(target: string, since: number): string {
-  const t = JSON.stringify(target)
+  // The key as a JSON literal; U+0085, U+2028 and U+2029, which JSON.stringify leaves raw,
+  // are escaped as well.
+  const t = JSON.stringify(target).replace(/[\u0085\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
   return `Session ${t} changed (other actor). Reconcile before acting: session_status sessionKey ${t} changesSince ${since}.`
 }
 

@@ -123,8 +123,16 @@ pub fn resolve_agent(key: &str, explicit: Option<&str>) -> Result<String> {
 }
 
 /// `key` as a JSON string literal, so that no quote or line break in it can escape its place.
+/// Besides the control characters JSON escapes, U+0085, U+2028 and U+2029 are escaped too:
+/// JSON allows them raw, but they end a line for many readers (and for `summary`).
 pub fn json_string(key: &str) -> String {
-    serde_json::Value::from(key).to_string()
+    let json = serde_json::Value::from(key).to_string();
+    if !json.contains(['\u{85}', '\u{2028}', '\u{2029}']) {
+        return json;
+    }
+    json.replace('\u{85}', "\\u0085")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
 }
 
 /// The pinned, byte-stable notice text of §7.
@@ -256,9 +264,14 @@ mod tests {
             notice_text("agent:main:subagent:child", 12),
             "Session \"agent:main:subagent:child\" changed (other actor). Reconcile before acting: session_status sessionKey \"agent:main:subagent:child\" changesSince 12."
         );
-        let t = notice_text("agent:main:a\"b\nc\u{2028}", 0);
-        assert!(!t.contains('\n'));
-        assert!(t.contains(r#""agent:main:a\"b\nc"#));
+        let key = "agent:main:a\"b\nc\rd\u{2028}e\u{2029}f\u{85}g\u{b}h\u{c}i";
+        let t = notice_text(key, 0);
+        assert!(!t.contains(['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}', '\u{b}', '\u{c}']));
+        let quoted = r#""agent:main:a\"b\nc\rd\u2028e\u2029f\u0085g\u000bh\fi""#;
+        assert!(t.contains(quoted), "{t}");
+        // Still the key as a JSON string literal: it parses back to the key.
+        let back: String = serde_json::from_str(quoted).unwrap();
+        assert_eq!(back, key);
     }
 
     #[test]
