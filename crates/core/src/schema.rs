@@ -77,14 +77,25 @@ pub fn open(path: &str, busy_timeout_ms: u32) -> Result<Connection> {
         prepare_file(Path::new(path))?;
     }
     let conn = Connection::open_with_flags(
-        path,
+        sqlite_name(path).as_ref(),
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI,
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     configure(&conn, busy_timeout_ms)?;
     Ok(conn)
+}
+
+/// The name to hand SQLite for the file-system path `path`. The bundled SQLite is built to
+/// read any name starting with `file:` as a URI, whose parameters could name another file
+/// (or open it read-only); `./` in front keeps such a relative path a path, the one
+/// `prepare_file` created.
+pub fn sqlite_name(path: &str) -> std::borrow::Cow<'_, str> {
+    if path.starts_with("file:") {
+        format!("./{path}").into()
+    } else {
+        path.into()
+    }
 }
 
 /// Applies the pragmas and creates the schema on an open connection.
@@ -160,6 +171,16 @@ mod tests {
             assert!(sql.trim_end().ends_with("STRICT"), "{t}");
         }
         Ok(())
+    }
+
+    #[test]
+    fn a_file_colon_name_stays_a_path() {
+        assert_eq!(
+            sqlite_name("file:state.sqlite?mode=ro"),
+            "./file:state.sqlite?mode=ro"
+        );
+        assert_eq!(sqlite_name("/var/lib/file:x"), "/var/lib/file:x");
+        assert_eq!(sqlite_name(":memory:"), ":memory:");
     }
 
     #[test]
