@@ -77,25 +77,21 @@ test(`${KILLS} SIGKILLs while recording lose nothing that had returned`, async (
       expect(Math.min(...thisRound.map((r) => r.sequence))).toBeGreaterThan(maxSequenceBefore)
     }
 
-    const errors: CodedError[] = []
-    const state = new SessionState(file, { onError: (e) => errors.push(e) })
+    // Read the file as the crash left it, before a store of this process opens it: the
+    // raw handle is a second copy of SQLite, and two copies must not share a file at once.
     const db = rawDb(file, { readonly: true })
+    let rows: Map<number, { session_key: string; payload_json: string | null }>
+    let heads: Array<Record<string, unknown>>
+    let headless: unknown
+    let cursors: CursorRow[]
+    const tops = new Map<string, number>()
     try {
       expect(db.pragma('integrity_check', { simple: true })).toBe('ok')
-
-      // Every record that had returned, in any round so far, is present as it was returned.
-      const rows = new Map<number, { session_key: string; payload_json: string | null }>()
+      rows = new Map()
       for (const r of db.prepare('SELECT sequence, session_key, payload_json FROM session_state_events').all()) {
         rows.set(r.sequence as number, { session_key: r.session_key as string, payload_json: r.payload_json as string | null })
       }
-      for (const r of returned.values()) {
-        const row = rows.get(r.sequence)
-        expect(row).toEqual({ session_key: r.target, payload_json: JSON.stringify({ round: r.round, n: r.n }) })
-      }
-      eventsChecked += returned.size
-
-      // Each head equals its session's largest sequence, and every session has one.
-      const heads = db
+      heads = db
         .prepare(
           'SELECT h.session_key AS k, h.agent_id AS a, h.last_sequence AS head, ' +
             '(SELECT max(sequence) FROM session_state_events e ' +
@@ -103,34 +99,52 @@ test(`${KILLS} SIGKILLs while recording lose nothing that had returned`, async (
             'FROM session_state_heads h',
         )
         .all()
-      for (const h of heads) expect(h.head).toBe(h.top)
-      const headless = db
+      headless = db
         .prepare(
           'SELECT count(*) AS c FROM (SELECT DISTINCT session_key, agent_id FROM session_state_events) e ' +
             'WHERE NOT EXISTS (SELECT 1 FROM session_state_heads h ' +
             'WHERE h.session_key = e.session_key AND h.agent_id = e.agent_id)',
         )
         .get()
-      expect(headless).toEqual({ c: 0 })
       for (const t of TARGETS) {
         const top = db.prepare('SELECT max(sequence) AS s FROM session_state_events WHERE session_key = ?').get(t)
-        expect(state.stateVersion(t)).toBe((top?.s as number | null) ?? 0)
+        tops.set(t, (top?.s as number | null) ?? 0)
       }
-
-      // Cursors: L <= N <= M <= the target's head.
-      const cursors = db
+      cursors = db
         .prepare(
           'SELECT watcher_session_key AS watcher, target_session_key AS target, last_seen_sequence AS l, ' +
             'notified_sequence AS n, material_sequence AS m FROM session_watch_cursors',
         )
         .all() as unknown as CursorRow[]
-      for (const c of cursors) {
-        expect(c.l).toBeLessThanOrEqual(c.n)
-        expect(c.n).toBeLessThanOrEqual(c.m)
-        expect(c.m).toBeLessThanOrEqual(state.stateVersion(c.target))
-      }
+    } finally {
+      db.close()
+    }
 
-      // Sweep restores every notice with material history past L, naming L, once.
+    // Every record that had returned, in any round so far, is present as it was returned.
+    for (const r of returned.values()) {
+      expect(rows.get(r.sequence)).toEqual({ session_key: r.target, payload_json: JSON.stringify({ round: r.round, n: r.n }) })
+    }
+    eventsChecked += returned.size
+    eventsInFile = rows.size
+    maxSequenceBefore = Math.max(0, ...rows.keys())
+
+    // Each head equals its session's largest sequence, and every session has one.
+    for (const h of heads) expect(h.head).toBe(h.top)
+    expect(headless).toEqual({ c: 0 })
+
+    // Cursors: L <= N <= M.
+    for (const c of cursors) {
+      expect(c.l).toBeLessThanOrEqual(c.n)
+      expect(c.n).toBeLessThanOrEqual(c.m)
+    }
+
+    // Reopened, the store agrees, M is within the target's head, and sweep restores every
+    // notice with material history past L, naming L, once.
+    const errors: CodedError[] = []
+    const state = new SessionState(file, { onError: (e) => errors.push(e) })
+    try {
+      for (const t of TARGETS) expect(state.stateVersion(t)).toBe(tops.get(t))
+      for (const c of cursors) expect(c.m).toBeLessThanOrEqual(state.stateVersion(c.target))
       const behind = cursors.filter((c) => c.m > c.l)
       const report = state.sweep()
       expect(report.notices).toBe(behind.length)
@@ -147,11 +161,7 @@ test(`${KILLS} SIGKILLs while recording lose nothing that had returned`, async (
         expect(queued).toEqual(expected)
       }
       pendingRestored += behind.length
-
-      maxSequenceBefore = (db.prepare('SELECT max(sequence) AS s FROM session_state_events').get()?.s as number) ?? 0
-      eventsInFile = rows.size
     } finally {
-      db.close()
       state.close()
     }
     expect(errors).toEqual([])

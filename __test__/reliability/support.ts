@@ -28,7 +28,11 @@ export interface RawDb {
   close(): void
 }
 
-/** A better-sqlite3 handle on `file`, for looking behind the API. */
+/**
+ * A better-sqlite3 handle on `file`, for looking behind the API. Only while no store of this
+ * process has the file open: better-sqlite3 is a second copy of SQLite, and two copies in one
+ * process break each other's locks (use `Snapshots` instead).
+ */
 export function rawDb(file: string, options: { readonly?: boolean; timeout?: number } = {}): RawDb {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const Database = require('better-sqlite3')
@@ -43,21 +47,6 @@ export function withRaw<T>(file: string, fn: (db: RawDb) => T): T {
   } finally {
     db.close()
   }
-}
-
-/** Every row of the package's tables, in a stable order: equal snapshots mean nothing changed. */
-export function snapshot(file: string): string {
-  return withRaw(file, (db) =>
-    JSON.stringify({
-      events: db.prepare('SELECT * FROM session_state_events ORDER BY sequence').all(),
-      heads: db.prepare('SELECT * FROM session_state_heads ORDER BY session_key, agent_id').all(),
-      cursors: db
-        .prepare('SELECT * FROM session_watch_cursors ORDER BY watcher_session_key, target_session_key')
-        .all(),
-      links: db.prepare('SELECT * FROM session_upstream_links ORDER BY session_key').all(),
-      sequence: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'session_state_events'").get() ?? null,
-    }),
-  )
 }
 
 /** mulberry32: a small seedable PRNG in [0, 1). */
@@ -88,7 +77,9 @@ export interface LineChild {
   /** Resolves with the exit code and signal once the child has exited. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
   /** Resolves once a line satisfying `pred` arrived (rejects if the child exits first). */
-  waitLine(pred: (line: string) => boolean, timeoutMs?: number): Promise<string>
+  waitLine(pred: (line: string, index: number) => boolean, timeoutMs?: number): Promise<string>
+  /** Sends one line and resolves with the next line the child writes. */
+  request(line: string): Promise<string>
   /** Writes one line to the child's stdin. */
   send(line: string): void
 }
@@ -102,7 +93,7 @@ export function startChild(fixture: string, args: string[], env: NodeJS.ProcessE
   const lines: string[] = []
   let partial = ''
   let err = ''
-  const waiters: Array<{ pred: (l: string) => boolean; resolve: (l: string) => void }> = []
+  const waiters: Array<{ pred: (l: string, i: number) => boolean; resolve: (l: string) => void }> = []
   proc.stdout!.setEncoding('utf8')
   proc.stdout!.on('data', (chunk: string) => {
     const parts = (partial + chunk).split('\n')
@@ -110,7 +101,7 @@ export function startChild(fixture: string, args: string[], env: NodeJS.ProcessE
     for (const line of parts) {
       lines.push(line)
       for (let i = waiters.length - 1; i >= 0; i -= 1) {
-        if (waiters[i].pred(line)) {
+        if (waiters[i].pred(line, lines.length - 1)) {
           waiters[i].resolve(line)
           waiters.splice(i, 1)
         }
@@ -127,7 +118,7 @@ export function startChild(fixture: string, args: string[], env: NodeJS.ProcessE
     // 'close' fires after stdout is fully read, so `lines` is complete by then.
     proc.on('close', (code, signal) => resolve({ code, signal }))
   })
-  return {
+  const child: LineChild = {
     proc,
     lines,
     stderr: () => err,
@@ -153,6 +144,31 @@ export function startChild(fixture: string, args: string[], env: NodeJS.ProcessE
     send(line: string) {
       proc.stdin!.write(`${line}\n`)
     },
+    request(line: string) {
+      const next = lines.length
+      child.send(line)
+      return child.waitLine((_l, i) => i >= next)
+    },
+  }
+  return child
+}
+
+/**
+ * Every row of the package's tables in a stable order, read by a helper process: equal
+ * snapshots mean nothing stored changed. Safe while a store of this process has the file open.
+ */
+export class Snapshots {
+  private server = startChild('snapshot-server.js', [])
+
+  async take(file: string): Promise<string> {
+    const reply = JSON.parse(await this.server.request(file)) as { ok?: string; error?: string }
+    if (reply.ok === undefined) throw new Error(`snapshot of ${file} failed: ${reply.error}`)
+    return reply.ok
+  }
+
+  async close(): Promise<void> {
+    this.server.proc.stdin!.end()
+    await this.server.exited
   }
 }
 
