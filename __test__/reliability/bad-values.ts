@@ -60,6 +60,8 @@ export interface Param {
   call: string
   run: (s: SessionState, v: unknown) => unknown
   ok: Partial<Record<BadName, Expect>>
+  /** Refusals with another code than ERR_INVALID_ARG. */
+  codes?: Partial<Record<BadName, string>>
 }
 
 /** Seeded sessions of every store the matrix uses. */
@@ -115,7 +117,12 @@ export function matrix(title: string, params: Param[], kind: 'throws' | 'record'
     })
 
     const refusals = params.flatMap((p) =>
-      BAD_NAMES.filter((v) => !(v in p.ok)).map((v) => ({ call: p.call, value: v, run: p.run })),
+      BAD_NAMES.filter((v) => !(v in p.ok)).map((v) => ({
+        call: p.call,
+        value: v,
+        run: p.run,
+        code: p.codes?.[v] ?? 'ERR_INVALID_ARG',
+      })),
     )
     const accepted = params.flatMap((p) =>
       BAD_NAMES.filter((v) => v in p.ok).map((v) => ({ call: p.call, value: v, run: p.run, expected: p.ok[v] })),
@@ -131,15 +138,15 @@ export function matrix(title: string, params: Param[], kind: 'throws' | 'record'
       expect(await snapshots.take(file)).toBe(before)
     })
 
-    test.each(refusals)('$call <- $value is refused', async ({ run, value }) => {
+    test.each(refusals)('$call <- $value is refused with $code', async ({ run, value, code }) => {
       const before = await snapshots.take(file)
       const pending = shared.peek(W)
       if (kind === 'throws') {
-        expect(codeOf(() => run(shared, BAD[value]))).toBe('ERR_INVALID_ARG')
+        expect(codeOf(() => run(shared, BAD[value]))).toBe(code)
         expect(errors).toEqual([])
       } else {
         expect(run(shared, BAD[value])).toBeNull()
-        expect(errors.splice(0).map((e) => e.code)).toEqual(['ERR_INVALID_ARG'])
+        expect(errors.splice(0).map((e) => e.code)).toEqual([code])
       }
       expect(await snapshots.take(file)).toBe(before)
       expect(shared.peek(W)).toEqual(pending)

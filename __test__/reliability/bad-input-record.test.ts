@@ -1,0 +1,151 @@
+// Bad input to record: each member of its input × every bad value of the matrix. record never
+// throws: a refusal is null with exactly one onError call (ERR_INVALID_ARG), and changes
+// nothing stored. Accepted values are listed with the exact event they store.
+import * as fs from 'node:fs'
+import * as path from 'node:path'
+
+import { SessionState, type StateEvent } from '../../index'
+import { BAD, DAY, LONE, LONE_STORED, NOW, QUOTED, T, W, matrix, type BadName, type Param } from './bad-values'
+import { codeOf, tempDir, type CodedError } from './support'
+
+const base = { sessionKey: T, kind: 'goal_changed', actorType: 'human', summary: 's' }
+const with_ = (member: string) => (s: SessionState, v: unknown) => s.record({ ...base, [member]: v } as never)
+
+/** The event a seeded store returns for `base` (its fourth), with `changes`. */
+function stored(changes: Partial<StateEvent> = {}) {
+  return (r: unknown) =>
+    expect(r).toStrictEqual({
+      sequence: 4,
+      sessionKey: T,
+      agentId: 'main',
+      kind: 'goal_changed',
+      actorType: 'human',
+      occurredAt: NOW,
+      summary: 's',
+      ...changes,
+    })
+}
+const same = stored()
+
+/** An optional identifier: '' is absent; any string up to 1 KiB is kept (lone surrogate as U+FFFD). */
+function identifier(member: 'sessionId' | 'actorId' | 'runId'): Param {
+  return {
+    call: `record({${member}})`,
+    run: with_(member),
+    ok: { undefined: same, null: same, empty: same, lone: stored({ [member]: LONE_STORED }), quoted: stored({ [member]: QUOTED }) },
+  }
+}
+
+/** The key is kept: a repeat with it returns the first event and stores nothing. */
+function dedupedBy(key: string) {
+  return (r: unknown, s: SessionState) => {
+    same(r)
+    expect(s.record({ ...base, summary: 'again', dedupeKey: key } as never)).toStrictEqual(r)
+    expect(s.stateVersion(T)).toBe(4)
+  }
+}
+
+const params: Param[] = [
+  { call: 'record(input)', run: (s, v) => s.record(v as never), ok: {} },
+  {
+    call: 'record({sessionKey})',
+    run: with_('sessionKey'),
+    ok: { lone: stored({ sessionKey: LONE_STORED }), quoted: stored({ sessionKey: QUOTED }) },
+  },
+  { call: 'record({agentId})', run: with_('agentId'), ok: { undefined: same, null: same } },
+  identifier('sessionId'),
+  identifier('actorId'),
+  identifier('runId'),
+  {
+    call: 'record({dedupeKey})',
+    run: with_('dedupeKey'),
+    ok: { undefined: same, null: same, empty: same, lone: dedupedBy(LONE), quoted: dedupedBy(QUOTED) },
+  },
+  { call: 'record({kind})', run: with_('kind'), ok: {} },
+  { call: 'record({actorType})', run: with_('actorType'), ok: {} },
+  {
+    call: 'record({summary})',
+    run: with_('summary'),
+    // One line of at most 240 scalar values: the documented clamp.
+    ok: {
+      empty: stored({ summary: '' }),
+      mib: stored({ summary: 'k'.repeat(240) }),
+      lone: stored({ summary: LONE_STORED }),
+      quoted: stored({ summary: 'agent:main:say "hi" bye' }),
+    },
+  },
+  { call: 'record({payload})', run: with_('payload'), ok: { undefined: same, null: same, object: stored({ payload: {} }) } },
+  {
+    call: 'record({payload: {x}})',
+    run: (s, v) => s.record({ ...base, payload: { x: v } } as never),
+    ok: {
+      undefined: stored({ payload: {} }),
+      null: stored({ payload: { x: null } }),
+      number: stored({ payload: { x: 42 } }),
+      object: stored({ payload: { x: {} } }),
+      array: stored({ payload: { x: ['x'] } }),
+      boolean: stored({ payload: { x: true } }),
+      empty: stored({ payload: { x: '' } }),
+      lone: stored({ payload: { x: LONE_STORED } }),
+      neg: stored({ payload: { x: -1 } }),
+      big: stored({ payload: { x: 2 ** 53 } }),
+      quoted: stored({ payload: { x: QUOTED } }),
+    },
+  },
+  {
+    call: 'record({occurredAt})',
+    run: with_('occurredAt'),
+    // Floored and clamped to [now - 24h, now]; missing or non-finite is now.
+    ok: {
+      undefined: same,
+      null: same,
+      number: stored({ occurredAt: NOW - DAY }),
+      nan: same,
+      inf: same,
+      ninf: same,
+      neg: stored({ occurredAt: NOW - DAY }),
+      big: same,
+    },
+  },
+  // ['x'] names a bare watcher: dropped, as are '' and the target itself.
+  { call: 'record({watchers})', run: with_('watchers'), ok: { undefined: same, null: same, array: same } },
+  {
+    call: 'record({watchers: [w]})',
+    run: (s, v) => s.record({ ...base, watchers: [v] } as never),
+    ok: {
+      empty: same,
+      lone: (r: unknown, s: SessionState) => {
+        same(r)
+        expect(s.peek(LONE).map((n) => [n.watcherKey, n.changesSince])).toEqual([[LONE_STORED, 0]])
+      },
+      quoted: (r: unknown, s: SessionState) => {
+        same(r)
+        expect(s.peek(QUOTED).map((n) => n.changesSince)).toEqual([0])
+      },
+    },
+  },
+  { call: 'record({onlyIfWatched})', run: with_('onlyIfWatched'), ok: { undefined: same, null: same, boolean: same } },
+]
+
+matrix('bad input to record', params, 'record')
+
+describe('with strict: true, record throws what it would report', () => {
+  let dir = ''
+  beforeAll(() => {
+    dir = tempDir('strict')
+  })
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+  const refusedKeys: BadName[] = ['undefined', 'null', 'number', 'empty', 'mib', 'nan', 'cyclic', 'bigint']
+  test.each(refusedKeys)('sessionKey <- %s throws ERR_INVALID_ARG, onError stays silent', (name) => {
+    const errors: CodedError[] = []
+    const s = new SessionState(path.join(dir, `${name}.sqlite`), { strict: true, onError: (e) => errors.push(e) })
+    try {
+      expect(codeOf(() => s.record({ ...base, sessionKey: BAD[name] } as never))).toBe('ERR_INVALID_ARG')
+      expect(s.record({ ...base, watchers: [W] } as never)?.sequence).toBe(1)
+      expect(errors).toEqual([])
+    } finally {
+      s.close()
+    }
+  })
+})
