@@ -137,7 +137,13 @@ fn prepare_file(path: &Path) -> Result<()> {
         .open(path)
     {
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        // An existing file must be writable. SQLite would open a read-only one read-only and
+        // create its -wal and -shm files with the same read-only mode, which then keep the
+        // store failing after the file itself is made writable again.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            OpenOptions::new().read(true).write(true).open(path)?;
+            Ok(())
+        }
         Err(e) => Err(e.into()),
     }
 }
