@@ -84,12 +84,17 @@ export interface LineChild {
   send(line: string): void
 }
 
-/** Starts `node <fixture> ...args` with piped stdio. */
-export function startChild(fixture: string, args: string[], env: NodeJS.ProcessEnv = {}): LineChild {
-  const proc = spawn(process.execPath, [path.join(FIXTURES, fixture), ...args], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
-  })
+/**
+ * Starts `node <fixture> ...args` with piped stdio; with `fileSizeLimitKiB`, under that
+ * file-size limit (bash's `ulimit -f`, in KiB), which makes a full disk without privileges.
+ */
+export function startChild(fixture: string, args: string[], options: { fileSizeLimitKiB?: number } = {}): LineChild {
+  const node = [process.execPath, path.join(FIXTURES, fixture), ...args]
+  const [command, ...argv] =
+    options.fileSizeLimitKiB === undefined
+      ? node
+      : ['bash', '-c', `ulimit -f ${options.fileSizeLimitKiB} && exec "$@"`, 'bash', ...node]
+  const proc = spawn(command, argv, { stdio: ['pipe', 'pipe', 'pipe'] })
   const lines: string[] = []
   let partial = ''
   let err = ''
