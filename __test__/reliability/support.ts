@@ -40,8 +40,8 @@ export function rawDb(file: string, options: { readonly?: boolean; timeout?: num
 }
 
 /** Runs `fn` on a raw handle of `file` and closes it. */
-export function withRaw<T>(file: string, fn: (db: RawDb) => T): T {
-  const db = rawDb(file)
+export function withRaw<T>(file: string, fn: (db: RawDb) => T, options: { readonly?: boolean } = {}): T {
+  const db = rawDb(file, options)
   try {
     return fn(db)
   } finally {
