@@ -14,7 +14,9 @@ use crate::session_state::SessionState;
 use crate::types::StateEvent;
 
 /// Where an adopted session lives upstream.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+// Only its type is used: `adopt` reads the object member by member (convert.rs).
+#[allow(dead_code)]
 pub struct UpstreamLink {
     /// The catalog it came from, such as `claude`; used in summaries (`human message via claude`).
     pub source: String,
@@ -27,10 +29,23 @@ pub struct UpstreamLink {
 }
 
 /// Options of `startUpstreamMonitor`.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+// Only its type is used: the method reads the object member by member (convert.rs).
+#[allow(dead_code)]
 pub struct UpstreamMonitorOptions {
     /// How often watched adopted sessions are scanned. Default 5000; a positive integer up to 2^31 - 1.
     pub interval_ms: Option<f64>,
+}
+
+fn parse_link(link: Unknown<'_>) -> session_awareness_core::Result<AdoptInput> {
+    let obj = convert::options(Some(link), "link")?
+        .ok_or_else(|| CoreError::invalid("link must be an object"))?;
+    Ok(AdoptInput {
+        source: convert::req_string(&obj, "source")?,
+        transcript_path: convert::opt_string(&obj, "transcriptPath")?,
+        remote_id: convert::opt_string(&obj, "remoteId")?,
+        agent_id: convert::opt_string(&obj, "agentId")?,
+    })
 }
 
 fn parse_check(result: Unknown<'_>) -> session_awareness_core::Result<RemoteCheck> {
@@ -111,22 +126,18 @@ impl SessionState {
     /// Adopts a session from another tool's catalog (§11): records `adopted` (log only) and
     /// stores its upstream link, replacing any earlier one. A local transcript is scanned from
     /// its current end. Best-effort like `record`: null plus one `onError` call on failure.
-    #[napi]
+    #[napi(ts_args_type = "sessionKey: string, link: UpstreamLink")]
     pub fn adopt(
         &self,
         env: Env,
-        session_key: String,
-        link: UpstreamLink,
+        session_key: Unknown<'_>,
+        link: Unknown<'_>,
     ) -> Result<Option<StateEvent>, Code> {
-        let input = AdoptInput {
-            source: link.source,
-            transcript_path: link.transcript_path,
-            remote_id: link.remote_id,
-            agent_id: link.agent_id,
-        };
-        let r = self
-            .now(&env)
-            .and_then(|now| self.store.adopt(&session_key, input, now));
+        // Argument errors are best-effort failures too: null and onError, never a throw.
+        let r = self.now(&env).and_then(|now| {
+            let key = convert::string(session_key, "sessionKey")?;
+            self.store.adopt(&key, parse_link(link)?, now)
+        });
         self.best_effort(&env, r)
     }
 
@@ -134,13 +145,15 @@ impl SessionState {
     /// session, so its echo upstream is not taken for a human. The last 10 per session are
     /// kept (across restarts); compared after trimming, collapsing whitespace and Unicode NFC.
     /// Does nothing for a session that is not adopted.
-    #[napi]
+    #[napi(ts_args_type = "sessionKey: string, text: string")]
     pub fn note_own_user_message(
         &self,
         env: Env,
-        session_key: String,
-        text: String,
+        session_key: Unknown<'_>,
+        text: Unknown<'_>,
     ) -> Result<(), Code> {
+        let session_key = convert::string(session_key, "sessionKey").js()?;
+        let text = convert::string(text, "text").js()?;
         let now = self.now(&env).js()?;
         self.store
             .note_own_user_message(&session_key, &text, now)
@@ -157,13 +170,13 @@ impl SessionState {
     pub fn check_upstream(
         &self,
         env: Env,
-        session_key: String,
+        session_key: Unknown<'_>,
         result: Unknown<'_>,
     ) -> Result<Option<StateEvent>, Code> {
-        let r = self
-            .now(&env)
-            .and_then(|now| Ok((now, parse_check(result)?)))
-            .and_then(|(now, check)| self.store.check_upstream(&session_key, check, now));
+        let r = self.now(&env).and_then(|now| {
+            let key = convert::string(session_key, "sessionKey")?;
+            self.store.check_upstream(&key, parse_check(result)?, now)
+        });
         self.best_effort(&env, r)
     }
 
@@ -184,12 +197,13 @@ impl SessionState {
     /// Starts scanning watched adopted sessions' local transcripts in the background every
     /// `intervalMs` (default 5000), restarting the scan if it runs. It never keeps the process
     /// alive; failures go to `onError`.
-    #[napi]
-    pub fn start_upstream_monitor(
-        &self,
-        options: Option<UpstreamMonitorOptions>,
-    ) -> Result<(), Code> {
-        let interval = match options.and_then(|o| o.interval_ms) {
+    #[napi(ts_args_type = "options?: UpstreamMonitorOptions | undefined | null")]
+    pub fn start_upstream_monitor(&self, options: Option<Unknown<'_>>) -> Result<(), Code> {
+        let interval_ms = match convert::options(options, "options").js()? {
+            Some(o) => convert::opt_number(&o, "intervalMs").js()?,
+            None => None,
+        };
+        let interval = match interval_ms {
             None => DEFAULT_INTERVAL_MS,
             Some(v)
                 if v.is_finite() && v.fract() == 0.0 && v >= 1.0 && v <= f64::from(i32::MAX) =>
