@@ -61,10 +61,8 @@ pub(crate) struct SyncState {
 /// Opens the read-only connection the poller uses, beside the store's own.
 fn open_reader(path: &str) -> Result<Connection> {
     let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI,
+        crate::schema::sqlite_name(path).as_ref(),
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.busy_timeout(Duration::from_millis(READER_BUSY_MS))?;
     conn.set_prepared_statement_cache_capacity(16);
