@@ -745,11 +745,14 @@ impl Store {
             w.close();
         }
         self.stop_upstream_monitor();
-        let conn = self.shared.conn.lock().take();
-        *self.shared.queue.lock() = NoticeQueue::default();
-        drop(conn);
+        // The poller's read-only connection goes first: the store's own connection, closed
+        // last, checkpoints the WAL into the file and removes the -wal and -shm files, so a
+        // closed store leaves one complete file (a read-only connection closed last does not).
         if let Some(s) = &self.shared.sync {
             s.stop();
         }
+        let conn = self.shared.conn.lock().take();
+        *self.shared.queue.lock() = NoticeQueue::default();
+        drop(conn);
     }
 }
