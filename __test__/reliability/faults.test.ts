@@ -101,7 +101,8 @@ describe('read-only database file', () => {
     }
     try {
       expect(codeOf(() => open(file, errors))).toBe('ERR_DB')
-      // Refused before SQLite touched anything: no -wal or -shm born with a read-only mode.
+      // Refused before SQLite touched anything: no -wal or -shm born with a read-only mode
+      // (a closed store leaves none behind).
       expect(fs.readdirSync(path.dirname(file))).toEqual(['state.sqlite'])
     } finally {
       makeWritable([file])
@@ -151,6 +152,19 @@ describe('read-only database file', () => {
     expect(summariesAfterReopen(file)).toEqual(range(4))
     expect(errors).toEqual([])
   })
+})
+
+test('a closed store leaves one complete file: the database file alone holds every event', () => {
+  const file = path.join(dir, 'complete', 'state.sqlite')
+  const errors: CodedError[] = []
+  const s = open(file, errors)
+  for (let i = 0; i < 50; i += 1) expect(record(s, i)).not.toBeNull()
+  s.close()
+  expect(fs.readdirSync(path.dirname(file))).toEqual(['state.sqlite'])
+  const copy = path.join(dir, 'complete-copy.sqlite')
+  fs.copyFileSync(file, copy)
+  expect(summariesAfterReopen(copy)).toEqual(range(50))
+  expect(errors).toEqual([])
 })
 
 test('directory deleted while open: the store goes on with the unlinked file; reopened, it starts afresh', () => {
@@ -232,8 +246,9 @@ describe('corrupt file', () => {
       outcomes += 1
     }
     expect(outcomes).toBe(8)
-    // Restored from the copy, the store works and has every event.
+    // Restored from the copy (with no stale -wal beside it), the store works and has every event.
     fs.writeFileSync(file, good)
+    for (const suffix of ['-wal', '-shm']) fs.rmSync(`${file}${suffix}`, { force: true })
     s = open(file, errors)
     expect(s.stateVersion(KEY)).toBe(300)
     s.close()

@@ -235,6 +235,25 @@ describe('SQL', () => {
   })
 })
 
+test('the path is a file-system path: a name starting with file: is not read as a URI', () => {
+  const cwd = process.cwd()
+  const here = fs.mkdtempSync(path.join(dir, 'cwd-'))
+  try {
+    process.chdir(here)
+    // As a URI this would name ./state.sqlite, opened read-only.
+    const name = 'file:state.sqlite?mode=ro'
+    const s = new SessionState(name)
+    try {
+      expect(s.record({ sessionKey: 'agent:main:x', kind: 'created', actorType: 'system', summary: 'made' })?.sequence).toBe(1)
+    } finally {
+      s.close()
+    }
+    expect(fs.readdirSync(here)).toEqual([name])
+  } finally {
+    process.chdir(cwd)
+  }
+})
+
 describe('file modes', () => {
   test('a new database file, its WAL and shared memory are 0600, a new directory 0700, whatever the umask', () => {
     const old = process.umask(0)
