@@ -94,6 +94,24 @@ const params: Param[] = [
   keyParam('resetSession(sessionKey)', (s, v) => s.resetSession(v as string), stillPending, stillPending),
   keyParam('deleteSession(sessionKey)', (s, v) => s.deleteSession(v as string), stillPending, stillPending),
   { call: 'deleteSession(agentId)', run: (s, v) => s.deleteSession('agent:main:subagent:gone', v as string), ok: { undefined: stillPending, null: stillPending } },
+  keyParam('noteOwnUserMessage(sessionKey)', (s, v) => s.noteOwnUserMessage(v as string, 'hi'), undefined, undefined),
+  {
+    call: 'noteOwnUserMessage(text)',
+    run: (s, v) => s.noteOwnUserMessage(T, v as string),
+    // Any text the gateway sent: a pasted document is a message too.
+    ok: { empty: undefined, mib: undefined, lone: undefined, quoted: undefined },
+  },
+  {
+    call: 'startUpstreamMonitor(options)',
+    run: (s, v) => s.startUpstreamMonitor(v as never),
+    ok: { undefined: undefined, null: undefined, object: undefined, deep: undefined, cyclic: undefined },
+  },
+  {
+    call: 'startUpstreamMonitor({intervalMs})',
+    run: (s, v) => s.startUpstreamMonitor({ intervalMs: v as number }),
+    // A positive integer up to 2^31 - 1.
+    ok: { undefined: undefined, null: undefined, number: undefined },
+  },
   {
     call: 'encodeNoticeContextKey(targetKey)',
     run: (_s, v) => encodeNoticeContextKey(v as string),

@@ -1,6 +1,7 @@
-// Bad input to record: each member of its input × every bad value of the matrix. record never
-// throws: a refusal is null with exactly one onError call (ERR_INVALID_ARG), and changes
-// nothing stored. Accepted values are listed with the exact event they store.
+// Bad input to the best-effort methods, record, adopt and checkUpstream: each member of their
+// input × every bad value of the matrix. They never throw: a refusal is null with exactly one
+// onError call (ERR_INVALID_ARG), and changes nothing stored. Accepted values are listed with
+// the exact event they store.
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
@@ -127,7 +128,66 @@ const params: Param[] = [
   { call: 'record({onlyIfWatched})', run: with_('onlyIfWatched'), ok: { undefined: same, null: same, boolean: same } },
 ]
 
-matrix('bad input to record', params, 'record')
+/** The event `adopt(T, { source: 'claude' })` stores on a seeded store, with `changes`. */
+function adopted(changes: Partial<StateEvent> = {}) {
+  return (r: unknown) =>
+    expect(r).toStrictEqual({
+      sequence: 4,
+      sessionKey: T,
+      agentId: 'main',
+      kind: 'adopted',
+      actorType: 'system',
+      occurredAt: NOW,
+      summary: 'adopted from claude',
+      payload: { source: 'claude' },
+      ...changes,
+    })
+}
+const link = (member: string) => (s: SessionState, v: unknown) => s.adopt(T, { source: 'claude', [member]: v } as never)
+const asIs = adopted()
+
+const upstream: Param[] = [
+  {
+    call: 'adopt(sessionKey)',
+    run: (s, v) => s.adopt(v as string, { source: 'claude' }),
+    ok: { lone: adopted({ sessionKey: LONE_STORED }), quoted: adopted({ sessionKey: QUOTED }) },
+  },
+  { call: 'adopt(link)', run: (s, v) => s.adopt(T, v as never), ok: {} },
+  {
+    call: 'adopt({source})',
+    run: (s, v) => s.adopt(T, { source: v } as never),
+    // The source names the upstream in summaries: one line, like any summary.
+    ok: {
+      lone: adopted({ summary: `adopted from ${LONE_STORED}`, payload: { source: LONE_STORED } }),
+      quoted: adopted({ summary: 'adopted from agent:main:say "hi" bye', payload: { source: QUOTED } }),
+    },
+  },
+  // A path is taken as given; a missing or unreadable file is a failed scan, reported later.
+  {
+    call: 'adopt({transcriptPath})',
+    run: link('transcriptPath'),
+    ok: { undefined: asIs, null: asIs, empty: asIs, mib: asIs, lone: asIs, quoted: asIs },
+  },
+  {
+    call: 'adopt({remoteId})',
+    run: link('remoteId'),
+    // The remote id is kept in the event's payload, so it counts against its 4 KiB.
+    ok: {
+      undefined: asIs,
+      null: asIs,
+      empty: asIs,
+      lone: adopted({ payload: { source: 'claude', remoteId: LONE_STORED } }),
+      quoted: adopted({ payload: { source: 'claude', remoteId: QUOTED } }),
+    },
+  },
+  { call: 'adopt({agentId})', run: link('agentId'), ok: { undefined: asIs, null: asIs } },
+  // T has no upstream link: an accepted check changes nothing and returns null, silently.
+  { call: 'checkUpstream(sessionKey)', run: (s, v) => s.checkUpstream(v as string, { found: 'unknown' }), ok: { lone: null, quoted: null } },
+  { call: 'checkUpstream(result)', run: (s, v) => s.checkUpstream(T, v as never), ok: {} },
+  { call: 'checkUpstream({found})', run: (s, v) => s.checkUpstream(T, { found: v } as never), ok: {} },
+]
+
+matrix('bad input to record, adopt and checkUpstream', [...params, ...upstream], 'record')
 
 describe('with strict: true, record throws what it would report', () => {
   let dir = ''
