@@ -142,6 +142,39 @@ export interface ChangesSinceOptions {
   limit?: number
 }
 
+/** The read-only report of one database file. */
+export interface DatabaseInspection {
+  /** The path as given. */
+  path: string
+  /** The size of the main file in bytes. */
+  fileBytes: number
+  /**
+   * True when a `-wal` file existed and was read through (a gateway has the file open);
+   * otherwise the main file was read as an immutable snapshot.
+   */
+  wal: boolean
+  /**
+   * Tables of the schema the file lacks (all four for a database this package never
+   * opened).
+   */
+  missingTables: Array<string>
+  /** Row counts. */
+  counts: RowCounts
+  /** The largest sequence ever given (the global sequence's high-water mark), 0 if none. */
+  lastSequence: number
+  /** The oldest retained event, by `occurredAt` then sequence: the next one to be pruned. */
+  oldestEvent?: InspectedEvent
+  /** Every session head, by key then agent. */
+  sessions: Array<InspectedSession>
+  /** Every cursor, by watcher then target. */
+  cursors: Array<InspectedCursor>
+  /**
+   * The notices the cursor rows leave pending, in the order a gateway-start `sweep`
+   * queues them (ascending N).
+   */
+  pendingNotices: Array<Notice>
+}
+
 /**
  * The target key of a notice context key, or null unless it is exactly what
  * `encodeNoticeContextKey` produces (prefix, non-empty even-length lowercase hex, valid
@@ -161,6 +194,85 @@ export declare function encodeNoticeContextKey(targetKey: string): string
  * log only.
  */
 export type EventKind = 'human_direct_message' | 'goal_changed' | 'upstream_missing' | 'child_spawned' | 'run_completed' | 'run_failed' | 'compacted' | 'adopted' | 'created'
+
+/**
+ * Reads a report of the database at `path` without changing it: sessions with their state
+ * version and pruned watermark, cursors with L/N/M and lag, pending notices, row counts and
+ * the oldest retained event. Never creates the file. Throws `ERR_DB` for a missing or
+ * unreadable file and `ERR_NOT_SQLITE` for one that is not a SQLite database.
+ */
+export declare function inspectDatabase(path: string): DatabaseInspection
+
+/** One watch cursor, with the target's version and the watcher's lag. */
+export interface InspectedCursor {
+  /** The watching session. */
+  watcherKey: string
+  /** The watched session. */
+  targetKey: string
+  /** L: the acknowledged position. */
+  lastSeen: number
+  /** N: the frozen notified position. */
+  notified: number
+  /** M: the latest material event. */
+  material: number
+  /** The provenance, as stored. */
+  provenance: Provenance | (string & {})
+  /** Last seed, material update, acknowledge or re-watch (epoch ms). */
+  updatedAt: number
+  /** The target's state version. */
+  targetVersion: number
+  /** Retained events of the target after L: what the watcher has not acknowledged. */
+  lag: number
+  /** True when N != L: a notice is pending. */
+  pending: boolean
+}
+
+/**
+ * One stored event, every column as stored: `kind` and `actorType` are an `EventKind` and an
+ * `ActorType` for rows this version wrote, and kept verbatim otherwise.
+ */
+export interface InspectedEvent {
+  /** The global sequence. */
+  sequence: number
+  /** The session. */
+  sessionKey: string
+  /** The agent. */
+  agentId: string
+  /** The kind, as stored. */
+  kind: EventKind | (string & {})
+  /** The actor type, as stored. */
+  actorType: ActorType | (string & {})
+  /** The causing session or person. */
+  actorId?: string
+  /** The run that produced it. */
+  runId?: string
+  /** The session id (transcript). */
+  sessionId?: string
+  /** When it happened (epoch ms). */
+  occurredAt: number
+  /** The one-line summary. */
+  summary: string
+  /** The payload's compact JSON text, exactly as stored. */
+  payloadJson?: string
+}
+
+/** One session head, with what is retained of its log. */
+export interface InspectedSession {
+  /** The session. */
+  sessionKey: string
+  /** The agent. */
+  agentId: string
+  /** The state version: the largest sequence recorded for the session. */
+  stateVersion: number
+  /** The pruned watermark: `changesSince(after)` with `after` below it has `historyGap`. */
+  prunedMaxSequence: number
+  /** When the head last moved (epoch ms). */
+  updatedAt: number
+  /** Events of the session still in the log. */
+  retainedEvents: number
+  /** The smallest retained sequence, when an event is retained. */
+  earliestRetainedSequence?: number
+}
 
 /** A pending stale-state notice for a watcher. */
 export interface Notice {
@@ -188,6 +300,21 @@ export interface PruneReport {
   eventsDeleted: number
   /** Cursors expired. */
   cursorsDeleted: number
+}
+
+/**
+ * Reads a session's events after `options.since`, ascending, without changing the file.
+ * Throws `ERR_INVALID_ARG` for an empty key, a bad agent or `since`, and otherwise as
+ * `inspectDatabase`.
+ */
+export declare function readEvents(path: string, sessionKey: string, options?: ReadEventsOptions | undefined | null): SessionEvents
+
+/** Options of `readEvents`. */
+export interface ReadEventsOptions {
+  /** Only events with a greater sequence: a non-negative safe integer; default 0 (all). */
+  since?: number
+  /** The agent of the session; defaults to the key's own, else `main`. */
+  agentId?: string
 }
 
 /**
@@ -230,6 +357,34 @@ export interface RecordInput {
    * usable watcher is given.
    */
   onlyIfWatched?: boolean
+}
+
+/** Row counts of the four tables (0 for a missing table). */
+export interface RowCounts {
+  /** `session_state_events`. */
+  events: number
+  /** `session_state_heads`: one per (session, agent). */
+  heads: number
+  /** `session_watch_cursors`. */
+  cursors: number
+  /** `session_upstream_links`. */
+  upstreamLinks: number
+}
+
+/** A session's retained events after a version, read-only and unbounded. */
+export interface SessionEvents {
+  /** The session. */
+  sessionKey: string
+  /** The agent the events were read for. */
+  agentId: string
+  /** The state version (0 when the session has no head). */
+  stateVersion: number
+  /** The pruned watermark. */
+  prunedMaxSequence: number
+  /** True when `since` predates retained history (`since < prunedMaxSequence`). */
+  historyGap: boolean
+  /** Events with `sequence > since`, ascending. */
+  events: Array<InspectedEvent>
 }
 
 /** A session named for `stateVersions`. */

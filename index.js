@@ -840,4 +840,6 @@ module.exports.ActorType = nativeBinding.ActorType
 module.exports.decodeNoticeContextKey = nativeBinding.decodeNoticeContextKey
 module.exports.encodeNoticeContextKey = nativeBinding.encodeNoticeContextKey
 module.exports.EventKind = nativeBinding.EventKind
+module.exports.inspectDatabase = nativeBinding.inspectDatabase
 module.exports.Provenance = nativeBinding.Provenance
+module.exports.readEvents = nativeBinding.readEvents

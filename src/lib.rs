@@ -3,6 +3,7 @@
 
 mod convert;
 mod error;
+mod inspect;
 mod session_state;
 mod types;
 mod upstream;
@@ -12,6 +13,7 @@ use napi_derive::napi;
 
 use crate::error::{Code, IntoJs};
 
+pub use inspect::{inspect_database, read_events};
 pub use session_state::SessionState;
 
 /// `session-state:` followed by the lowercase hex of the target key's UTF-8 bytes: the

@@ -17,6 +17,8 @@ pub enum Error {
     Io(std::io::Error),
     /// A line of an upstream transcript could not be classified (§11); the scan goes on.
     UpstreamParse(String),
+    /// The file to inspect is not a SQLite database (or not a regular file).
+    NotSqlite(String),
 }
 
 /// The result type of the core.
@@ -30,6 +32,7 @@ impl Error {
             Error::Closed => "ERR_CLOSED",
             Error::Db(_) | Error::Io(_) => "ERR_DB",
             Error::UpstreamParse(_) => "ERR_UPSTREAM_PARSE",
+            Error::NotSqlite(_) => "ERR_NOT_SQLITE",
         }
     }
 
@@ -56,6 +59,7 @@ impl fmt::Display for Error {
             Error::Db(e) => write!(f, "database error: {e}"),
             Error::Io(e) => write!(f, "file error: {e}"),
             Error::UpstreamParse(msg) => write!(f, "upstream transcript: {msg}"),
+            Error::NotSqlite(msg) => f.write_str(msg),
         }
     }
 }

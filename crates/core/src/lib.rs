@@ -35,6 +35,7 @@
 pub mod cursors;
 pub mod error;
 pub mod event;
+pub mod inspect;
 pub mod keys;
 pub mod log;
 pub mod prune;
