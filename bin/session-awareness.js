@@ -1,0 +1,233 @@
+#!/usr/bin/env node
+// session-awareness: look inside a state database while debugging state-change notices,
+// watch cursors or changesSince. Read-only: the file is opened read-only and never changed.
+'use strict'
+
+const { inspectDatabase, readEvents } = require('../index.js')
+
+const USAGE = `Usage:
+  session-awareness inspect <db> [--json]
+      Sessions (stateVersion, pruned watermark), cursors (L/N/M, lag), pending notices,
+      row counts and the oldest retained event.
+  session-awareness events <db> <sessionKey> [--since N] [--agent ID] [--json]
+      The session's retained events after sequence N (default 0), ascending.
+
+The database is opened read-only and never changed.
+Exit status: 0 success, 1 the database could not be read, 2 bad usage.`
+
+/** A usage mistake: exit status 2. */
+class UsageError extends Error {}
+
+function parseArgs(argv) {
+  const positional = []
+  const flags = { json: false, help: false, version: false }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    const [name, inline] = arg.startsWith('--') ? splitFlag(arg) : [null, null]
+    const value = () => {
+      if (inline !== null) return inline
+      if (i + 1 >= argv.length) throw new UsageError(`${name} needs a value`)
+      return argv[++i]
+    }
+    if (arg === '-h' || name === '--help') flags.help = true
+    else if (name === '--version') flags.version = true
+    else if (name === '--json') flags.json = true
+    else if (name === '--since') flags.since = value()
+    else if (name === '--agent') flags.agent = value()
+    else if (name === '--') positional.push(...argv.slice(i + 1)), (i = argv.length)
+    else if (name !== null || (arg.startsWith('-') && arg.length > 1)) {
+      throw new UsageError(`unknown option ${arg}`)
+    } else positional.push(arg)
+  }
+  return { positional, flags }
+}
+
+function splitFlag(arg) {
+  const eq = arg.indexOf('=')
+  return eq === -1 ? [arg, null] : [arg.slice(0, eq), arg.slice(eq + 1)]
+}
+
+function parseSince(text) {
+  if (text === undefined) return 0
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text))) {
+    throw new UsageError(`--since must be a non-negative integer, not ${JSON.stringify(text)}`)
+  }
+  return Number(text)
+}
+
+// ---- text formatting -------------------------------------------------------------------
+
+/** A key as typed, or as a JSON string when it holds spaces, quotes or control characters. */
+function key(k) {
+  return /^[^\s"\\\p{Cc}]+$/u.test(k) ? k : JSON.stringify(k)
+}
+
+function time(ms) {
+  return new Date(ms).toISOString()
+}
+
+function age(ms, now) {
+  let s = Math.max(0, Math.floor((now - ms) / 1000))
+  const parts = []
+  for (const [unit, size] of [['d', 86400], ['h', 3600], ['m', 60]]) {
+    if (s >= size) parts.push(`${Math.floor(s / size)}${unit}`), (s %= size)
+  }
+  if (parts.length < 2) parts.push(`${s}s`)
+  return `${parts.slice(0, 2).join(' ')} ago`
+}
+
+function plural(n, one, many = `${one}s`) {
+  return `${n} ${n === 1 ? one : many}`
+}
+
+/** Left-aligned columns under a header, two spaces apart, indented by two. */
+function table(header, rows) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)))
+  const line = (cells) =>
+    `  ${cells.map((c, i) => (i === cells.length - 1 ? String(c) : String(c).padEnd(widths[i]))).join('  ')}`
+  return [line(header), ...rows.map(line)].join('\n')
+}
+
+function eventLine(e) {
+  const actor = e.actorId ? `${e.actorType} ${key(e.actorId)}` : e.actorType
+  const extra = [e.runId && `run ${key(e.runId)}`, e.payloadJson].filter(Boolean).join('  ')
+  return [`#${e.sequence}`, time(e.occurredAt), e.kind, actor, JSON.stringify(e.summary), extra]
+    .filter(Boolean)
+    .join('  ')
+}
+
+function formatInspection(r, now) {
+  const out = []
+  const { counts } = r
+  out.push(`database   ${r.path}`)
+  out.push(
+    `file       ${r.fileBytes} bytes, ${r.wal ? 'read through its -wal file (open elsewhere)' : 'no -wal file (read as a snapshot)'}`,
+  )
+  if (r.missingTables.length === 4) {
+    out.push('schema     no session-awareness tables in this file')
+  } else if (r.missingTables.length > 0) {
+    out.push(`schema     missing tables: ${r.missingTables.join(', ')}`)
+  }
+  out.push(
+    `rows       ${plural(counts.events, 'event')}, ${plural(counts.heads, 'session head')}, ` +
+      `${plural(counts.cursors, 'cursor')}, ${plural(counts.upstreamLinks, 'upstream link')}`,
+  )
+  out.push(`sequence   last given ${r.lastSequence}`)
+  const oldest = r.oldestEvent
+  out.push(
+    oldest
+      ? `oldest     #${oldest.sequence} of ${key(oldest.sessionKey)}, ${oldest.kind}, ` +
+          `${time(oldest.occurredAt)} (${age(oldest.occurredAt, now)})`
+      : 'oldest     no retained event',
+  )
+
+  out.push('', `Sessions (${r.sessions.length})`)
+  out.push(
+    r.sessions.length === 0
+      ? '  none'
+      : table(
+          ['SESSION', 'AGENT', 'VERSION', 'PRUNED', 'EVENTS', 'EARLIEST', 'UPDATED'],
+          r.sessions.map((s) => [
+            key(s.sessionKey),
+            s.agentId,
+            s.stateVersion,
+            s.prunedMaxSequence,
+            s.retainedEvents,
+            s.earliestRetainedSequence ?? '-',
+            time(s.updatedAt),
+          ]),
+        ),
+  )
+
+  out.push('', `Cursors (${r.cursors.length})  L acknowledged, N notified, M latest material; lag = target events after L`)
+  out.push(
+    r.cursors.length === 0
+      ? '  none'
+      : table(
+          ['WATCHER', 'TARGET', 'L', 'N', 'M', 'VERSION', 'LAG', 'PROVENANCE', 'PENDING', 'UPDATED'],
+          r.cursors.map((c) => [
+            key(c.watcherKey),
+            key(c.targetKey),
+            c.lastSeen,
+            c.notified,
+            c.material,
+            c.targetVersion,
+            c.lag,
+            c.provenance,
+            c.pending ? 'yes' : 'no',
+            time(c.updatedAt),
+          ]),
+        ),
+  )
+
+  out.push('', `Pending notices (${r.pendingNotices.length})`)
+  if (r.pendingNotices.length === 0) out.push('  none')
+  for (const n of r.pendingNotices) {
+    out.push(`  ${key(n.watcherKey)} <- ${key(n.targetKey)}  changesSince ${n.changesSince}`)
+    out.push(`    ${n.text}`)
+  }
+  return out.join('\n')
+}
+
+function formatEvents(r, since) {
+  const out = [
+    `session    ${key(r.sessionKey)} (agent ${r.agentId})`,
+    `version    ${r.stateVersion}, pruned watermark ${r.prunedMaxSequence}`,
+  ]
+  if (r.historyGap) {
+    out.push(
+      `history    gap: events up to #${r.prunedMaxSequence} were pruned, so --since ${since} misses some`,
+    )
+  }
+  out.push(`events     ${plural(r.events.length, 'event')} after ${since}`)
+  for (const e of r.events) out.push(`  ${eventLine(e)}`)
+  return out.join('\n')
+}
+
+// ---- main ------------------------------------------------------------------------------
+
+function run(argv) {
+  const { positional, flags } = parseArgs(argv)
+  if (flags.version) return console.log(require('../package.json').version)
+  const [command, ...rest] = positional
+  if (flags.help || command === 'help' || command === undefined) {
+    if (command === undefined && !flags.help) throw new UsageError('a command is required')
+    return console.log(USAGE)
+  }
+  const print = (value, text) => console.log(flags.json ? JSON.stringify(value, null, 2) : text())
+  if (command === 'inspect') {
+    if (rest.length !== 1) throw new UsageError('inspect takes exactly one <db>')
+    if (flags.since !== undefined || flags.agent !== undefined) {
+      throw new UsageError('--since and --agent belong to the events command')
+    }
+    const report = inspectDatabase(rest[0])
+    return print(report, () => formatInspection(report, Date.now()))
+  }
+  if (command === 'events') {
+    if (rest.length !== 2) throw new UsageError('events takes <db> <sessionKey>')
+    const since = parseSince(flags.since)
+    const result = readEvents(rest[0], rest[1], { since, agentId: flags.agent })
+    return print(result, () => formatEvents(result, since))
+  }
+  throw new UsageError(`unknown command ${JSON.stringify(command)}`)
+}
+
+function main() {
+  const argv = process.argv.slice(2)
+  const json = argv.includes('--json')
+  try {
+    run(argv)
+  } catch (err) {
+    const usage = err instanceof UsageError || err.code === 'ERR_INVALID_ARG'
+    const code = err instanceof UsageError ? 'ERR_USAGE' : err.code || 'ERR_UNEXPECTED'
+    if (json) {
+      console.error(JSON.stringify({ error: { code, message: err.message } }))
+    } else {
+      console.error(`session-awareness: ${err.message} (${code})`)
+      if (err instanceof UsageError) console.error(`\n${USAGE}`)
+    }
+    process.exitCode = usage ? 2 : 1
+  }
+}
+
+main()
