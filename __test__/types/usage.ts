@@ -1,0 +1,114 @@
+// Type test: compiled with `tsc --noEmit`, never run. It uses the public API the way a
+// gateway does, and every `@ts-expect-error` line proves that the types refuse a mistake
+// (an unused one is itself an error). The package test compiles this same file against the
+// installed package, as CommonJS (.cts) and as an ES module (.mts).
+import {
+  SessionState,
+  decodeNoticeContextKey,
+  encodeNoticeContextKey,
+  inspectDatabase,
+  readEvents,
+  type ActorType,
+  type ChangesSince,
+  type DatabaseInspection,
+  type EventKind,
+  type Notice,
+  type Provenance,
+  type SessionEvents,
+  type StateEvent,
+  type WakeRequest,
+} from 'session-awareness'
+
+const woken: WakeRequest[] = []
+const state = new SessionState('/tmp/state.sqlite', {
+  retentionMs: 30 * 24 * 3600 * 1000,
+  maxEvents: 50_000,
+  busyTimeoutMs: 30_000,
+  wakeCoalesceMs: 250,
+  wake: (req) => {
+    const source: 'session-state' = req.source
+    const intent: 'immediate' = req.intent
+    woken.push({ source, intent, reason: req.reason, sessionKey: req.sessionKey })
+  },
+  onError: (err) => {
+    const code: string = err.code
+    const message: string = err.message
+    return [code, message]
+  },
+  clock: () => Date.now(),
+  strict: false,
+})
+
+const event: StateEvent | null = state.record({
+  sessionKey: 'agent:main:subagent:c',
+  kind: 'human_direct_message',
+  actorType: 'human',
+  summary: 'human message via telegram',
+  payload: { channel: 'telegram' },
+  occurredAt: Date.now(),
+  dedupeKey: 'telegram:42',
+  watchers: ['agent:main:main'],
+  onlyIfWatched: false,
+})
+if (event) {
+  const kind: EventKind = event.kind
+  const actor: ActorType = event.actorType
+  const sequence: number = event.sequence
+  const payload: Record<string, unknown> | undefined = event.payload
+  // @ts-expect-error the payload is an object, not `any`
+  const wrong: number = event.payload
+  void [kind, actor, sequence, payload, wrong]
+}
+
+// @ts-expect-error an unknown kind
+state.record({ sessionKey: 'k', kind: 'bogus', actorType: 'human', summary: 's' })
+// @ts-expect-error an unknown actor type
+state.record({ sessionKey: 'k', kind: 'created', actorType: 'robot', summary: 's' })
+// @ts-expect-error the summary is required
+state.record({ sessionKey: 'k', kind: 'created', actorType: 'system' })
+
+const provenance: Provenance = 'ambient-group'
+const watching: boolean = state.watch('agent:main:main', 'agent:main:subagent:c', { provenance })
+// @ts-expect-error an unknown provenance
+state.watch('agent:main:main', 'agent:main:subagent:c', { provenance: 'implicit' })
+const removed: boolean = state.unwatch('agent:main:main', 'agent:main:subagent:c')
+
+const notices: Notice[] = state.drain('agent:main:main')
+for (const n of notices) {
+  const delta: ChangesSince = state.changesSince(n.targetKey, n.changesSince, { limit: 50 })
+  const gap: boolean = delta.stateChanges.historyGap
+  const events: StateEvent[] = delta.stateChanges.events
+  void [gap, events, n.text, n.contextKey, n.watcherKey]
+}
+const peeked: Notice[] = state.peek('agent:main:main')
+const acked: number = state.acknowledge('agent:main:main', ['agent:main:subagent:c'])
+const version: number = state.stateVersion('agent:main:subagent:c', 'main')
+const versions = state.stateVersions([{ sessionKey: 'agent:main:subagent:c' }])
+const agentOfFirst: string | undefined = versions[0]?.agentId
+const swept = state.sweep({ watcherExists: (key) => key.startsWith('agent:') })
+const pruned: number = swept.prune.eventsDeleted + state.prune().cursorsDeleted + swept.notices
+state.resetSession('agent:main:main')
+state.deleteSession('agent:main:subagent:c')
+state.close()
+
+const context: string = encodeNoticeContextKey('agent:main:subagent:c')
+const target: string | null = decodeNoticeContextKey(context)
+
+const report: DatabaseInspection = inspectDatabase('/tmp/state.sqlite')
+for (const c of report.cursors) {
+  const lnm: number[] = [c.lastSeen, c.notified, c.material, c.lag, c.targetVersion]
+  const stored: string = c.provenance
+  void [lnm, stored, c.pending]
+}
+const oldestKind: string | undefined = report.oldestEvent?.kind
+const history: SessionEvents = readEvents('/tmp/state.sqlite', 'agent:main:subagent:c', {
+  since: 0,
+  agentId: 'main',
+})
+// @ts-expect-error `since` is a number
+readEvents('/tmp/state.sqlite', 'agent:main:subagent:c', { since: '0' })
+
+export const used = [
+  watching, removed, peeked, acked, version, agentOfFirst, pruned, target, oldestKind,
+  history.events.length, report.counts.events, woken,
+]
