@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The whole test gate, in order: Rust format and lints, Rust tests, the release addon, the
-# type check, then Jest. Every step must pass.
+# The whole test gate, in order: Rust format and lints, Rust tests, the release addon (also
+# placed in its platform package), the type checks, the gateway example, then Jest under
+# Node 20 (the suite, then the package test) and the same again under Node 24. Every step
+# must pass; the Jest runs all run even when one fails, and the last line sums them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== lockfile: platform packages"
+node scripts/lock-platform-packages.js --check
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
@@ -12,14 +16,32 @@ echo "== cargo test"
 cargo test --workspace
 echo "== napi build"
 npm run build --silent
-echo "== tsc --noEmit"
+echo "== tsc --noEmit (tests, types/usage.ts)"
 npx tsc -p tsconfig.json
-echo "== jest"
+echo "== examples/gateway.ts (type-check, emit, run)"
+npx tsc -p examples/tsconfig.json
+node .tmp/examples/gateway.js
+
 mkdir -p .tmp
+rm -f .tmp/jest-results.json .tmp/jest-package.json .tmp/jest-node24.json
 status=0
-npx jest --runInBand --json --outputFile=.tmp/jest-results.json || status=$?
+echo "== jest (Node $(node --version))"
+npx jest --runInBand --testPathIgnorePatterns '/package\.test\.ts$' \
+  --json --outputFile=.tmp/jest-results.json || status=1
+echo "== npm run test:package (Node $(node --version))"
+npm run test:package --silent -- --json --outputFile=.tmp/jest-package.json || status=1
+echo "== jest (Node 24: scripts/node24.sh)"
+bash scripts/node24.sh || status=1
+
 node -e '
-  const r = require("./.tmp/jest-results.json");
-  console.log(`jest: ${r.numPassedTests} passed, ${r.numFailedTests} failed`);
+  const fs = require("node:fs")
+  let passed = 0, failed = 0
+  for (const f of [".tmp/jest-results.json", ".tmp/jest-package.json", ".tmp/jest-node24.json"]) {
+    if (!fs.existsSync(f)) continue
+    const r = JSON.parse(fs.readFileSync(f, "utf8"))
+    passed += r.numPassedTests
+    failed += r.numFailedTests + r.numRuntimeErrorTestSuites
+  }
+  console.log(`jest: ${passed} passed, ${failed} failed`)
 '
 exit "$status"
