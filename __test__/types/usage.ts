@@ -87,6 +87,22 @@ const versions = state.stateVersions([{ sessionKey: 'agent:main:subagent:c' }])
 const agentOfFirst: string | undefined = versions[0]?.agentId
 const swept = state.sweep({ watcherExists: (key) => key.startsWith('agent:') })
 const pruned: number = swept.prune.eventsDeleted + state.prune().cursorsDeleted + swept.notices
+const adopted: StateEvent | null = state.adopt('agent:main:claude-1', {
+  source: 'claude',
+  transcriptPath: '/home/me/.claude/projects/x/1.jsonl',
+})
+state.noteOwnUserMessage('agent:main:claude-1', 'please continue')
+const probed: StateEvent | null = state.checkUpstream('agent:main:node-7', {
+  found: true,
+  items: [{ type: 'user', message: { role: 'user', content: 'hi' } }],
+})
+state.checkUpstream('agent:main:node-7', { found: 'unknown' })
+// @ts-expect-error a probe result is found: true | false | 'unknown'
+state.checkUpstream('agent:main:node-7', { found: 'maybe' })
+const scanned: StateEvent[] = state.scanUpstream()
+state.startUpstreamMonitor({ intervalMs: 5000 })
+state.stopUpstreamMonitor()
+void [adopted, probed, scanned]
 state.resetSession('agent:main:main')
 state.deleteSession('agent:main:subagent:c')
 state.close()
