@@ -143,6 +143,8 @@ test('events lists a session after --since, for --agent, as JSON and as text', (
   })
   const all = JSON.parse(cli('events', db, CHILD, '--json').stdout)
   expect(all.events.map((e: { sequence: number }) => e.sequence)).toEqual([1, 2])
+  // After `--` every argument is positional (a key may start with a dash).
+  expect(JSON.parse(cli('events', '--json', '--', db, CHILD).stdout)).toStrictEqual(all)
   const otherAgent = JSON.parse(cli('events', db, 'global', '--agent=ops', '--json').stdout)
   expect(otherAgent).toStrictEqual({
     sessionKey: 'global', agentId: 'ops', stateVersion: 0, prunedMaxSequence: 0,

@@ -34,8 +34,10 @@ function parseArgs(argv) {
     else if (name === '--json') flags.json = true
     else if (name === '--since') flags.since = value()
     else if (name === '--agent') flags.agent = value()
-    else if (name === '--') positional.push(...argv.slice(i + 1)), (i = argv.length)
-    else if (name !== null || (arg.startsWith('-') && arg.length > 1)) {
+    else if (name === '--') {
+      positional.push(...argv.slice(i + 1))
+      break
+    } else if (name !== null || (arg.startsWith('-') && arg.length > 1)) {
       throw new UsageError(`unknown option ${arg}`)
     } else positional.push(arg)
   }
@@ -70,7 +72,10 @@ function age(ms, now) {
   let s = Math.max(0, Math.floor((now - ms) / 1000))
   const parts = []
   for (const [unit, size] of [['d', 86400], ['h', 3600], ['m', 60]]) {
-    if (s >= size) parts.push(`${Math.floor(s / size)}${unit}`), (s %= size)
+    if (s >= size) {
+      parts.push(`${Math.floor(s / size)}${unit}`)
+      s %= size
+    }
   }
   if (parts.length < 2) parts.push(`${s}s`)
   return `${parts.slice(0, 2).join(' ')} ago`
