@@ -6,7 +6,7 @@ import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 
-import { SessionState, encodeNoticeContextKey } from '../index'
+import { SessionState, encodeNoticeContextKey, inspectDatabase, readEvents } from '../index'
 
 const CLI = path.join(__dirname, '..', 'bin', 'session-awareness.js')
 const T = Date.UTC(2030, 0, 1)
@@ -256,5 +256,49 @@ describe('failures', () => {
     expect(help.stdout).toMatch(/^Usage:\n {2}session-awareness inspect <db> \[--json\]\n/)
     const version = cli('--version')
     expect(version.stdout).toBe(`${require('../package.json').version}\n`)
+  })
+})
+
+describe('inspectDatabase and readEvents from JS', () => {
+  test('they return what the CLI prints', () => {
+    expect(inspectDatabase(db)).toStrictEqual(JSON.parse(cli('inspect', db, '--json').stdout))
+    expect(readEvents(db, CHILD, { since: 1 })).toStrictEqual(
+      JSON.parse(cli('events', db, CHILD, '--since', '1', '--json').stdout),
+    )
+    expect(readEvents(db, CHILD, null)).toStrictEqual(readEvents(db, CHILD, { since: 0 }))
+  })
+
+  const code = (f: () => unknown) => {
+    try {
+      f()
+    } catch (e) {
+      return (e as { code?: string }).code
+    }
+    return 'no throw'
+  }
+
+  test('arguments of the wrong type are ERR_INVALID_ARG, checked before the file', () => {
+    const loose = { inspectDatabase, readEvents } as unknown as {
+      inspectDatabase: (...args: unknown[]) => unknown
+      readEvents: (...args: unknown[]) => unknown
+    }
+    const missing = path.join(dir, 'missing.sqlite')
+    for (const f of [
+      () => loose.inspectDatabase(42),
+      () => loose.inspectDatabase(),
+      () => loose.readEvents(missing, 5),
+      () => loose.readEvents(missing, CHILD, 5),
+      () => loose.readEvents(missing, CHILD, { since: '1' }),
+      () => loose.readEvents(missing, CHILD, { agentId: 3 }),
+      () => loose.readEvents(missing, '', {}),
+      () => loose.readEvents(missing, CHILD, { since: 1.5 }),
+      () => loose.inspectDatabase(''),
+    ]) {
+      expect(code(f)).toBe('ERR_INVALID_ARG')
+    }
+    expect(code(() => inspectDatabase(missing))).toBe('ERR_DB')
+    expect(code(() => readEvents(missing, CHILD))).toBe('ERR_DB')
+    expect(code(() => inspectDatabase(__filename))).toBe('ERR_NOT_SQLITE')
+    expect(fs.existsSync(missing)).toBe(false)
   })
 })

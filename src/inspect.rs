@@ -1,11 +1,12 @@
 //! Read-only inspection of a database file: what the `session-awareness` command-line tool
 //! prints, as plain objects.
 
+use napi::bindgen_prelude::Unknown;
+use napi::Result;
 use napi_derive::napi;
 use session_awareness_core::inspect as core;
 
-use napi::Result;
-
+use crate::convert;
 use crate::error::{Code, IntoJs};
 use crate::types::Notice;
 
@@ -193,7 +194,9 @@ impl From<core::Inspection> for DatabaseInspection {
 }
 
 /// Options of `readEvents`.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+// Only its type is used: `readEvents` reads the object member by member, as every method does.
+#[allow(dead_code)]
 pub struct ReadEventsOptions {
     /// Only events with a greater sequence: a non-negative safe integer; default 0 (all).
     pub since: Option<f64>,
@@ -222,21 +225,32 @@ pub struct SessionEvents {
 /// version and pruned watermark, cursors with L/N/M and lag, pending notices, row counts and
 /// the oldest retained event. Never creates the file. Throws `ERR_DB` for a missing or
 /// unreadable file and `ERR_NOT_SQLITE` for one that is not a SQLite database.
-#[napi]
-pub fn inspect_database(path: String) -> Result<DatabaseInspection, Code> {
+#[napi(ts_args_type = "path: string")]
+pub fn inspect_database(path: Unknown<'_>) -> Result<DatabaseInspection, Code> {
+    let path = convert::string(path, "path").js()?;
     core::inspect(&path).map(Into::into).js()
 }
 
 /// Reads a session's events after `options.since`, ascending, without changing the file.
 /// Throws `ERR_INVALID_ARG` for an empty key, a bad agent or `since`, and otherwise as
 /// `inspectDatabase`.
-#[napi]
+#[napi(
+    ts_args_type = "path: string, sessionKey: string, options?: ReadEventsOptions | undefined | null"
+)]
 pub fn read_events(
-    path: String,
-    session_key: String,
-    options: Option<ReadEventsOptions>,
+    path: Unknown<'_>,
+    session_key: Unknown<'_>,
+    options: Option<Unknown<'_>>,
 ) -> Result<SessionEvents, Code> {
-    let (since, agent_id) = options.map_or((None, None), |o| (o.since, o.agent_id));
+    let path = convert::string(path, "path").js()?;
+    let session_key = convert::string(session_key, "sessionKey").js()?;
+    let (since, agent_id) = match convert::options(options, "options").js()? {
+        Some(o) => (
+            convert::opt_number(&o, "since").js()?,
+            convert::opt_string(&o, "agentId").js()?,
+        ),
+        None => (None, None),
+    };
     let r = core::read_events(
         &path,
         &session_key,
