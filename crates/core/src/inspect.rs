@@ -187,10 +187,22 @@ pub fn inspect(path: &str) -> Result<Inspection> {
     let present = present_tables(&tx).map_err(on_err)?;
     let has = |t: &str| present.iter().any(|p| p == t);
     let count = |t: &str| -> rusqlite::Result<i64> {
-        if has(t) {
-            tx.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
-        } else {
-            Ok(0)
+        if !has(t) {
+            return Ok(0);
+        }
+        // One literal statement per table: no SQL text is ever spliced together from names.
+        let one = |r: &rusqlite::Row<'_>| r.get(0);
+        match t {
+            "session_state_events" => {
+                tx.query_row("SELECT count(*) FROM session_state_events", [], one)
+            }
+            "session_state_heads" => {
+                tx.query_row("SELECT count(*) FROM session_state_heads", [], one)
+            }
+            "session_watch_cursors" => {
+                tx.query_row("SELECT count(*) FROM session_watch_cursors", [], one)
+            }
+            _ => tx.query_row("SELECT count(*) FROM session_upstream_links", [], one),
         }
     };
     let counts = RowCounts {
@@ -434,31 +446,35 @@ fn oldest_event(conn: &Connection) -> rusqlite::Result<Option<EventRow>> {
 }
 
 fn sessions(conn: &Connection, has_events: bool) -> rusqlite::Result<Vec<SessionRow>> {
-    let retained = if has_events {
-        "(SELECT count(*) FROM session_state_events e \
-           WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id), \
-         (SELECT min(sequence) FROM session_state_events e \
-           WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id)"
+    let mut stmt = if has_events {
+        conn.prepare(
+            "SELECT h.session_key, h.agent_id, h.last_sequence, \
+     h.pruned_max_sequence, h.updated_at, \
+     (SELECT count(*) FROM session_state_events e \
+       WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id), \
+     (SELECT min(sequence) FROM session_state_events e \
+       WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id) \
+     FROM session_state_heads h ORDER BY h.session_key, h.agent_id",
+        )?
     } else {
-        "0, NULL"
+        conn.prepare(
+            "SELECT h.session_key, h.agent_id, h.last_sequence, \
+     h.pruned_max_sequence, h.updated_at, 0, NULL \
+     FROM session_state_heads h ORDER BY h.session_key, h.agent_id",
+        )?
     };
-    let sql = format!(
-        "SELECT h.session_key, h.agent_id, h.last_sequence, h.pruned_max_sequence, h.updated_at, \
-         {retained} FROM session_state_heads h ORDER BY h.session_key, h.agent_id"
-    );
-    conn.prepare(&sql)?
-        .query_map([], |r| {
-            Ok(SessionRow {
-                session_key: r.get(0)?,
-                agent_id: r.get(1)?,
-                state_version: r.get(2)?,
-                pruned_max_sequence: r.get(3)?,
-                updated_at: r.get(4)?,
-                retained_events: r.get(5)?,
-                earliest_retained_sequence: r.get(6)?,
-            })
-        })?
-        .collect()
+    let rows = stmt.query_map([], |r| {
+        Ok(SessionRow {
+            session_key: r.get(0)?,
+            agent_id: r.get(1)?,
+            state_version: r.get(2)?,
+            pruned_max_sequence: r.get(3)?,
+            updated_at: r.get(4)?,
+            retained_events: r.get(5)?,
+            earliest_retained_sequence: r.get(6)?,
+        })
+    })?;
+    rows.collect()
 }
 
 fn cursors(
