@@ -186,18 +186,18 @@ pub fn inspect(path: &str) -> Result<Inspection> {
     let tx = conn.unchecked_transaction().map_err(on_err)?;
     let present = present_tables(&tx).map_err(on_err)?;
     let has = |t: &str| present.iter().any(|p| p == t);
-    let count = |t: &str| -> rusqlite::Result<i64> {
-        if has(t) {
-            tx.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
+    let count = |table: &str, sql: &str| -> rusqlite::Result<i64> {
+        if has(table) {
+            tx.query_row(sql, [], |r| r.get(0))
         } else {
             Ok(0)
         }
     };
     let counts = RowCounts {
-        events: count(TABLES[0]).map_err(on_err)?,
-        heads: count(TABLES[1]).map_err(on_err)?,
-        cursors: count(TABLES[2]).map_err(on_err)?,
-        upstream_links: count(TABLES[3]).map_err(on_err)?,
+        events: count(TABLES[0], COUNT_EVENTS).map_err(on_err)?,
+        heads: count(TABLES[1], COUNT_HEADS).map_err(on_err)?,
+        cursors: count(TABLES[2], COUNT_CURSORS).map_err(on_err)?,
+        upstream_links: count(TABLES[3], COUNT_LINKS).map_err(on_err)?,
     };
     let report = Inspection {
         path: path.to_owned(),
@@ -216,7 +216,12 @@ pub fn inspect(path: &str) -> Result<Inspection> {
             None
         },
         sessions: if has(TABLES[1]) {
-            sessions(&tx, has(TABLES[0])).map_err(on_err)?
+            let query = if has(TABLES[0]) {
+                SESSIONS
+            } else {
+                SESSIONS_WITHOUT_EVENTS
+            };
+            sessions(&tx, query).map_err(on_err)?
         } else {
             Vec::new()
         },
@@ -433,20 +438,27 @@ fn oldest_event(conn: &Connection) -> rusqlite::Result<Option<EventRow>> {
     .optional()
 }
 
-fn sessions(conn: &Connection, has_events: bool) -> rusqlite::Result<Vec<SessionRow>> {
-    let retained = if has_events {
-        "(SELECT count(*) FROM session_state_events e \
-           WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id), \
-         (SELECT min(sequence) FROM session_state_events e \
-           WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id)"
-    } else {
-        "0, NULL"
-    };
-    let sql = format!(
-        "SELECT h.session_key, h.agent_id, h.last_sequence, h.pruned_max_sequence, h.updated_at, \
-         {retained} FROM session_state_heads h ORDER BY h.session_key, h.agent_id"
-    );
-    conn.prepare(&sql)?
+const COUNT_EVENTS: &str = "SELECT count(*) FROM session_state_events";
+const COUNT_HEADS: &str = "SELECT count(*) FROM session_state_heads";
+const COUNT_CURSORS: &str = "SELECT count(*) FROM session_watch_cursors";
+const COUNT_LINKS: &str = "SELECT count(*) FROM session_upstream_links";
+
+/// Every head with the count and the smallest sequence of its retained events.
+const SESSIONS: &str = "SELECT h.session_key, h.agent_id, h.last_sequence, \
+     h.pruned_max_sequence, h.updated_at, \
+     (SELECT count(*) FROM session_state_events e \
+       WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id), \
+     (SELECT min(sequence) FROM session_state_events e \
+       WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id) \
+     FROM session_state_heads h ORDER BY h.session_key, h.agent_id";
+
+/// [`SESSIONS`] for a file without the events table.
+const SESSIONS_WITHOUT_EVENTS: &str = "SELECT session_key, agent_id, last_sequence, \
+     pruned_max_sequence, updated_at, 0, NULL \
+     FROM session_state_heads ORDER BY session_key, agent_id";
+
+fn sessions(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SessionRow>> {
+    conn.prepare(sql)?
         .query_map([], |r| {
             Ok(SessionRow {
                 session_key: r.get(0)?,
