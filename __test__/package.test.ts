@@ -88,6 +88,7 @@ beforeAll(() => {
   env = { ...process.env, PATH: dirs.filter((d) => d && !fs.existsSync(path.join(d, 'cargo'))).join(path.delimiter) }
   delete env.NAPI_RS_NATIVE_LIBRARY_PATH
   delete env.NAPI_RS_FORCE_WASI
+  delete env.NODE_OPTIONS
   env.NAPI_RS_ENFORCE_VERSION_CHECK = '1'
 
   packed.root = pack(ROOT)

@@ -4,7 +4,7 @@
 # integrity, into .tmp/node24 (outside git), unless it is already there. The addon is N-API,
 # so the same .node loads on both. better-sqlite3, which some tests use to look behind the
 # API, is a Node-ABI addon: a copy is compiled once against Node 24's headers (shipped in the
-# same package) and Jest maps better-sqlite3 to it.
+# same package) and every process of the run resolves better-sqlite3 to it.
 #
 # Extra arguments go to Jest. Writes .tmp/jest-node24.json and prints a closing
 # "N passed, N failed" line.
@@ -55,6 +55,10 @@ fi
 
 mkdir -p .tmp
 status=0
+# Child processes the tests start resolve better-sqlite3 through the preload; Jest's own
+# module registry through the moduleNameMapper of scripts/jest.node24.config.js.
+export SESSION_AWARENESS_NODE24_SQLITE="$deps/better-sqlite3"
+export NODE_OPTIONS="--require \"$root/scripts/node24-preload.js\" ${NODE_OPTIONS:-}"
 PATH="$cache/node/bin:$PATH" "$node24" node_modules/jest/bin/jest.js --runInBand \
   --config scripts/jest.node24.config.js --json --outputFile=.tmp/jest-node24.json "$@" || status=$?
 "$node24" -e '

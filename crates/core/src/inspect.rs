@@ -186,30 +186,18 @@ pub fn inspect(path: &str) -> Result<Inspection> {
     let tx = conn.unchecked_transaction().map_err(on_err)?;
     let present = present_tables(&tx).map_err(on_err)?;
     let has = |t: &str| present.iter().any(|p| p == t);
-    let count = |t: &str| -> rusqlite::Result<i64> {
-        if !has(t) {
-            return Ok(0);
-        }
-        // One literal statement per table: no SQL text is ever spliced together from names.
-        let one = |r: &rusqlite::Row<'_>| r.get(0);
-        match t {
-            "session_state_events" => {
-                tx.query_row("SELECT count(*) FROM session_state_events", [], one)
-            }
-            "session_state_heads" => {
-                tx.query_row("SELECT count(*) FROM session_state_heads", [], one)
-            }
-            "session_watch_cursors" => {
-                tx.query_row("SELECT count(*) FROM session_watch_cursors", [], one)
-            }
-            _ => tx.query_row("SELECT count(*) FROM session_upstream_links", [], one),
+    let count = |table: &str, sql: &str| -> rusqlite::Result<i64> {
+        if has(table) {
+            tx.query_row(sql, [], |r| r.get(0))
+        } else {
+            Ok(0)
         }
     };
     let counts = RowCounts {
-        events: count(TABLES[0]).map_err(on_err)?,
-        heads: count(TABLES[1]).map_err(on_err)?,
-        cursors: count(TABLES[2]).map_err(on_err)?,
-        upstream_links: count(TABLES[3]).map_err(on_err)?,
+        events: count(TABLES[0], COUNT_EVENTS).map_err(on_err)?,
+        heads: count(TABLES[1], COUNT_HEADS).map_err(on_err)?,
+        cursors: count(TABLES[2], COUNT_CURSORS).map_err(on_err)?,
+        upstream_links: count(TABLES[3], COUNT_LINKS).map_err(on_err)?,
     };
     let report = Inspection {
         path: path.to_owned(),
@@ -228,7 +216,12 @@ pub fn inspect(path: &str) -> Result<Inspection> {
             None
         },
         sessions: if has(TABLES[1]) {
-            sessions(&tx, has(TABLES[0])).map_err(on_err)?
+            let query = if has(TABLES[0]) {
+                SESSIONS
+            } else {
+                SESSIONS_WITHOUT_EVENTS
+            };
+            sessions(&tx, query).map_err(on_err)?
         } else {
             Vec::new()
         },
@@ -445,36 +438,39 @@ fn oldest_event(conn: &Connection) -> rusqlite::Result<Option<EventRow>> {
     .optional()
 }
 
-fn sessions(conn: &Connection, has_events: bool) -> rusqlite::Result<Vec<SessionRow>> {
-    let mut stmt = if has_events {
-        conn.prepare(
-            "SELECT h.session_key, h.agent_id, h.last_sequence, \
+const COUNT_EVENTS: &str = "SELECT count(*) FROM session_state_events";
+const COUNT_HEADS: &str = "SELECT count(*) FROM session_state_heads";
+const COUNT_CURSORS: &str = "SELECT count(*) FROM session_watch_cursors";
+const COUNT_LINKS: &str = "SELECT count(*) FROM session_upstream_links";
+
+/// Every head with the count and the smallest sequence of its retained events.
+const SESSIONS: &str = "SELECT h.session_key, h.agent_id, h.last_sequence, \
      h.pruned_max_sequence, h.updated_at, \
      (SELECT count(*) FROM session_state_events e \
        WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id), \
      (SELECT min(sequence) FROM session_state_events e \
        WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id) \
-     FROM session_state_heads h ORDER BY h.session_key, h.agent_id",
-        )?
-    } else {
-        conn.prepare(
-            "SELECT h.session_key, h.agent_id, h.last_sequence, \
-     h.pruned_max_sequence, h.updated_at, 0, NULL \
-     FROM session_state_heads h ORDER BY h.session_key, h.agent_id",
-        )?
-    };
-    let rows = stmt.query_map([], |r| {
-        Ok(SessionRow {
-            session_key: r.get(0)?,
-            agent_id: r.get(1)?,
-            state_version: r.get(2)?,
-            pruned_max_sequence: r.get(3)?,
-            updated_at: r.get(4)?,
-            retained_events: r.get(5)?,
-            earliest_retained_sequence: r.get(6)?,
-        })
-    })?;
-    rows.collect()
+     FROM session_state_heads h ORDER BY h.session_key, h.agent_id";
+
+/// [`SESSIONS`] for a file without the events table.
+const SESSIONS_WITHOUT_EVENTS: &str = "SELECT session_key, agent_id, last_sequence, \
+     pruned_max_sequence, updated_at, 0, NULL \
+     FROM session_state_heads ORDER BY session_key, agent_id";
+
+fn sessions(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SessionRow>> {
+    conn.prepare(sql)?
+        .query_map([], |r| {
+            Ok(SessionRow {
+                session_key: r.get(0)?,
+                agent_id: r.get(1)?,
+                state_version: r.get(2)?,
+                pruned_max_sequence: r.get(3)?,
+                updated_at: r.get(4)?,
+                retained_events: r.get(5)?,
+                earliest_retained_sequence: r.get(6)?,
+            })
+        })?
+        .collect()
 }
 
 fn cursors(
