@@ -101,6 +101,14 @@ pub fn sqlite_name(path: &str) -> std::borrow::Cow<'_, str> {
 /// Applies the pragmas and creates the schema on an open connection.
 pub fn configure(conn: &Connection, busy_timeout_ms: u32) -> Result<()> {
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // Without the query planner stability guarantee SQLite marks a statement for re-preparing
+    // when a bound value might change its plan (a `LIMIT ?`, an `=` on an unindexed column),
+    // and clearing its bindings, as the statement cache does, then expires it: the cached
+    // statements of `changesSince` and of the prune would be parsed again on every call.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     conn.busy_timeout(std::time::Duration::from_millis(u64::from(busy_timeout_ms)))?;
     // WAL lets readers in other processes run beside a writer; where the file system cannot
     // hold a WAL (or for in-memory databases) SQLite keeps its answer and we accept it.
@@ -187,6 +195,25 @@ mod tests {
         );
         assert_eq!(sqlite_name("/var/lib/file:x"), "/var/lib/file:x");
         assert_eq!(sqlite_name(":memory:"), ":memory:");
+    }
+
+    #[test]
+    fn cached_statements_are_not_prepared_again() -> Result<()> {
+        use rusqlite::{params, StatementStatus};
+        // A `LIMIT ?` and an `=` on an unindexed column: either would make SQLite re-prepare
+        // the statement on each use once the cache has cleared its bindings.
+        let conn = open(":memory:", 1000)?;
+        let sql = "SELECT sequence FROM session_state_events \
+                   WHERE session_key = ?1 AND agent_id = ?2 ORDER BY sequence LIMIT ?3";
+        for limit in [1, 2, 2] {
+            let mut stmt = conn.prepare_cached(sql)?;
+            let n = stmt
+                .query_map(params!["k", "main", limit], |r| r.get::<_, i64>(0))?
+                .count();
+            assert_eq!(n, 0);
+            assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
+        }
+        Ok(())
     }
 
     #[test]

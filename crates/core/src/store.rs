@@ -422,6 +422,15 @@ impl Store {
         self.shared.pruning.load(Ordering::Acquire)
     }
 
+    /// The watchers with a wake scheduled and not yet delivered, sorted (none without a
+    /// wake sink). Lets tests check the wake rule (§8) without waiting for the timer.
+    pub fn scheduled_wakes(&self) -> Vec<String> {
+        self.shared
+            .wake
+            .as_ref()
+            .map_or_else(Vec::new, WakeScheduler::scheduled_watchers)
+    }
+
     /// Prunes now (§10) and restarts the automatic-prune hour.
     pub fn prune(&self, now: i64) -> Result<PruneReport> {
         self.check_open()?;

@@ -93,6 +93,17 @@ impl WakeScheduler {
         self.pending.lock().as_ref().map_or(0, HashMap::len)
     }
 
+    /// The watchers with a wake scheduled and not yet delivered, sorted.
+    pub fn scheduled_watchers(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .pending
+            .lock()
+            .as_ref()
+            .map_or_else(Vec::new, |p| p.keys().cloned().collect());
+        out.sort();
+        out
+    }
+
     /// Cancels every scheduled wake; later `due` calls do nothing.
     pub fn close(&self) {
         if let Some(p) = self.pending.lock().take() {

@@ -1,0 +1,565 @@
+//! Model-based test of SPEC §6–§10: random sequences of operations (record, watch, unwatch,
+//! drain, acknowledge, sweep, prune, resetSession, deleteSession, changesSince, clock jumps,
+//! restarts) drive the core [`Store`] and the small in-memory model of `model/spec.rs` side by
+//! side, over a small key space (`model/ops.rs`). After every operation its result must
+//! agree, and so must every watcher's queued notices (exact text included), `hasPending`, the
+//! watchers with a scheduled wake, and the full `changesSince` of every session the operation
+//! may change by the SPEC; at the end of a case every session's `changesSince`,
+//! `stateVersion` and `stateVersions`, and `ERR_CLOSED` from every call once closed.
+//!
+//! - The automatic prune (§6) runs in the background after a record: the driver waits until
+//!   `is_pruning()` is false after every record, so it has run at the record's clock reading
+//!   before the next operation, and the model applies it right after the record.
+//! - Wakes (§8): the coalescing delay (60 s) outlasts every case, so the watchers with a
+//!   scheduled wake are exactly those a wake was due for since the last restart, less those
+//!   reset or deleted; none is delivered.
+//! - One case in five runs on a database file and may restart: the queue and the wakes are
+//!   lost, the rows stay, and sweeps then bring the notices back in their order (§7).
+//! - Each operation is decoded from one `u64` in the model's current state, which keeps the
+//!   generation cheap enough for 10,000 cases in a debug build (`PROPTEST_CASES` overrides
+//!   the count); a failure lists the decoded operations of its shrunk case.
+
+#[path = "model/ops.rs"]
+mod ops;
+#[path = "model/spec.rs"]
+mod spec;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use ops::*;
+use proptest::prelude::*;
+use proptest::sample::select;
+use proptest::test_runner::{FileFailurePersistence, TestCaseError};
+use serde_json::json;
+use session_awareness_core::{
+    ActorType, Changes, Error, ErrorSink, EventKind, Hooks, Notice, Options, Provenance,
+    RecordInput, StateEvent, Store, VersionRef, WakeRequest, WakeSink,
+};
+use spec::{Delta, Ev, Input, Model, Queued, DAY, HOUR};
+
+fn summary(i: u8) -> String {
+    match i {
+        0 => "s".into(),
+        1 => "a\r\nb\rc\nd\u{2028}e\u{2029}f".into(),
+        2 => "é".repeat(300),
+        _ => "  x  ".into(),
+    }
+}
+
+fn input(r: &Rec, now: i64) -> Input {
+    Input {
+        key: r.key.into(),
+        agent: r.agent.map(Into::into),
+        session_id: r.ids.then(|| "sess-1".into()),
+        kind: r.kind.into(),
+        actor_type: r.actor_type.into(),
+        actor_id: r.actor.map(Into::into),
+        run_id: r.ids.then(|| "run-1".into()),
+        summary: summary(r.summary),
+        payload: match r.payload {
+            0 => None,
+            1 => Some(serde_json::Value::Null),
+            2 => Some(json!({ "n": 1, "s": "x" })),
+            _ => Some(json!([1])),
+        },
+        occurred_at: match r.occurred {
+            Occurred::Absent => None,
+            Occurred::Ago(ms) => Some(now as f64 - ms),
+            Occurred::NaN => Some(f64::NAN),
+        },
+        dedupe: r.dedupe.map(Into::into),
+        watchers: r.watchers.iter().map(|w| (*w).into()).collect(),
+        only_if_watched: r.only_if_watched,
+    }
+}
+
+fn core_input(i: &Input) -> RecordInput {
+    RecordInput {
+        session_key: i.key.clone(),
+        agent_id: i.agent.clone(),
+        session_id: i.session_id.clone(),
+        kind: i.kind.clone(),
+        actor_type: i.actor_type.clone(),
+        actor_id: i.actor_id.clone(),
+        run_id: i.run_id.clone(),
+        summary: i.summary.clone(),
+        payload: i.payload.clone(),
+        occurred_at: i.occurred_at,
+        dedupe_key: i.dedupe.clone(),
+        watchers: i.watchers.clone(),
+        only_if_watched: i.only_if_watched,
+    }
+}
+
+fn event(e: &Ev) -> StateEvent {
+    StateEvent {
+        sequence: e.seq,
+        session_key: e.key.clone(),
+        agent_id: e.agent.clone(),
+        kind: EventKind::parse(&e.kind).expect("a valid kind"),
+        actor_type: ActorType::parse(&e.actor_type).expect("a valid actor type"),
+        actor_id: e.actor_id.clone(),
+        run_id: e.run_id.clone(),
+        session_id: e.session_id.clone(),
+        occurred_at: e.occurred_at,
+        summary: e.summary.clone(),
+        payload_json: e.payload.clone(),
+    }
+}
+
+fn notices(q: &[Queued]) -> Vec<Notice> {
+    q.iter()
+        .map(|(w, t, l)| Notice {
+            watcher_key: w.clone(),
+            target_key: t.clone(),
+            changes_since: *l,
+            text: spec::notice_text(t, *l),
+            context_key: spec::context_key(t),
+        })
+        .collect()
+}
+
+fn changes(d: Delta) -> Changes {
+    Changes {
+        state_version: d.state_version,
+        events: d.events.iter().map(event).collect(),
+        truncated: d.truncated,
+        earliest_available_sequence: d.earliest,
+        history_gap: d.gap,
+    }
+}
+
+fn code<T>(r: Result<T, Error>) -> Result<T, &'static str> {
+    r.map_err(|e| e.code())
+}
+
+/// Counts wakes delivered: none may be, the coalescing delay outlasts every case.
+#[derive(Default)]
+struct Wakes(AtomicUsize);
+impl WakeSink for Wakes {
+    fn wake(&self, _: WakeRequest) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Collects background failures: none may happen.
+#[derive(Default)]
+struct Failures(Mutex<Vec<String>>);
+impl ErrorSink for Failures {
+    fn report(&self, e: Error) {
+        self.0.lock().unwrap().push(e.to_string());
+    }
+}
+
+struct Harness {
+    store: Store,
+    model: Model,
+    /// The database file of a restartable case (else the store is in memory).
+    file: Option<(tempfile::TempDir, String)>,
+    opts: Options,
+    wakes: Arc<Wakes>,
+    failures: Arc<Failures>,
+}
+
+impl Harness {
+    fn open(retention: i64, max_events: u64, restartable: bool) -> Self {
+        let file = restartable.then(|| {
+            // A RAM-backed directory where there is one: the file only has to outlive a
+            // restart.
+            let shm = std::path::Path::new("/dev/shm");
+            let dir = if shm.is_dir() {
+                tempfile::tempdir_in(shm)
+            } else {
+                tempfile::tempdir()
+            }
+            .unwrap();
+            let path = dir.path().join("state.sqlite").to_str().unwrap().to_owned();
+            (dir, path)
+        });
+        let opts = Options {
+            retention_ms: retention,
+            max_events,
+            wake_coalesce_ms: 60_000,
+            // One process: no polling for other processes' changes.
+            sync_interval_ms: 0,
+            ..Options::default()
+        };
+        let wakes = Arc::new(Wakes::default());
+        let failures = Arc::new(Failures::default());
+        let path = file.as_ref().map_or(":memory:", |f| f.1.as_str());
+        let store = Self::store(path, opts, &wakes, &failures);
+        Harness {
+            store,
+            model: Model::new(START, retention, max_events),
+            file,
+            opts,
+            wakes,
+            failures,
+        }
+    }
+
+    fn store(path: &str, opts: Options, wakes: &Arc<Wakes>, failures: &Arc<Failures>) -> Store {
+        let hooks = Hooks {
+            wake: Some(wakes.clone() as Arc<dyn WakeSink>),
+            errors: Some(failures.clone() as Arc<dyn ErrorSink>),
+            clock: None,
+        };
+        Store::open(path, opts, hooks).unwrap()
+    }
+
+    /// Waits for the automatic prune a record may have started.
+    fn settle(store: &Store) {
+        while store.is_pruning() {
+            // Sleep rather than spin: on a busy machine the prune needs this core.
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+    }
+
+    /// Applies `op` to both and compares its result.
+    fn step(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        let (s, m) = (&self.store, &mut self.model);
+        let now = m.now;
+        match op {
+            Op::Record(r) => {
+                let i = input(r, now);
+                let got = code(s.record(core_input(&i), now));
+                Self::settle(s);
+                let want = m.record(&i).map(|e| e.as_ref().map(event));
+                prop_assert_eq!(got, want, "record");
+            }
+            Op::Watch(w, t, ambient) => {
+                let p = if *ambient {
+                    Provenance::AmbientGroup
+                } else {
+                    Provenance::Explicit
+                };
+                prop_assert_eq!(
+                    code(s.watch(w, t, p, now)),
+                    m.watch(w, t, !ambient),
+                    "watch"
+                );
+            }
+            Op::Unwatch(w, t) => {
+                prop_assert_eq!(code(s.unwatch(w, t)), m.unwatch(w, t), "unwatch");
+            }
+            Op::Drain(w) => {
+                prop_assert_eq!(
+                    code(s.drain(w, now)),
+                    m.drain(w).map(|q| notices(&q)),
+                    "drain"
+                );
+            }
+            Op::Acknowledge(w, targets) => {
+                let targets: Vec<String> = targets.iter().map(|t| (*t).into()).collect();
+                let got = code(s.acknowledge(w, &targets, now));
+                prop_assert_eq!(got, m.acknowledge(w, &targets), "acknowledge");
+            }
+            Op::Sweep(exists) => {
+                let got = match exists {
+                    None => s.sweep(None, now),
+                    Some(set) => s.sweep(Some(&mut |w: &str| set.contains(&w)), now),
+                }
+                .unwrap();
+                let set: Option<BTreeSet<String>> = exists
+                    .as_ref()
+                    .map(|v| v.iter().map(|w| (*w).into()).collect());
+                let (n, e, c) = m.sweep(set.as_ref());
+                prop_assert_eq!(
+                    (
+                        got.notices,
+                        got.prune.events_deleted,
+                        got.prune.cursors_deleted
+                    ),
+                    (n, e, c),
+                    "sweep"
+                );
+            }
+            Op::Prune => {
+                let got = s.prune(now).unwrap();
+                let want = m.prune();
+                prop_assert_eq!((got.events_deleted, got.cursors_deleted), want, "prune");
+            }
+            Op::Reset(k) => prop_assert_eq!(code(s.reset_session(k)), m.reset(k), "reset"),
+            Op::Delete(k, a) => {
+                prop_assert_eq!(code(s.delete_session(k, *a)), m.delete(k, *a), "delete")
+            }
+            Op::Clock(j) => {
+                m.now += match j {
+                    Jump::Ms(ms) => *ms,
+                    Jump::RetentionPlus(ms) => m.retention + ms,
+                }
+            }
+            Op::Restart => {
+                self.store.close();
+                let path = &self.file.as_ref().expect("a restartable case").1;
+                self.store = Self::store(path, self.opts, &self.wakes, &self.failures);
+                self.model.restart();
+            }
+            Op::Changes(k, a, after, limit) => {
+                let top = m.top_seq() as f64;
+                let after = match after {
+                    After::Zero => 0.0,
+                    After::Half => (top / 2.0).floor(),
+                    After::Top => top,
+                    After::Beyond => top + 5.0,
+                    After::Raw(x) => *x,
+                };
+                let got = code(s.changes_since(k, after, *a, *limit));
+                let want = m.changes_since(k, after, *a, *limit).map(changes);
+                prop_assert_eq!(got, want, "changesSince");
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares what is observable: the notices, `hasPending` and the scheduled wakes after
+    /// every step, with the full `changesSince` of the sessions in `touched`, those the step
+    /// may change by the SPEC (the recorded or deleted session; every session after a prune).
+    /// A head or an event changed where the SPEC changes none persists, so the comparison of
+    /// every session at the end of the case ([`Harness::observe_all`]) still finds it.
+    fn observe(&self, touched: &[(&str, Option<&str>)]) -> Result<(), TestCaseError> {
+        let (s, m) = (&self.store, &self.model);
+        for &(k, a) in touched {
+            let got = s.changes_since(k, 0.0, a, None).unwrap();
+            let want = changes(m.changes_since(k, 0.0, a, None).unwrap());
+            prop_assert_eq!(got, want, "changesSince {} {:?}", k, a);
+        }
+        for w in WATCHERS.iter().chain(&TARGETS).chain([&BARE]) {
+            let want = notices(&m.peek(w));
+            prop_assert_eq!(
+                s.has_pending(w).unwrap(),
+                !want.is_empty(),
+                "hasPending {}",
+                w
+            );
+            prop_assert_eq!(s.peek(w).unwrap(), want, "peek {}", w);
+        }
+        let wakes: Vec<String> = m.wakes.iter().cloned().collect();
+        prop_assert_eq!(s.scheduled_wakes(), wakes, "scheduled wakes");
+        Ok(())
+    }
+
+    /// Everything, every session included: `changesSince`, `stateVersion`, `stateVersions`.
+    fn observe_all(&self) -> Result<(), TestCaseError> {
+        let (s, m) = (&self.store, &self.model);
+        self.observe(&sessions())?;
+        let mut refs = Vec::new();
+        let mut want = Vec::new();
+        for (k, a) in sessions() {
+            let v = m.state_version(k, a).unwrap();
+            prop_assert_eq!(s.state_version(k, a).unwrap(), v, "stateVersion {}", k);
+            refs.push(VersionRef {
+                session_key: k.into(),
+                agent_id: a.map(Into::into),
+            });
+            if v > 0 {
+                want.push((k.to_owned(), spec::resolve_agent(k, a).unwrap(), v));
+            }
+        }
+        prop_assert_eq!(s.state_versions(&refs).unwrap(), want, "stateVersions");
+        Ok(())
+    }
+
+    /// Closes the store: every later call is `ERR_CLOSED` (`record` included), and closing
+    /// again is harmless.
+    fn close(self) -> Result<(), TestCaseError> {
+        let s = &self.store;
+        s.close();
+        s.close();
+        let input = core_input(&input(&plain_record(), START));
+        let codes = [
+            s.record(input, START).err(),
+            s.watch(W0, T0, Provenance::Explicit, START).err(),
+            s.unwatch(W0, T0).err(),
+            s.drain(W0, START).err(),
+            s.peek(W0).err(),
+            s.has_pending(W0).err(),
+            s.acknowledge(W0, &[T0.into()], START).err(),
+            s.sweep(None, START).err(),
+            s.prune(START).err(),
+            s.reset_session(W0).err(),
+            s.delete_session(T0, None).err(),
+            s.state_version(T0, None).err(),
+            s.changes_since(T0, 0.0, None, None).err(),
+        ]
+        .map(|e| e.map(|e| e.code()));
+        prop_assert_eq!(codes, [Some("ERR_CLOSED"); 13]);
+        prop_assert_eq!(s.scheduled_wakes(), Vec::<String>::new());
+        prop_assert_eq!(
+            self.wakes.0.load(Ordering::SeqCst),
+            0,
+            "no wake is delivered"
+        );
+        prop_assert_eq!(
+            self.failures.0.lock().unwrap().clone(),
+            Vec::<String>::new()
+        );
+        Ok(())
+    }
+}
+
+/// The observed sessions a step may change by the SPEC.
+fn touched(op: &Op, pruned: bool) -> Vec<(&'static str, Option<&'static str>)> {
+    let all = sessions();
+    match op {
+        _ if pruned => all,
+        Op::Record(r) => all.into_iter().filter(|s| s.0 == r.key).collect(),
+        Op::Delete(k, _) => all.into_iter().filter(|s| s.0 == *k).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A valid, plain record.
+fn plain_record() -> Rec {
+    Rec {
+        key: T0,
+        agent: None,
+        kind: NOTIFY[0],
+        actor_type: "human",
+        actor: None,
+        watchers: Vec::new(),
+        dedupe: None,
+        occurred: Occurred::Absent,
+        summary: 0,
+        payload: 0,
+        only_if_watched: false,
+        ids: false,
+    }
+}
+
+fn run(
+    retention: i64,
+    max_events: u64,
+    restartable: bool,
+    ops: &[u64],
+) -> Result<(), TestCaseError> {
+    let mut h = Harness::open(retention, max_events, restartable);
+    let mut done: Vec<Op> = Vec::new();
+    let fail = |done: &[Op], e: TestCaseError| {
+        let steps: Vec<String> = done
+            .iter()
+            .enumerate()
+            .map(|(i, op)| format!("  {i}: {op:?}"))
+            .collect();
+        TestCaseError::fail(format!("{e}\nsteps:\n{}", steps.join("\n")))
+    };
+    for n in ops {
+        let op = decode(*n, &h.model, restartable);
+        let prunes = h.model.prunes;
+        let outcome = h.step(&op).and_then(|()| {
+            h.model.check();
+            h.observe(&touched(&op, h.model.prunes != prunes))
+        });
+        done.push(op);
+        outcome.map_err(|e| fail(&done, e))?;
+    }
+    h.observe_all().map_err(|e| fail(&done, e))?;
+    h.close().map_err(|e| fail(&done, e))
+}
+
+fn config() -> ProptestConfig {
+    let base = ProptestConfig {
+        // Next to this file (proptest's default looks for a lib.rs or main.rs).
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "tests/model.proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    };
+    if std::env::var_os("PROPTEST_CASES").is_some() {
+        base
+    } else {
+        ProptestConfig {
+            cases: 10_000,
+            ..base
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn the_core_behaves_like_the_model(
+        retention in select(&[10_000, HOUR, 25 * HOUR][..]),
+        max_events in select(&[1u64, 2, 4, 1_000][..]),
+        restartable in prop::bool::weighted(0.2),
+        ops in prop::collection::vec(any::<u64>(), 1..30),
+    ) {
+        run(retention, max_events, restartable, &ops)?;
+    }
+}
+
+/// §6, deterministic: opening never prunes; the first record after opening prunes; then a
+/// record prunes only once more than an hour has passed since the last prune, and any prune
+/// (an explicit one too) restarts the hour. Retention is 10 s and every event is recorded
+/// 20 s in the past, so an event survives exactly until the next prune.
+#[test]
+fn the_automatic_prune_follows_the_hour_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.sqlite");
+    let path = path.to_str().unwrap();
+    let opts = Options {
+        retention_ms: 10_000,
+        sync_interval_ms: 0,
+        ..Options::default()
+    };
+    // Background work reads this clock: were opening to prune, everything would be old.
+    let hooks = Hooks {
+        clock: Some(Arc::new(|| START + 100 * DAY)),
+        ..Hooks::default()
+    };
+    let open = || Store::open(path, opts, hooks.clone()).unwrap();
+    let record = |s: &Store, now: i64| {
+        let mut input = core_input(&input(&plain_record(), now));
+        input.occurred_at = Some((now - 20_000) as f64);
+        let seq = s.record(input, now).unwrap().unwrap().sequence;
+        Harness::settle(s);
+        seq
+    };
+    let kept = |s: &Store| -> Vec<i64> {
+        let c = s.changes_since(T0, 0.0, None, None).unwrap();
+        c.events.iter().map(|e| e.sequence).collect()
+    };
+
+    let s = open();
+    let t = START;
+    let a = record(&s, t);
+    assert_eq!(
+        kept(&s),
+        Vec::<i64>::new(),
+        "the first record after opening prunes"
+    );
+    let b = record(&s, t + 1);
+    let c = record(&s, t + HOUR);
+    assert_eq!(
+        kept(&s),
+        [b, c],
+        "no prune within the hour, nor at exactly one hour"
+    );
+    let d = record(&s, t + HOUR + 1);
+    assert_eq!(
+        kept(&s),
+        Vec::<i64>::new(),
+        "more than an hour: the record prunes"
+    );
+    let changes = s.changes_since(T0, a as f64, None, None).unwrap();
+    assert_eq!((changes.state_version, changes.history_gap), (d, true));
+
+    let report = s.prune(t + 2 * HOUR).unwrap();
+    assert_eq!(report.events_deleted, 0);
+    let e = record(&s, t + 3 * HOUR);
+    assert_eq!(kept(&s), [e], "an explicit prune restarts the hour");
+    s.close();
+
+    let s = open();
+    assert_eq!(kept(&s), [e], "opening never prunes");
+    let f = record(&s, t + 3 * HOUR + 2);
+    assert_eq!(
+        kept(&s),
+        Vec::<i64>::new(),
+        "the first record after reopening prunes"
+    );
+    assert_eq!(s.state_version(T0, None).unwrap(), f);
+}

@@ -1,0 +1,627 @@
+//! A small in-memory model of SPEC §6–§10, written from the SPEC's words: plain maps and
+//! vectors, no SQL, no shortcuts. Section references point at the sentence each rule follows.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+/// §6: "When more than an hour (on `clock`) has passed since this instance last pruned".
+pub const HOUR: i64 = 60 * 60 * 1000;
+/// §5 `occurredAt`: "clamped to [now - 24h, now]".
+pub const DAY: i64 = 24 * HOUR;
+
+pub const INVALID: &str = "ERR_INVALID_ARG";
+
+const NOTIFY: [&str; 3] = ["human_direct_message", "goal_changed", "upstream_missing"];
+const LOG_ONLY: [&str; 5] = [
+    "run_completed",
+    "run_failed",
+    "compacted",
+    "adopted",
+    "created",
+];
+
+/// §4: `[a-z0-9][a-z0-9_-]{0,63}`.
+pub fn is_agent_id(s: &str) -> bool {
+    let ok_first = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let ok_rest = |c: char| ok_first(c) || c == '_' || c == '-';
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) if ok_first(c) => {}
+        _ => return false,
+    }
+    let rest: Vec<char> = chars.collect();
+    rest.len() <= 63 && rest.into_iter().all(ok_rest)
+}
+
+/// §4: the agent of an agent-qualified key `agent:<agentId>:<rest>`, else `None` (bare).
+pub fn own_agent(key: &str) -> Option<&str> {
+    let tail = key.strip_prefix("agent:")?;
+    let colon = tail.find(':')?;
+    let (agent, rest) = (&tail[..colon], &tail[colon + 1..]);
+    (is_agent_id(agent) && !rest.is_empty()).then_some(agent)
+}
+
+/// §4: a qualified key whose rest starts with `subagent:` exactly.
+pub fn is_nested(key: &str) -> bool {
+    own_agent(key).is_some_and(|a| key["agent:".len() + a.len() + 1..].starts_with("subagent:"))
+}
+
+/// §4: explicit agent validated (and equal to a qualified key's own), else the key's, else `main`.
+pub fn resolve_agent(key: &str, explicit: Option<&str>) -> Result<String, &'static str> {
+    if key.is_empty() {
+        return Err(INVALID);
+    }
+    match (explicit, own_agent(key)) {
+        (Some(a), _) if !is_agent_id(a) => Err(INVALID),
+        (Some(a), Some(own)) if a != own => Err(INVALID),
+        (Some(a), _) => Ok(a.to_owned()),
+        (None, Some(own)) => Ok(own.to_owned()),
+        (None, None) => Ok("main".to_owned()),
+    }
+}
+
+/// §5 `summary`: CRLF, CR, LF, U+2028, U+2029 each become one space; 240 scalars kept.
+pub fn one_line(s: &str) -> String {
+    let replaced = s
+        .replace("\r\n", " ")
+        .replace(['\r', '\n', '\u{2028}', '\u{2029}'], " ");
+    replaced.chars().take(240).collect()
+}
+
+/// §7 text, with the key as a JSON string literal.
+pub fn notice_text(target: &str, l: i64) -> String {
+    let t = Value::String(target.to_owned()).to_string();
+    format!(
+        "Session {t} changed (other actor). Reconcile before acting: session_status sessionKey {t} changesSince {l}."
+    )
+}
+
+/// §7 contextKey.
+pub fn context_key(target: &str) -> String {
+    let hex: String = target.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("session-state:{hex}")
+}
+
+/// One stored event (§3 `session_state_events`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ev {
+    pub seq: i64,
+    pub key: String,
+    pub agent: String,
+    pub kind: String,
+    pub actor_type: String,
+    pub actor_id: Option<String>,
+    pub run_id: Option<String>,
+    pub session_id: Option<String>,
+    pub occurred_at: i64,
+    pub summary: String,
+    pub payload: Option<String>,
+    pub dedupe: Option<String>,
+}
+
+/// What a caller passes to `record` (§5), already in Rust types.
+#[derive(Debug, Clone, Default)]
+pub struct Input {
+    pub key: String,
+    pub agent: Option<String>,
+    pub session_id: Option<String>,
+    pub kind: String,
+    pub actor_type: String,
+    pub actor_id: Option<String>,
+    pub run_id: Option<String>,
+    pub summary: String,
+    pub payload: Option<Value>,
+    pub occurred_at: Option<f64>,
+    pub dedupe: Option<String>,
+    pub watchers: Vec<String>,
+    pub only_if_watched: bool,
+}
+
+/// A head (§3 `session_state_heads`): the state version and the pruned watermark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    pub last: i64,
+    pub pruned: i64,
+}
+
+/// A cursor (§7): L, N, M, provenance, updated_at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cur {
+    pub l: i64,
+    pub n: i64,
+    pub m: i64,
+    pub explicit: bool,
+    pub updated: i64,
+}
+
+/// `changesSince` (§9).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delta {
+    pub state_version: i64,
+    pub events: Vec<Ev>,
+    pub truncated: bool,
+    pub earliest: i64,
+    pub gap: bool,
+}
+
+/// A queued notice: (watcher, target, L).
+pub type Queued = (String, String, i64);
+
+pub struct Model {
+    pub now: i64,
+    pub retention: i64,
+    pub max_events: u64,
+    /// The largest sequence ever handed out (AUTOINCREMENT never reuses one).
+    top_seq: i64,
+    pub events: BTreeMap<i64, Ev>,
+    pub heads: BTreeMap<(String, String), Head>,
+    pub cursors: BTreeMap<(String, String), Cur>,
+    /// Every pending notice, in the order it entered the queue (§7 "in the order they
+    /// entered the queue"); a watcher's list is this one filtered.
+    pub queue: Vec<Queued>,
+    /// Watchers with a wake due and not yet delivered (§8; delivery is far in the future).
+    pub wakes: BTreeSet<String>,
+    /// When this instance last pruned (§6); opening never prunes.
+    pub last_prune: Option<i64>,
+    /// How many prunes ran (automatic, explicit or a sweep's).
+    pub prunes: u64,
+    /// Whether the store was reopened: the queue, a cache of the cursor rows, then misses
+    /// the pending notices until a sweep or the target's next material event (§7).
+    restarted: bool,
+}
+
+impl Model {
+    pub fn new(now: i64, retention: i64, max_events: u64) -> Self {
+        Model {
+            now,
+            retention,
+            max_events,
+            top_seq: 0,
+            events: BTreeMap::new(),
+            heads: BTreeMap::new(),
+            cursors: BTreeMap::new(),
+            queue: Vec::new(),
+            wakes: BTreeSet::new(),
+            last_prune: None,
+            prunes: 0,
+            restarted: false,
+        }
+    }
+
+    /// The store is closed and opened again: what lived in memory is gone, the rows stay.
+    pub fn restart(&mut self) {
+        self.queue.clear();
+        self.wakes.clear();
+        self.last_prune = None;
+        self.restarted = true;
+    }
+
+    /// The largest sequence handed out so far.
+    pub fn top_seq(&self) -> i64 {
+        self.top_seq
+    }
+
+    /// §7: a notice enters the queue (unless the pair already has one); §8: a main-like
+    /// watcher with an explicit cursor gets a wake.
+    fn enqueue(&mut self, w: &str, t: &str) {
+        if self.queue.iter().any(|(qw, qt, _)| qw == w && qt == t) {
+            return;
+        }
+        let c = self.cursors[&(w.to_owned(), t.to_owned())];
+        self.queue.push((w.to_owned(), t.to_owned(), c.l));
+        if c.explicit && own_agent(w).is_some() && !is_nested(w) {
+            self.wakes.insert(w.to_owned());
+        }
+    }
+
+    fn unqueue(&mut self, keep: impl Fn(&str, &str) -> bool) {
+        self.queue.retain(|(w, t, _)| keep(w, t));
+    }
+
+    /// §7 Seed: L = N = M = `at`; provenance kept, or the given one for a new cursor; the
+    /// pair's pending notice is dropped.
+    fn seed(&mut self, w: &str, t: &str, at: i64, explicit: bool) {
+        let explicit = self
+            .cursors
+            .get(&(w.to_owned(), t.to_owned()))
+            .map_or(explicit, |c| c.explicit);
+        let c = Cur {
+            l: at,
+            n: at,
+            m: at,
+            explicit,
+            updated: self.now,
+        };
+        self.cursors.insert((w.to_owned(), t.to_owned()), c);
+        self.unqueue(|qw, qt| !(qw == w && qt == t));
+    }
+
+    /// §7 Material event `s` on `t` for `w`.
+    fn material(&mut self, w: &str, t: &str, s: i64) {
+        let now = self.now;
+        let c = self
+            .cursors
+            .entry((w.to_owned(), t.to_owned()))
+            .or_insert(Cur {
+                l: 0,
+                n: 0,
+                m: 0,
+                explicit: true,
+                updated: now,
+            });
+        if c.n == c.l {
+            c.n = s;
+        }
+        c.m = s;
+        c.updated = now;
+        if c.n != c.l {
+            self.enqueue(w, t);
+        }
+    }
+
+    /// §7 Acknowledge one pair. Returns the L the consumed notice named, if one was pending.
+    fn ack(&mut self, w: &str, t: &str) -> Option<i64> {
+        let now = self.now;
+        let c = self.cursors.get_mut(&(w.to_owned(), t.to_owned()))?;
+        if c.n == c.l {
+            return None;
+        }
+        let old_l = c.l;
+        let old_n = c.n;
+        c.l = old_n;
+        c.n = c.m.max(old_n);
+        c.updated = now;
+        let reopened = c.n != c.l;
+        self.unqueue(|qw, qt| !(qw == w && qt == t));
+        if reopened {
+            self.enqueue(w, t);
+        }
+        Some(old_l)
+    }
+
+    /// §5/§6 `record`.
+    pub fn record(&mut self, i: &Input) -> Result<Option<Ev>, &'static str> {
+        let now = self.now;
+        // Step 1: validate.
+        if i.key.is_empty()
+            || !(NOTIFY.contains(&i.kind.as_str())
+                || LOG_ONLY.contains(&i.kind.as_str())
+                || i.kind == "child_spawned")
+            || !["human", "agent", "system"].contains(&i.actor_type.as_str())
+        {
+            return Err(INVALID);
+        }
+        let agent = resolve_agent(&i.key, i.agent.as_deref())?;
+        let payload = match &i.payload {
+            None | Some(Value::Null) => None,
+            Some(v @ Value::Object(_)) => Some(v.to_string()),
+            Some(_) => return Err(INVALID),
+        };
+        let present = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+        let occurred_at = match i.occurred_at {
+            Some(v) if v.is_finite() => (v.floor() as i64).clamp(now - DAY, now),
+            _ => now,
+        };
+        let qualified = own_agent(&i.key).is_some();
+        let mut named: Vec<String> = Vec::new();
+        if qualified {
+            for w in &i.watchers {
+                if own_agent(w).is_some() && *w != i.key && !named.contains(w) {
+                    named.push(w.clone());
+                }
+            }
+        }
+        let watched = qualified && self.cursors.keys().any(|(_, t)| *t == i.key);
+        if i.only_if_watched && named.is_empty() && !watched {
+            return Ok(None);
+        }
+        // Step 2: a dedupe hit returns the first row and changes nothing, but (§6 note)
+        // SQLite's AUTOINCREMENT still consumes a value.
+        self.top_seq += 1;
+        let dedupe = present(&i.dedupe);
+        if let Some(d) = &dedupe {
+            if let Some(first) = self.events.values().find(|e| e.dedupe.as_ref() == Some(d)) {
+                return Ok(Some(first.clone()));
+            }
+        }
+        let s = self.top_seq;
+        let ev = Ev {
+            seq: s,
+            key: i.key.clone(),
+            agent: agent.clone(),
+            kind: i.kind.clone(),
+            actor_type: i.actor_type.clone(),
+            actor_id: present(&i.actor_id),
+            run_id: present(&i.run_id),
+            session_id: present(&i.session_id),
+            occurred_at,
+            summary: one_line(&i.summary),
+            payload,
+            dedupe,
+        };
+        self.events.insert(s, ev.clone());
+        // Step 3: the head.
+        let head = self
+            .heads
+            .entry((i.key.clone(), agent))
+            .or_insert(Head { last: 0, pruned: 0 });
+        head.last = head.last.max(s);
+        // Steps 4–5: watchers.
+        if qualified {
+            if i.kind == "child_spawned" {
+                for w in &named {
+                    self.seed(w, &i.key, s, true);
+                }
+            } else if NOTIFY.contains(&i.kind.as_str()) {
+                let mut all = named.clone();
+                for (w, t) in self.cursors.keys() {
+                    if *t == i.key && !all.contains(w) {
+                        all.push(w.clone());
+                    }
+                }
+                for w in all {
+                    if ev.actor_id.as_deref() != Some(w.as_str()) {
+                        self.material(&w, &i.key, s);
+                    }
+                }
+            }
+        }
+        // §6: the first record after opening prunes, then once more than an hour passed.
+        if self.last_prune.is_none_or(|t| now - t > HOUR) {
+            self.prune();
+        }
+        Ok(Some(ev))
+    }
+
+    /// §10 Prune. Returns (events deleted, cursors deleted) and restarts the hour.
+    pub fn prune(&mut self) -> (u64, u64) {
+        let cutoff = self.now - self.retention;
+        self.last_prune = Some(self.now);
+        self.prunes += 1;
+        let mut victims: Vec<i64> = self
+            .events
+            .values()
+            .filter(|e| e.occurred_at < cutoff)
+            .map(|e| e.seq)
+            .collect();
+        let survivors: Vec<i64> = self
+            .events
+            .keys()
+            .copied()
+            .filter(|s| !victims.contains(s))
+            .collect();
+        let over = survivors.len().saturating_sub(self.max_events as usize);
+        victims.extend(&survivors[..over]);
+        for s in &victims {
+            let e = &self.events[s];
+            let h = self
+                .heads
+                .get_mut(&(e.key.clone(), e.agent.clone()))
+                .expect("every event's session has a head");
+            h.pruned = h.pruned.max(*s);
+        }
+        for s in &victims {
+            self.events.remove(s);
+        }
+        let expired: Vec<(String, String)> = self
+            .cursors
+            .iter()
+            .filter(|(_, c)| c.updated < cutoff)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &expired {
+            self.cursors.remove(k);
+        }
+        self.unqueue(|w, t| !expired.contains(&(w.to_owned(), t.to_owned())));
+        (victims.len() as u64, expired.len() as u64)
+    }
+
+    /// §7 `watch`.
+    pub fn watch(&mut self, w: &str, t: &str, explicit: bool) -> Result<bool, &'static str> {
+        if w.is_empty() || t.is_empty() {
+            return Err(INVALID);
+        }
+        let Some(agent) = own_agent(t) else {
+            return Ok(false);
+        };
+        if own_agent(w).is_none() || w == t {
+            return Ok(false);
+        }
+        let key = (w.to_owned(), t.to_owned());
+        if let Some(c) = self.cursors.get_mut(&key) {
+            c.explicit |= explicit;
+            c.updated = self.now;
+            return Ok(true);
+        }
+        let head = self
+            .heads
+            .get(&(t.to_owned(), agent.to_owned()))
+            .map_or(0, |h| h.last);
+        self.seed(w, t, head, explicit);
+        Ok(true)
+    }
+
+    /// `unwatch`: true if a cursor was removed; its pending notice goes with it.
+    pub fn unwatch(&mut self, w: &str, t: &str) -> Result<bool, &'static str> {
+        if w.is_empty() || t.is_empty() {
+            return Err(INVALID);
+        }
+        let removed = self.cursors.remove(&(w.to_owned(), t.to_owned())).is_some();
+        self.unqueue(|qw, qt| !(qw == w && qt == t));
+        Ok(removed)
+    }
+
+    /// Whether some pending notice is missing from the queue (after a restart).
+    pub fn lost_notices(&self) -> bool {
+        self.cursors
+            .iter()
+            .any(|((w, t), c)| c.n != c.l && !self.queue.iter().any(|q| q.0 == *w && q.1 == *t))
+    }
+
+    /// `peek`: the watcher's notices in queue order.
+    pub fn peek(&self, w: &str) -> Vec<Queued> {
+        self.queue.iter().filter(|q| q.0 == w).cloned().collect()
+    }
+
+    /// `drain`: the watcher's notices in queue order, each acknowledged.
+    pub fn drain(&mut self, w: &str) -> Result<Vec<Queued>, &'static str> {
+        if w.is_empty() {
+            return Err(INVALID);
+        }
+        let out = self.peek(w);
+        for (_, t, _) in &out {
+            self.ack(w, t).expect("a queued notice is pending");
+        }
+        Ok(out)
+    }
+
+    /// `acknowledge`: the number of pending notices acknowledged (a repeated target once).
+    pub fn acknowledge(&mut self, w: &str, targets: &[String]) -> Result<u64, &'static str> {
+        if w.is_empty() || targets.iter().any(String::is_empty) {
+            return Err(INVALID);
+        }
+        let mut seen: Vec<&String> = Vec::new();
+        let mut count = 0;
+        for t in targets {
+            if seen.contains(&t) {
+                continue;
+            }
+            seen.push(t);
+            if self.ack(w, t).is_some() {
+                count += 1;
+            }
+        }
+        Ok(count)
+    }
+
+    /// §7 Sweep, then a prune. Returns (notices, events deleted, cursors deleted), where
+    /// notices counts the re-frozen cursors still pending after the prune (the README's
+    /// "Sweep count": one re-queued and then expired by the prune is not pending).
+    pub fn sweep(&mut self, exists: Option<&BTreeSet<String>>) -> (u64, u64, u64) {
+        let mut refrozen: Vec<(i64, String, String)> = Vec::new();
+        for ((w, t), c) in self.cursors.iter_mut() {
+            if c.m > c.l && exists.is_none_or(|e| e.contains(w)) {
+                c.n = c.m;
+                refrozen.push((c.n, w.clone(), t.clone()));
+            }
+        }
+        refrozen.sort();
+        for (_, w, t) in &refrozen {
+            self.enqueue(w, t);
+        }
+        let (events, cursors) = self.prune();
+        let still = refrozen
+            .iter()
+            .filter(|(_, w, t)| self.cursors.contains_key(&(w.clone(), t.clone())))
+            .count();
+        (still as u64, events, cursors)
+    }
+
+    /// §10 `resetSession`. Also cancels the watcher's scheduled wake (the project's choice:
+    /// nothing is left to wake it for).
+    pub fn reset(&mut self, k: &str) -> Result<(), &'static str> {
+        if k.is_empty() {
+            return Err(INVALID);
+        }
+        self.cursors.retain(|(w, _), _| w != k);
+        self.unqueue(|w, _| w != k);
+        self.wakes.remove(k);
+        Ok(())
+    }
+
+    /// §10 `deleteSession`.
+    pub fn delete(&mut self, k: &str, agent: Option<&str>) -> Result<(), &'static str> {
+        let agent = resolve_agent(k, agent)?;
+        self.events.retain(|_, e| !(e.key == k && e.agent == agent));
+        self.heads.remove(&(k.to_owned(), agent.clone()));
+        if agent == resolve_agent(k, None)? {
+            self.cursors.retain(|(w, t), _| w != k && t != k);
+            self.unqueue(|w, t| w != k && t != k);
+            self.wakes.remove(k);
+        }
+        Ok(())
+    }
+
+    /// §5 `stateVersion`.
+    pub fn state_version(&self, k: &str, agent: Option<&str>) -> Result<i64, &'static str> {
+        let agent = resolve_agent(k, agent)?;
+        Ok(self.heads.get(&(k.to_owned(), agent)).map_or(0, |h| h.last))
+    }
+
+    /// §9 `changesSince`.
+    pub fn changes_since(
+        &self,
+        k: &str,
+        after: f64,
+        agent: Option<&str>,
+        limit: Option<f64>,
+    ) -> Result<Delta, &'static str> {
+        let agent = resolve_agent(k, agent)?;
+        if !(after >= 0.0 && after.fract() == 0.0 && after <= 9_007_199_254_740_991.0) {
+            return Err(INVALID);
+        }
+        let limit = match limit {
+            None => 200,
+            Some(l) if !l.is_finite() => return Err(INVALID),
+            Some(l) => l.floor().clamp(1.0, 200.0) as usize,
+        };
+        let after = after as i64;
+        let head = self
+            .heads
+            .get(&(k.to_owned(), agent.clone()))
+            .copied()
+            .unwrap_or(Head { last: 0, pruned: 0 });
+        let mine: Vec<&Ev> = self
+            .events
+            .values()
+            .filter(|e| e.key == k && e.agent == agent)
+            .collect();
+        let newer: Vec<Ev> = mine
+            .iter()
+            .filter(|e| e.seq > after)
+            .map(|e| (*e).clone())
+            .collect();
+        let earliest = match mine.first() {
+            Some(e) => e.seq,
+            None if head.last > 0 => head.last + 1,
+            None => 0,
+        };
+        Ok(Delta {
+            state_version: head.last,
+            truncated: newer.len() > limit,
+            events: newer.into_iter().take(limit).collect(),
+            earliest,
+            gap: after < head.pruned,
+        })
+    }
+
+    /// The model's own bookkeeping must hold after every step: the queue holds pending
+    /// cursors (N != L) only, once each, naming their L, and all of them unless the store was
+    /// reopened; N sits between L and M.
+    pub fn check(&self) {
+        let mut queued: Vec<&Queued> = self.queue.iter().collect();
+        queued.sort();
+        queued.dedup();
+        assert_eq!(queued.len(), self.queue.len(), "a pair queued twice");
+        let mut pending: Vec<Queued> = self
+            .cursors
+            .iter()
+            .filter(|(_, c)| c.n != c.l)
+            .map(|((w, t), c)| (w.clone(), t.clone(), c.l))
+            .collect();
+        pending.sort();
+        let queued: Vec<Queued> = queued.into_iter().cloned().collect();
+        if self.restarted {
+            assert!(
+                queued.iter().all(|q| pending.contains(q)),
+                "queued, not pending"
+            );
+        } else {
+            assert_eq!(queued, pending, "queue != pending cursors");
+        }
+        for c in self.cursors.values() {
+            assert!(c.l <= c.n && c.n <= c.m, "{c:?}");
+        }
+    }
+}
