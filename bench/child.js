@@ -1,0 +1,80 @@
+'use strict';
+// One benchmark process for one implementation: `node bench/child.js addon|reference`.
+// Driven by bench/run.js over IPC: `setup` builds a workload's fixtures, `round` returns one
+// timed sample, `rss` measures memory (only in a fresh process), `exit` cleans up.
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { WORKLOADS, buildHundredThousandCursors } = require('./workloads');
+
+const impl = process.argv[2];
+const Impl =
+  impl === 'addon'
+    ? require('..').SessionState
+    : require('./reference/session-state').ReferenceSessionState;
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), `session-awareness-bench-${impl}-`));
+const errors = [];
+const open = (file, extra = {}) =>
+  new Impl(file, { wake: () => {}, onError: (err) => errors.push(err), ...extra });
+const shared = {};
+const contexts = new Map();
+
+function checkErrors() {
+  if (errors.length > 0) {
+    const err = errors[0];
+    errors.length = 0;
+    throw new Error(`onError was called: ${err.code}: ${err.message}`);
+  }
+}
+
+function rssMiB() {
+  global.gc();
+  global.gc();
+  return process.memoryUsage().rss / (1024 * 1024);
+}
+
+async function handle(msg) {
+  switch (msg.cmd) {
+    case 'setup': {
+      const ctx = { dir, open, shared };
+      contexts.set(msg.index, ctx);
+      WORKLOADS[msg.index].setup(ctx);
+      checkErrors();
+      return {};
+    }
+    case 'round': {
+      const ns = await WORKLOADS[msg.index].round(contexts.get(msg.index));
+      checkErrors();
+      return { ns };
+    }
+    case 'rss': {
+      const store = open(path.join(dir, 'rss.sqlite'));
+      const baseline = rssMiB();
+      buildHundredThousandCursors(store);
+      let pending = 0;
+      for (let i = 0; i < 100; i++) pending += store.peek(`agent:w${i}:main`).length;
+      if (pending !== 100_000) throw new Error(`${pending} notices pending, expected 100,000`);
+      checkErrors();
+      const rss = rssMiB();
+      store.close();
+      return { baseline, rss };
+    }
+    default:
+      throw new Error(`unknown command ${msg.cmd}`);
+  }
+}
+
+process.on('message', (msg) => {
+  if (msg.cmd === 'exit') {
+    for (const ctx of contexts.values()) ctx.store?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    process.disconnect();
+    return;
+  }
+  handle(msg).then(
+    (reply) => process.send({ ok: true, ...reply }),
+    (err) => process.send({ ok: false, error: String(err && err.stack) }),
+  );
+});

@@ -1,0 +1,259 @@
+'use strict';
+// `npm run bench`: the addon, the reference (bench/reference/) and the raw SQLite limit
+// (crates/core/benches/raw_record.rs) on the same workloads, in one run.
+//
+// 1. The behaviour check (bench/check-behaviour.js) runs on both implementations first.
+// 2. One process per implementation (bench/child.js) and the raw benchmark in its `--serve`
+//    mode are started; each workload's rounds are interleaved between them, so every
+//    implementation sees the same machine load. Medians of the rounds are reported.
+// 3. RSS is measured in a fresh process per implementation.
+// It prints one table (Markdown) and writes the raw samples to .tmp/bench-results.json.
+
+const { fork, spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+const { checkBehaviour } = require('./check-behaviour');
+const { WORKLOADS } = require('./workloads');
+
+const ROOT = path.join(__dirname, '..');
+const ROUNDS = Number(process.env.BENCH_ROUNDS) || 15;
+const ONE_SHOT_ROUNDS = Number(process.env.BENCH_ONE_SHOT_ROUNDS) || 7;
+const RAW_INDEX = {
+  'record notify, 1 watcher': 0,
+  'record notify, 100 watchers': 1,
+  'record log-only': 2,
+};
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+function formatNs(ns) {
+  if (ns < 1e3) return `${ns.toFixed(0)} ns`;
+  if (ns < 1e6) return `${(ns / 1e3).toFixed(ns < 1e4 ? 2 : 1)} µs`;
+  if (ns < 1e9) return `${(ns / 1e6).toFixed(ns < 1e7 ? 2 : 1)} ms`;
+  return `${(ns / 1e9).toFixed(2)} s`;
+}
+
+function machine() {
+  const cpu = (fs.readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/) || [])[1];
+  let rustc = 'unknown';
+  try {
+    rustc = require('node:child_process').execFileSync('rustc', ['--version'], { cwd: ROOT }).toString().trim();
+  } catch {
+    // Only informative.
+  }
+  return {
+    cpu: cpu || os.cpus()[0].model,
+    cores: os.cpus().length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    kernel: os.release(),
+    node: process.version,
+    rustc,
+    loadAverage: os.loadavg().map((x) => x.toFixed(2)).join(' '),
+  };
+}
+
+/** A child process of one implementation, answering one request at a time. */
+function startChild(impl) {
+  const child = fork(path.join(__dirname, 'child.js'), [impl], { execArgv: ['--expose-gc'] });
+  let waiting = null;
+  child.on('message', (msg) => {
+    const w = waiting;
+    waiting = null;
+    if (msg.ok) w.resolve(msg);
+    else w.reject(new Error(`${impl}: ${msg.error}`));
+  });
+  child.on('exit', (code) => {
+    if (waiting) waiting.reject(new Error(`${impl} process exited with ${code}`));
+  });
+  return {
+    ask(msg) {
+      return new Promise((resolve, reject) => {
+        waiting = { resolve, reject };
+        child.send(msg);
+      });
+    },
+    stop() {
+      child.send({ cmd: 'exit' });
+    },
+  };
+}
+
+/** The raw benchmark in `--serve` mode: one line in, one sample out. */
+async function startRaw() {
+  const proc = spawn(
+    'cargo',
+    ['bench', '-q', '-p', 'session-awareness-core', '--bench', 'raw_record', '--', '--serve'],
+    { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const lines = readline.createInterface({ input: proc.stdout })[Symbol.asyncIterator]();
+  const next = async () => {
+    const { value, done } = await lines.next();
+    if (done) throw new Error('the raw benchmark exited');
+    return value;
+  };
+  if ((await next()) !== 'ready') throw new Error('the raw benchmark did not start');
+  return {
+    async round(index, mode, ops) {
+      proc.stdin.write(`${index} ${mode} ${ops}\n`);
+      return Number(await next());
+    },
+    stop() {
+      proc.stdin.end();
+    },
+  };
+}
+
+async function behaviourChecks() {
+  const { SessionState } = require('..');
+  const { ReferenceSessionState } = require('./reference/session-state');
+  for (const [name, Impl] of [
+    ['addon', SessionState],
+    ['reference', ReferenceSessionState],
+  ]) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `session-awareness-check-${name}-`));
+    try {
+      const checks = await checkBehaviour((file, options) => new Impl(file, options), dir);
+      console.log(`behaviour check, ${name}: ${checks.length} checks passed`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+
+async function measure() {
+  const addon = startChild('addon');
+  const reference = startChild('reference');
+  console.log('starting the raw SQLite benchmark (cargo bench; the first run compiles it)…');
+  const raw = await startRaw();
+  const samples = {};
+  try {
+    for (const [index, w] of WORKLOADS.entries()) {
+      const impls = w.addonOnly ? [['addon', addon]] : [['addon', addon], ['reference', reference]];
+      const s = { addon: [], reference: [], rawHot: [], rawBackground: [] };
+      for (const [, c] of impls) await c.ask({ cmd: 'setup', index });
+      const rounds = w.oneShot ? ONE_SHOT_ROUNDS : ROUNDS + 1;
+      for (let r = 0; r < rounds; r++) {
+        // The first round of a per-operation workload only warms up.
+        const keep = w.oneShot || r > 0;
+        for (const [name, c] of impls) {
+          const { ns } = await c.ask({ cmd: 'round', index });
+          if (keep) s[name].push(ns);
+        }
+        if (w.name in RAW_INDEX) {
+          const hot = await raw.round(RAW_INDEX[w.name], 'hot', w.ops);
+          const bg = await raw.round(RAW_INDEX[w.name], 'bg', w.ops);
+          if (keep) {
+            s.rawHot.push(hot);
+            s.rawBackground.push(bg);
+          }
+        }
+      }
+      samples[w.name] = s;
+      const shown = impls.map(([name]) => `${name} ${formatNs(median(s[name]))}`).join(', ');
+      console.log(`  ${w.name}: ${shown}`);
+    }
+  } finally {
+    addon.stop();
+    reference.stop();
+    raw.stop();
+  }
+  for (const impl of ['addon', 'reference']) {
+    const c = startChild(impl);
+    samples[`rss ${impl}`] = await c.ask({ cmd: 'rss' });
+    c.stop();
+  }
+  return samples;
+}
+
+function table(samples) {
+  const m = (name, impl) => median(samples[name][impl]);
+  const rows = [];
+  const row = (operation, addon, reference, ratio, target, met) =>
+    rows.push({ operation, addon, reference, ratio, target, met: met === null ? '—' : met ? 'yes' : 'NO' });
+  for (const name of Object.keys(RAW_INDEX)) {
+    const a = m(name, 'addon');
+    const r = m(name, 'reference');
+    const bg = m(name, 'rawBackground');
+    const hot = m(name, 'rawHot');
+    const rate = (ns) => `${Math.round(1e9 / ns).toLocaleString('en-US')}/s`;
+    row(name, `${formatNs(a)} (${rate(a)})`, `${formatNs(r)} (${rate(r)})`, `${(r / a).toFixed(2)}× faster`, '≥ 2.5×', r / a >= 2.5);
+    row(
+      `${name} vs raw SQL (checkpoint in background)`,
+      formatNs(a),
+      `raw ${formatNs(bg)} (on the hot path: ${formatNs(hot)})`,
+      `${(a / bg).toFixed(2)}× raw`,
+      '≤ 1.25× raw',
+      a / bg <= 1.25,
+    );
+  }
+  const pair = (name, label, target, goal) => {
+    const a = m(name, 'addon');
+    const r = m(name, 'reference');
+    row(label || name, formatNs(a), formatNs(r), `${(r / a).toFixed(2)}× faster`, target, goal ? r / a >= goal : null);
+  };
+  pair('changesSince of 200 events', null, '≥ 2×', 2);
+  pair('stateVersions of 500 keys', null, '—', null);
+  pair('drain, nothing pending', null, '—', null);
+  {
+    const a = m('drain, nothing pending', 'addon');
+    const noop = m('empty napi call (isClosed)', 'addon');
+    row('drain, nothing pending vs an empty napi call', formatNs(a), `isClosed ${formatNs(noop)}`, `${(a / noop).toFixed(2)}× the empty call`, '≤ 1.5×', a / noop <= 1.5);
+  }
+  pair('drain of 1 pending notice', null, '—', null);
+  pair('sweep over 100,000 cursors', null, '≥ 3×', 3);
+  pair('prune 60,000 -> 50,000 rows (total)', 'prune 60,000 → 50,000 rows, total', '—', null);
+  {
+    const name = 'prune 60,000 -> 50,000 rows (longest JS stall)';
+    const a = m(name, 'addon');
+    const r = m(name, 'reference');
+    row('prune 60,000 → 50,000 rows, longest JS stall (automatic prune)', formatNs(a), formatNs(r), `${(r / a).toFixed(1)}× shorter`, '≤ 20 ms', a <= 20e6);
+  }
+  pair('open a database of 50,000 events', null, '—', null);
+  {
+    const a = samples['rss addon'];
+    const r = samples['rss reference'];
+    row(
+      'RSS at 100,000 cursors and 100,000 pending notices',
+      `${a.rss.toFixed(1)} MiB (+${(a.rss - a.baseline).toFixed(1)})`,
+      `${r.rss.toFixed(1)} MiB (+${(r.rss - r.baseline).toFixed(1)})`,
+      `${(r.rss / a.rss).toFixed(2)}× smaller`,
+      '≤ 64 MiB',
+      a.rss <= 64,
+    );
+  }
+  return rows;
+}
+
+function printTable(rows) {
+  const cols = ['operation', 'addon', 'reference', 'ratio', 'target', 'met'];
+  const head = ['Operation', 'Addon (median)', 'Reference or baseline (median)', 'Ratio', 'Target', 'Met'];
+  const lines = [head, head.map(() => '---'), ...rows.map((r) => cols.map((c) => String(r[c])))];
+  return lines.map((l) => `| ${l.join(' | ')} |`).join('\n');
+}
+
+async function main() {
+  const info = machine();
+  console.log(`${info.cpu}, ${info.cores} cores, ${info.memoryGiB} GiB, Linux ${info.kernel}`);
+  console.log(`Node ${info.node}, ${info.rustc}, load average ${info.loadAverage}`);
+  await behaviourChecks();
+  const samples = await measure();
+  const rows = table(samples);
+  const text = printTable(rows);
+  console.log(`\n${text}\n`);
+  console.log(`rounds: ${ROUNDS} per operation-rate workload (after one warm-up), ${ONE_SHOT_ROUNDS} per one-shot workload; load average at the end ${machine().loadAverage}`);
+  fs.mkdirSync(path.join(ROOT, '.tmp'), { recursive: true });
+  fs.writeFileSync(
+    path.join(ROOT, '.tmp', 'bench-results.json'),
+    JSON.stringify({ machine: info, rounds: { ROUNDS, ONE_SHOT_ROUNDS }, samples, table: text }, null, 2),
+  );
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

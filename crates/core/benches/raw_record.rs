@@ -1,0 +1,259 @@
+//! The physical limit of a `record` on this machine: the bare SQL transaction the store runs
+//! per event (insert, head upsert, cursor update), through prepared cached statements, with
+//! no validation, no queue and no binding in the way.
+//!
+//! Each workload runs twice: with SQLite's automatic checkpoint (every 1,000 WAL pages, inside
+//! the commit that crosses the threshold: on the hot path) and with `wal_autocheckpoint=0`
+//! plus a checkpointer thread on its own connection, woken by the WAL hook.
+//!
+//! `cargo bench -p session-awareness-core --bench raw_record` prints one line per workload and
+//! a last line `RAW_RESULTS <json>` that `npm run bench` reads.
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::Instant;
+
+use rusqlite::{params, Connection, TransactionBehavior};
+use session_awareness_core::schema;
+
+/// Records per round, rounds measured, and rounds thrown away first.
+const OPS: usize = 2_000;
+const ROUNDS: usize = 9;
+const WARMUP: usize = 1;
+/// WAL pages after which a checkpoint is due: SQLite's own default.
+const CHECKPOINT_PAGES: i32 = 1_000;
+
+const INSERT: &str =
+    "INSERT INTO session_state_events (dedupe_key, session_key, session_id, agent_id, kind, \
+     actor_type, actor_id, run_id, occurred_at, summary, payload_json) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+     ON CONFLICT (dedupe_key) DO NOTHING RETURNING sequence";
+const HEAD: &str = "INSERT INTO session_state_heads (session_key, agent_id, last_sequence, pruned_max_sequence, updated_at) \
+     VALUES (?1, ?2, ?3, 0, ?4) \
+     ON CONFLICT (session_key, agent_id) DO UPDATE SET \
+     last_sequence = max(last_sequence, excluded.last_sequence), updated_at = excluded.updated_at";
+const CURSORS: &str = "UPDATE session_watch_cursors SET \
+     notified_sequence = CASE WHEN notified_sequence = last_seen_sequence THEN ?2 ELSE notified_sequence END, \
+     material_sequence = ?2, updated_at = ?4 \
+     WHERE target_session_key = ?1 AND watcher_session_key IS NOT ?3 \
+     RETURNING watcher_session_key, last_seen_sequence, notified_sequence, provenance";
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Checkpoint {
+    /// SQLite's default: the committing call runs it.
+    HotPath,
+    /// `wal_autocheckpoint=0`; a thread with its own connection checkpoints.
+    Background,
+}
+
+struct Workload {
+    name: &'static str,
+    kind: &'static str,
+    watchers: usize,
+}
+
+const WORKLOADS: [Workload; 3] = [
+    Workload {
+        name: "record notify, 1 watcher",
+        kind: "human_direct_message",
+        watchers: 1,
+    },
+    Workload {
+        name: "record notify, 100 watchers",
+        kind: "human_direct_message",
+        watchers: 100,
+    },
+    Workload {
+        name: "record log-only",
+        kind: "run_completed",
+        watchers: 0,
+    },
+];
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// One record: the transaction the store commits for it.
+fn record(conn: &mut Connection, target: &str, kind: &str, now: i64) -> rusqlite::Result<usize> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let seq: i64 = tx.prepare_cached(INSERT)?.query_row(
+        params![
+            None::<&str>,
+            target,
+            None::<&str>,
+            "main",
+            kind,
+            "human",
+            Some("telegram:42"),
+            None::<&str>,
+            now,
+            "human message via telegram",
+            Some(r#"{"channel":"telegram"}"#),
+        ],
+        |r| r.get(0),
+    )?;
+    tx.prepare_cached(HEAD)?
+        .execute(params![target, "main", seq, now])?;
+    let mut pending = 0;
+    if kind == "human_direct_message" {
+        let mut stmt = tx.prepare_cached(CURSORS)?;
+        let mut rows = stmt.query(params![target, seq, Some("telegram:42"), now])?;
+        while let Some(r) = rows.next()? {
+            let watcher: String = r.get(0)?;
+            let l: i64 = r.get(1)?;
+            let n: i64 = r.get(2)?;
+            let provenance: String = r.get(3)?;
+            if n != l && !watcher.is_empty() && !provenance.is_empty() {
+                pending += 1;
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(pending)
+}
+
+/// A checkpointer on its own connection, woken whenever a commit leaves the WAL past
+/// [`CHECKPOINT_PAGES`]. Dropping the sender stops it.
+fn start_checkpointer(path: &str, conn: &mut Connection) -> thread::JoinHandle<()> {
+    let (tx, rx) = mpsc::sync_channel::<()>(1);
+    conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: i32| {
+        if pages >= CHECKPOINT_PAGES {
+            // A full channel means a checkpoint is already due: nothing to add.
+            let _ = tx.try_send(());
+        }
+        Ok(())
+    }))
+    .unwrap();
+    let checkpointer = schema::open(path, 30_000).unwrap();
+    thread::spawn(move || {
+        while rx.recv().is_ok() {
+            checkpointer
+                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                .unwrap();
+        }
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// One workload in one checkpoint mode, on its own database file.
+struct Bed {
+    conn: Connection,
+    kind: &'static str,
+    checkpointer: Option<thread::JoinHandle<()>>,
+}
+
+const TARGET: &str = "agent:main:subagent:target";
+
+impl Bed {
+    fn new(dir: &std::path::Path, w: &Workload, mode: Checkpoint) -> Bed {
+        let tag = match mode {
+            Checkpoint::HotPath => "hot",
+            Checkpoint::Background => "bg",
+        };
+        let path = dir.join(format!("raw-{}-{}-{tag}.sqlite", w.kind, w.watchers));
+        let path = path.to_str().unwrap().to_owned();
+        let mut conn = schema::open(&path, 30_000).unwrap();
+        for i in 0..w.watchers {
+            conn.execute(
+                "INSERT INTO session_watch_cursors VALUES (?1, ?2, 0, 0, 0, 'explicit', ?3)",
+                params![format!("agent:w{i}:main"), TARGET, now_ms()],
+            )
+            .unwrap();
+        }
+        let checkpointer =
+            (mode == Checkpoint::Background).then(|| start_checkpointer(&path, &mut conn));
+        Bed {
+            conn,
+            kind: w.kind,
+            checkpointer,
+        }
+    }
+
+    /// Runs `ops` records; returns nanoseconds per record.
+    fn round(&mut self, ops: usize) -> f64 {
+        let now = now_ms();
+        let start = Instant::now();
+        for _ in 0..ops {
+            std::hint::black_box(record(&mut self.conn, TARGET, self.kind, now).unwrap());
+        }
+        start.elapsed().as_nanos() as f64 / ops as f64
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        // Removing the hook drops the channel's sender, which stops the checkpointer.
+        self.conn
+            .wal_hook(None::<fn(&mut rusqlite::hooks::Wal, i32) -> rusqlite::Result<()>>)
+            .unwrap();
+        if let Some(handle) = self.checkpointer.take() {
+            handle.join().unwrap();
+        }
+    }
+}
+
+const MODES: [Checkpoint; 2] = [Checkpoint::HotPath, Checkpoint::Background];
+
+/// `--serve`: builds every bed, prints `ready`, then answers each stdin line
+/// `<workload index> <hot|bg> <ops>` with one line: nanoseconds per record of one round.
+/// `npm run bench` uses it to interleave these rounds with the addon's in time.
+fn serve(dir: &std::path::Path) {
+    let mut beds: Vec<Vec<Bed>> = WORKLOADS
+        .iter()
+        .map(|w| MODES.iter().map(|&m| Bed::new(dir, w, m)).collect())
+        .collect();
+    println!("ready");
+    for line in std::io::stdin().lines() {
+        let line = line.unwrap();
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        let [w, mode, ops] = parts[..] else {
+            break;
+        };
+        let w: usize = w.parse().unwrap();
+        let m = usize::from(mode == "bg");
+        let ops: usize = ops.parse().unwrap();
+        println!("{:.0}", beds[w][m].round(ops));
+    }
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    if std::env::args().any(|a| a == "--serve") {
+        serve(dir.path());
+        return;
+    }
+    let mut json = Vec::new();
+    for w in &WORKLOADS {
+        let mut beds: Vec<Bed> = MODES.iter().map(|&m| Bed::new(dir.path(), w, m)).collect();
+        let mut samples = [Vec::new(), Vec::new()];
+        // Alternate the two modes round by round so both see the same machine load.
+        for round in 0..WARMUP + ROUNDS {
+            for (i, bed) in beds.iter_mut().enumerate() {
+                let ns = bed.round(OPS);
+                if round >= WARMUP {
+                    samples[i].push(ns);
+                }
+            }
+        }
+        let [hot, bg] = samples.map(median);
+        println!(
+            "{:<30} checkpoint on the hot path {:>8.2} µs/record   in the background {:>8.2} µs/record",
+            w.name,
+            hot / 1e3,
+            bg / 1e3
+        );
+        json.push(format!(
+            r#""{}":{{"hotNs":{hot:.0},"backgroundNs":{bg:.0}}}"#,
+            w.name
+        ));
+    }
+    println!("RAW_RESULTS {{{}}}", json.join(","));
+}
