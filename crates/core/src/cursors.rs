@@ -2,6 +2,9 @@
 //! M (latest material event) per (watcher, target). The rows are the truth; the queue is a
 //! cache of the ones with N != L.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
@@ -60,8 +63,8 @@ pub struct Cursor {
 pub struct Pending {
     /// The watcher.
     pub watcher: String,
-    /// The target.
-    pub target: String,
+    /// The target, shared by the cursors of one change (the notice queue keeps it as is).
+    pub target: Arc<str>,
     /// L, the position the notice names.
     pub last_seen: i64,
     /// N.
@@ -127,7 +130,7 @@ pub fn seed(
 /// watcher caused it (self-suppression). Returns the cursors whose notice is pending after it.
 pub fn material_update(
     conn: &Connection,
-    target: &str,
+    target: &Arc<str>,
     sequence: i64,
     actor_id: Option<&str>,
     now: i64,
@@ -139,10 +142,10 @@ pub fn material_update(
          WHERE target_session_key = ?1 AND watcher_session_key IS NOT ?3 \
          RETURNING watcher_session_key, last_seen_sequence, notified_sequence, provenance",
     )?;
-    let rows = stmt.query_map(params![target, sequence, actor_id, now], |r| {
+    let rows = stmt.query_map(params![&**target, sequence, actor_id, now], |r| {
         Ok(Pending {
             watcher: r.get(0)?,
-            target: target.to_owned(),
+            target: Arc::clone(target),
             last_seen: r.get(1)?,
             notified: r.get(2)?,
             provenance: provenance_col(r.get(3)?)?,
@@ -163,7 +166,7 @@ pub fn material_update(
 pub fn material_insert(
     conn: &Connection,
     watcher: &str,
-    target: &str,
+    target: &Arc<str>,
     sequence: i64,
     now: i64,
 ) -> Result<Option<Pending>> {
@@ -174,10 +177,10 @@ pub fn material_insert(
              VALUES (?1, ?2, 0, ?3, ?3, 'explicit', ?4) \
              ON CONFLICT (watcher_session_key, target_session_key) DO NOTHING",
         )?
-        .execute(params![watcher, target, sequence, now])?;
+        .execute(params![watcher, &**target, sequence, now])?;
     Ok((n == 1 && sequence != 0).then(|| Pending {
         watcher: watcher.to_owned(),
-        target: target.to_owned(),
+        target: Arc::clone(target),
         last_seen: 0,
         notified: sequence,
         provenance: Provenance::Explicit,
@@ -248,7 +251,7 @@ pub fn acknowledge(
         old_last_seen: c.last_seen,
         after: Pending {
             watcher: watcher.to_owned(),
-            target: target.to_owned(),
+            target: Arc::from(target),
             last_seen: new_l,
             notified: new_n,
             provenance: c.provenance,
@@ -272,10 +275,21 @@ pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pendin
     const RETURNING: &str =
         "RETURNING watcher_session_key, target_session_key, last_seen_sequence, \
                              notified_sequence, provenance";
-    let map = |r: &rusqlite::Row<'_>| {
+    // The cursors of one target share one string, as they do when a record queues them.
+    let mut targets: HashMap<String, Arc<str>> = HashMap::new();
+    let mut map = |r: &rusqlite::Row<'_>| {
+        let target: String = r.get(1)?;
+        let target = match targets.get(&target) {
+            Some(t) => Arc::clone(t),
+            None => {
+                let t: Arc<str> = Arc::from(target.as_str());
+                targets.insert(target, Arc::clone(&t));
+                t
+            }
+        };
         Ok(Pending {
             watcher: r.get(0)?,
-            target: r.get(1)?,
+            target,
             last_seen: r.get(2)?,
             notified: r.get(3)?,
             provenance: provenance_col(r.get(4)?)?,
@@ -288,7 +302,7 @@ pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pendin
                 "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
                  WHERE material_sequence > last_seen_sequence {RETURNING}"
             );
-            for p in conn.prepare_cached(&sql)?.query_map([], map)? {
+            for p in conn.prepare_cached(&sql)?.query_map([], &mut map)? {
                 out.push(p?);
             }
         }
@@ -299,7 +313,7 @@ pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pendin
             );
             let mut stmt = conn.prepare_cached(&sql)?;
             for w in watchers {
-                for p in stmt.query_map([w], map)? {
+                for p in stmt.query_map([w], &mut map)? {
                     out.push(p?);
                 }
             }
@@ -321,7 +335,7 @@ pub fn pending_of(conn: &Connection, watcher: &str) -> Result<Vec<Pending>> {
     let rows = stmt.query_map([watcher], |r| {
         Ok(Pending {
             watcher: watcher.to_owned(),
-            target: r.get(0)?,
+            target: Arc::from(r.get::<_, String>(0)?),
             last_seen: r.get(1)?,
             notified: r.get(2)?,
             provenance: provenance_col(r.get(3)?)?,
@@ -336,10 +350,11 @@ pub fn on_target(conn: &Connection, target: &str) -> Result<Vec<Pending>> {
         "SELECT watcher_session_key, last_seen_sequence, notified_sequence, provenance \
          FROM session_watch_cursors WHERE target_session_key = ?1 ORDER BY watcher_session_key",
     )?;
+    let shared: Arc<str> = Arc::from(target);
     let rows = stmt.query_map([target], |r| {
         Ok(Pending {
             watcher: r.get(0)?,
-            target: target.to_owned(),
+            target: Arc::clone(&shared),
             last_seen: r.get(1)?,
             notified: r.get(2)?,
             provenance: provenance_col(r.get(3)?)?,

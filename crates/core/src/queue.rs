@@ -1,8 +1,14 @@
 //! The in-memory pending-notice queue (§7): a cache of the cursor rows whose notice is open.
 //!
-//! At most one entry per (watcher, target). Entries keep the order in which they entered.
+//! At most one entry per (watcher, target), in the order the entries entered. An entry holds
+//! only its target (shared between the watchers of one change) and the position L it names:
+//! the notice text and context key are derived from them when a notice is handed out, so a
+//! gateway with 100,000 pending notices keeps about 50 bytes per notice, not a few hundred.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
 
 use crate::keys;
 
@@ -34,60 +40,78 @@ impl Notice {
     }
 }
 
-/// Pending notices per watcher, in arrival order.
+/// One queued entry: the target and the position L its notice names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Queued {
+    /// The session that changed.
+    pub target: Arc<str>,
+    /// L.
+    pub changes_since: i64,
+}
+
+/// Pending notices per watcher, in arrival order, each found by its target in O(1).
 #[derive(Debug, Default)]
 pub struct NoticeQueue {
-    by_watcher: HashMap<String, Vec<Notice>>,
+    by_watcher: HashMap<Box<str>, IndexMap<Arc<str>, i64>>,
 }
 
 impl NoticeQueue {
     /// Queues a notice unless the pair already has one. Returns true when it entered.
     pub fn push(&mut self, watcher: &str, target: &str, last_seen: i64) -> bool {
-        let list = self.by_watcher.entry(watcher.to_owned()).or_default();
-        if list.iter().any(|n| n.target_key == target) {
+        if self.contains(watcher, target) {
             return false;
         }
-        list.push(Notice::new(watcher, target, last_seen));
+        self.insert(watcher, Arc::from(target), last_seen);
         true
     }
 
+    fn insert(&mut self, watcher: &str, target: Arc<str>, last_seen: i64) {
+        match self.by_watcher.get_mut(watcher) {
+            Some(list) => {
+                list.insert(target, last_seen);
+            }
+            None => {
+                let mut list = IndexMap::with_capacity(1);
+                list.insert(target, last_seen);
+                self.by_watcher.insert(watcher.into(), list);
+            }
+        }
+    }
+
     /// Replaces the pair's notice if its position differs (another process acknowledged it
-    /// and a fresh one opened), else queues it. Returns true when a notice entered.
-    pub fn upsert(&mut self, watcher: &str, target: &str, last_seen: i64) -> bool {
+    /// and a fresh one opened), else queues it. Returns true when a notice entered. The
+    /// target is shared, not copied: the watchers of one change hold one string.
+    pub fn upsert(&mut self, watcher: &str, target: &Arc<str>, last_seen: i64) -> bool {
         if let Some(list) = self.by_watcher.get_mut(watcher) {
-            if let Some(n) = list.iter_mut().find(|n| n.target_key == target) {
-                if n.changes_since == last_seen {
+            if let Some(i) = list.get_index_of(&**target) {
+                if list[i] == last_seen {
                     return false;
                 }
                 // The old notice was consumed elsewhere; this is a new one, so it goes last.
-                list.retain(|n| n.target_key != target);
+                list.shift_remove_index(i);
             }
         }
-        self.push(watcher, target, last_seen)
+        self.insert(watcher, Arc::clone(target), last_seen);
+        true
     }
 
     /// True when the pair has a queued notice.
     pub fn contains(&self, watcher: &str, target: &str) -> bool {
         self.by_watcher
             .get(watcher)
-            .is_some_and(|l| l.iter().any(|n| n.target_key == target))
+            .is_some_and(|l| l.contains_key(target))
     }
 
     /// The position (L) the pair's queued notice names, if it has one.
     pub fn position(&self, watcher: &str, target: &str) -> Option<i64> {
-        self.by_watcher
-            .get(watcher)?
-            .iter()
-            .find(|n| n.target_key == target)
-            .map(|n| n.changes_since)
+        self.by_watcher.get(watcher)?.get(target).copied()
     }
 
     /// Every queued (watcher, target) pair.
     pub fn pairs(&self) -> Vec<(String, String)> {
         self.by_watcher
-            .values()
-            .flatten()
-            .map(|n| (n.watcher_key.clone(), n.target_key.clone()))
+            .iter()
+            .flat_map(|(w, list)| list.keys().map(|t| (w.to_string(), t.to_string())))
             .collect()
     }
 
@@ -98,12 +122,23 @@ impl NoticeQueue {
 
     /// The watcher's notices, in order, without removing them.
     pub fn peek(&self, watcher: &str) -> Vec<Notice> {
-        self.by_watcher.get(watcher).cloned().unwrap_or_default()
+        self.by_watcher.get(watcher).map_or_else(Vec::new, |l| {
+            l.iter()
+                .map(|(target, &since)| Notice::new(watcher, target, since))
+                .collect()
+        })
     }
 
-    /// Removes and returns the watcher's notices, in order.
-    pub fn take(&mut self, watcher: &str) -> Vec<Notice> {
-        self.by_watcher.remove(watcher).unwrap_or_default()
+    /// Removes and returns the watcher's entries, in order.
+    pub fn take(&mut self, watcher: &str) -> Vec<Queued> {
+        self.by_watcher.remove(watcher).map_or_else(Vec::new, |l| {
+            l.into_iter()
+                .map(|(target, changes_since)| Queued {
+                    target,
+                    changes_since,
+                })
+                .collect()
+        })
     }
 
     /// Drops the pair's notice. Returns true if there was one.
@@ -111,9 +146,7 @@ impl NoticeQueue {
         let Some(list) = self.by_watcher.get_mut(watcher) else {
             return false;
         };
-        let before = list.len();
-        list.retain(|n| n.target_key != target);
-        let removed = list.len() != before;
+        let removed = list.shift_remove(target).is_some();
         if list.is_empty() {
             self.by_watcher.remove(watcher);
         }
@@ -128,14 +161,14 @@ impl NoticeQueue {
     /// Drops every notice whose target is `target`.
     pub fn remove_target(&mut self, target: &str) {
         self.by_watcher.retain(|_, list| {
-            list.retain(|n| n.target_key != target);
+            list.shift_remove(target);
             !list.is_empty()
         });
     }
 
     /// The number of queued notices.
     pub fn len(&self) -> usize {
-        self.by_watcher.values().map(Vec::len).sum()
+        self.by_watcher.values().map(IndexMap::len).sum()
     }
 
     /// True when nothing is queued.
@@ -145,7 +178,7 @@ impl NoticeQueue {
 
     /// Every watcher that has queued notices.
     pub fn watchers(&self) -> impl Iterator<Item = &str> {
-        self.by_watcher.keys().map(String::as_str)
+        self.by_watcher.keys().map(|w| &**w)
     }
 }
 
@@ -153,23 +186,54 @@ impl NoticeQueue {
 mod tests {
     use super::*;
 
+    fn order(q: &NoticeQueue, w: &str) -> Vec<(String, i64)> {
+        q.peek(w)
+            .into_iter()
+            .map(|n| (n.target_key, n.changes_since))
+            .collect()
+    }
+
     #[test]
     fn one_notice_per_pair_in_arrival_order() {
         let mut q = NoticeQueue::default();
         assert!(q.push("w", "b", 3));
         assert!(q.push("w", "a", 1));
         assert!(!q.push("w", "b", 9));
-        let p = q.peek("w");
-        assert_eq!(
-            p.iter()
-                .map(|n| (n.target_key.as_str(), n.changes_since))
-                .collect::<Vec<_>>(),
-            [("b", 3), ("a", 1)]
-        );
+        assert_eq!(order(&q, "w"), [("b".into(), 3), ("a".into(), 1)]);
         assert!(q.has_any("w"));
-        assert_eq!(q.take("w").len(), 2);
+        assert_eq!(
+            q.take("w"),
+            [
+                Queued {
+                    target: "b".into(),
+                    changes_since: 3
+                },
+                Queued {
+                    target: "a".into(),
+                    changes_since: 1
+                }
+            ]
+        );
         assert!(!q.has_any("w"));
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn notices_are_built_when_handed_out() {
+        let mut q = NoticeQueue::default();
+        q.push("agent:main:main", "agent:main:subagent:c", 7);
+        assert_eq!(
+            q.peek("agent:main:main"),
+            [Notice {
+                watcher_key: "agent:main:main".into(),
+                target_key: "agent:main:subagent:c".into(),
+                changes_since: 7,
+                text: "Session \"agent:main:subagent:c\" changed (other actor). Reconcile before \
+                       acting: session_status sessionKey \"agent:main:subagent:c\" changesSince 7."
+                    .into(),
+                context_key: "session-state:6167656e743a6d61696e3a7375626167656e743a63".into(),
+            }]
+        );
     }
 
     #[test]
@@ -177,8 +241,12 @@ mod tests {
         let mut q = NoticeQueue::default();
         q.push("w", "a", 1);
         q.push("w", "b", 1);
-        assert!(!q.upsert("w", "a", 1));
-        assert!(q.upsert("w", "a", 5));
+        let a: Arc<str> = Arc::from("a");
+        assert!(!q.upsert("w", &a, 1));
+        assert!(q.upsert("w", &a, 5));
+        assert_eq!(order(&q, "w"), [("b".into(), 1), ("a".into(), 5)]);
+        assert!(q.upsert("v", &a, 2));
+        assert_eq!(order(&q, "v"), [("a".into(), 2)]);
         assert_eq!(q.position("w", "a"), Some(5));
         assert_eq!(q.position("w", "c"), None);
         assert_eq!(q.position("x", "a"), None);
@@ -187,29 +255,38 @@ mod tests {
         assert_eq!(
             pairs,
             [
+                ("v".to_owned(), "a".to_owned()),
                 ("w".to_owned(), "a".to_owned()),
                 ("w".to_owned(), "b".to_owned())
             ]
         );
-        let p = q.peek("w");
-        assert_eq!(
-            p.iter()
-                .map(|n| (n.target_key.as_str(), n.changes_since))
-                .collect::<Vec<_>>(),
-            [("b", 1), ("a", 5)]
-        );
     }
 
     #[test]
-    fn removals() {
+    fn removals_keep_the_order_of_the_rest() {
         let mut q = NoticeQueue::default();
         q.push("w1", "t", 0);
         q.push("w2", "t", 0);
         q.push("w2", "u", 0);
+        q.push("w2", "v", 0);
         q.remove_target("t");
-        assert_eq!(q.len(), 1);
+        assert_eq!(q.len(), 2);
         assert!(q.remove("w2", "u"));
         assert!(!q.remove("w2", "u"));
+        assert_eq!(order(&q, "w2"), [("v".into(), 0)]);
+        assert!(q.remove("w2", "v"));
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn many_targets_per_watcher() {
+        let mut q = NoticeQueue::default();
+        for i in 0..2000 {
+            assert!(q.push("w", &format!("t{i}"), i));
+        }
+        assert!(!q.push("w", "t1999", 0));
+        assert!(q.remove("w", "t0"));
+        assert_eq!(q.len(), 1999);
+        assert_eq!(order(&q, "w")[0], ("t1".into(), 1));
     }
 }

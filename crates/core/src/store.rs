@@ -297,7 +297,7 @@ impl Store {
         let mut wakes = Vec::new();
         for p in pending {
             if q.upsert(&p.watcher, &p.target, p.last_seen) && wakes_for(p) {
-                wakes.push((p.watcher.clone(), p.target.clone()));
+                wakes.push((p.watcher.clone(), p.target.to_string()));
             }
         }
         wakes
@@ -356,9 +356,10 @@ impl Store {
                 }
             } else if v.event.kind.notifies() {
                 let actor = v.event.actor_id.as_deref();
-                pending = cursors::material_update(&tx, target, sequence, actor, now)?;
+                let shared: Arc<str> = Arc::from(target);
+                pending = cursors::material_update(&tx, &shared, sequence, actor, now)?;
                 for w in v.watchers.iter().filter(|w| Some(w.as_str()) != actor) {
-                    pending.extend(cursors::material_insert(&tx, w, target, sequence, now)?);
+                    pending.extend(cursors::material_insert(&tx, w, &shared, sequence, now)?);
                 }
             }
         }
@@ -587,8 +588,8 @@ impl Store {
             let mut reopened = Vec::new();
             for n in &queued {
                 // The cursor row decides: a notice consumed elsewhere is not handed out again.
-                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target_key, now)? {
-                    out.push(Notice::new(watcher, &n.target_key, acked.old_last_seen));
+                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, now)? {
+                    out.push(Notice::new(watcher, &n.target, acked.old_last_seen));
                     if acked.after.notified != acked.after.last_seen {
                         reopened.push(acked.after);
                     }
@@ -607,7 +608,7 @@ impl Store {
             Err(e) => {
                 let mut q = self.shared.queue.lock();
                 for n in queued {
-                    q.push(&n.watcher_key, &n.target_key, n.changes_since);
+                    q.push(watcher, &n.target, n.changes_since);
                 }
                 Err(e)
             }

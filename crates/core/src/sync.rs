@@ -291,7 +291,7 @@ impl SyncState {
         full.extend(held.iter().map(|(w, _)| w.clone()));
         for w in &full {
             for c in cursors::pending_of(&tx, w)? {
-                rows.insert((w.clone(), c.target.clone()), Some(c));
+                rows.insert((w.clone(), c.target.to_string()), Some(c));
             }
         }
         for pair in held {
@@ -328,7 +328,7 @@ impl SyncState {
         for c in open {
             if served.all.contains(&c.watcher) {
                 if q.upsert(&c.watcher, &c.target, c.last_seen) && wakes_for(&c) {
-                    wakes.push((c.watcher, c.target));
+                    wakes.push((c.watcher, c.target.to_string()));
                 }
             } else if q
                 .position(&c.watcher, &c.target)
