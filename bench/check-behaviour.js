@@ -19,11 +19,20 @@ const WAKE_COALESCE_MS = 5;
 const WAKE_WAIT_MS = 100;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const WAKE_TIMEOUT_MS = 10_000;
 const range = (from, to, step = 1) => {
   const out = [];
   for (let i = from; i <= to; i += step) out.push(i);
   return out;
 };
+
+/** Waits until `wakes` holds `count` entries (a loaded machine may deliver them late), then a
+ * little longer, so that one wake too many shows up too. */
+async function wakesReach(wakes, count) {
+  const deadline = Date.now() + WAKE_TIMEOUT_MS;
+  while (wakes.length < count && Date.now() < deadline) await sleep(10);
+  await sleep(WAKE_WAIT_MS);
+}
 
 function noticeFor(watcherKey, targetKey, changesSince) {
   const literal = JSON.stringify(targetKey);
@@ -107,13 +116,13 @@ async function checkOneWatcher(makeStore, tmpDir) {
   }
   assert.equal(s.stateVersion(T), 22);
   assert.deepEqual(s.peek(W), [noticeFor(W, T, 1)]);
-  await sleep(WAKE_WAIT_MS);
+  await wakesReach(h.wakes, 1);
   assert.deepEqual(h.wakes, [wakeFor(W, T)]);
 
   // Drain of 1 notice: L = 2, N = 22 > old N, so exactly one fresh notice from 2 opens.
   assert.deepEqual(s.drain(W), [noticeFor(W, T, 1)]);
   assert.deepEqual(s.peek(W), [noticeFor(W, T, 2)]);
-  await sleep(WAKE_WAIT_MS);
+  await wakesReach(h.wakes, 2);
   assert.deepEqual(h.wakes, [wakeFor(W, T), wakeFor(W, T)]);
   assert.deepEqual(s.drain(W), [noticeFor(W, T, 2)]); // L = N = M = 22: nothing reopens
   assert.deepEqual(s.peek(W), []);
@@ -152,7 +161,7 @@ async function checkOneWatcher(makeStore, tmpDir) {
   assert.equal(s.unwatch(W, Q), true); // its pending notice goes with it
   assert.deepEqual(s.peek(W), []);
   assert.equal(s.unwatch(W, Q), false);
-  await sleep(WAKE_WAIT_MS);
+  await wakesReach(h.wakes, 3);
   // Coalesced: the change at 25 scheduled the wake; Q's notice was absorbed into it.
   assert.deepEqual(h.wakes, [wakeFor(W, T), wakeFor(W, T), wakeFor(W, T)]);
   assert.deepEqual(h.errors, []);
@@ -194,7 +203,7 @@ async function checkHundredWatchers(makeStore, tmpDir) {
   });
   watchers.forEach((w, i) => assert.deepEqual(s.peek(w), i === 0 ? [] : [noticeFor(w, T, 1)]));
   assert.equal(h.wakes.length, 0);
-  await sleep(WAKE_WAIT_MS);
+  await wakesReach(h.wakes, 49);
   assert.deepEqual(wokenKeys(h.wakes), watchers.slice(1, 50).sort());
   assert.ok(h.wakes.every((w) => w.reason === `session-state:${T}`));
 
@@ -202,14 +211,14 @@ async function checkHundredWatchers(makeStore, tmpDir) {
   s.record({ sessionKey: T, kind: 'goal_changed', actorType: 'human', summary: 'goal updated again' });
   assert.deepEqual(s.peek(watchers[0]), [noticeFor(watchers[0], T, 1)]);
   assert.deepEqual(s.peek(watchers[1]), [noticeFor(watchers[1], T, 1)]);
-  await sleep(WAKE_WAIT_MS);
+  await wakesReach(h.wakes, 50);
   assert.equal(h.wakes.length, 50);
   assert.deepEqual(h.wakes[49], wakeFor(watchers[0], T));
 
   // Drain all: N = 2 < M = 3 reopens from 2, except watcher 0 (N = M = 3).
   watchers.forEach((w) => assert.deepEqual(s.drain(w), [noticeFor(w, T, 1)]));
   watchers.forEach((w, i) => assert.deepEqual(s.peek(w), i === 0 ? [] : [noticeFor(w, T, 2)]));
-  await sleep(WAKE_WAIT_MS);
+  await wakesReach(h.wakes, 99);
   assert.deepEqual(wokenKeys(h.wakes.slice(50)), watchers.slice(1, 50).sort());
 
   // ambient-group is promoted to explicit, never the reverse.
@@ -220,7 +229,7 @@ async function checkHundredWatchers(makeStore, tmpDir) {
   h.wakes.length = 0;
   s.record({ sessionKey: T, kind: 'human_direct_message', actorType: 'human', summary: 'hello' });
   watchers.forEach((w) => assert.deepEqual(s.peek(w), [noticeFor(w, T, 3)]));
-  await sleep(WAKE_WAIT_MS);
+  await wakesReach(h.wakes, 51);
   assert.deepEqual(wokenKeys(h.wakes), [...watchers.slice(0, 50), watchers[90]].sort());
   assert.deepEqual(s.changesSince(T, 1).stateChanges.events.map((x) => x.sequence), [2, 3, 4]);
   assert.deepEqual(h.errors, []);
@@ -276,7 +285,7 @@ async function checkRecordRules(makeStore, tmpDir) {
   s.record({ sessionKey: G, kind: 'child_spawned', actorType: 'agent', summary: 's', watchers: [C1] }); // 11
   s.record({ sessionKey: G, kind: 'goal_changed', actorType: 'human', summary: 'g' }); // 12
   assert.deepEqual(s.peek(C1), [noticeFor(C1, G, 11)]);
-  await sleep(WAKE_WAIT_MS);
+  await wakesReach(h.wakes, 1);
   assert.deepEqual(h.wakes, [wakeFor(P, C1)]);
   assert.deepEqual(h.errors, []);
 
@@ -585,13 +594,13 @@ async function checkSweepAfterReopen(makeStore, tmpDir) {
   assert.deepEqual(s.peek(W), [noticeFor(W, B, 2), noticeFor(W, A, 1)]);
   assert.deepEqual(s.peek(WN), [noticeFor(WN, C, 3)]);
   assert.deepEqual(s.peek(WG), []);
-  await sleep(WAKE_WAIT_MS);
+  await wakesReach(h2.wakes, 1);
   assert.deepEqual(h2.wakes, [wakeFor(W, B)]);
   // A second sweep neither duplicates nor re-wakes what is already queued.
   assert.deepEqual(s.sweep(), { notices: 4, prune: { eventsDeleted: 0, cursorsDeleted: 0 } });
   assert.deepEqual(s.peek(W), [noticeFor(W, B, 2), noticeFor(W, A, 1)]);
   assert.deepEqual(s.peek(WG), [noticeFor(WG, C, 3)]);
-  await sleep(WAKE_WAIT_MS);
+  await wakesReach(h2.wakes, 2);
   assert.deepEqual(h2.wakes, [wakeFor(W, B), wakeFor(WG, C)]);
   // Sweep froze N = M, so draining A (N was 4, M = 6) reopens nothing.
   assert.deepEqual(s.drain(W), [noticeFor(W, B, 2), noticeFor(W, A, 1)]);
@@ -607,7 +616,7 @@ async function checkSweepAfterReopen(makeStore, tmpDir) {
   assert.deepEqual(s.peek(WG), [noticeFor(WG, C, 3)]);
   assert.deepEqual(s.drain(WN), [noticeFor(WN, C, 3)]); // N = 7 < M = 8: reopens from 7
   assert.deepEqual(s.peek(WN), [noticeFor(WN, C, 7)]);
-  await sleep(WAKE_WAIT_MS);
+  await wakesReach(h3.wakes, 1);
   assert.deepEqual(h3.wakes, [wakeFor(WG, C)]); // the nested watcher is never woken
   assert.deepEqual([...h1.errors, ...h2.errors, ...h3.errors], []);
   s.close();
