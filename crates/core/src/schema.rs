@@ -116,7 +116,10 @@ pub fn configure(conn: &Connection, busy_timeout_ms: u32) -> Result<()> {
     if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
         conn.query_row("PRAGMA journal_mode=DELETE", [], |r| r.get::<_, String>(0))?;
     }
-    conn.execute_batch("PRAGMA synchronous=NORMAL;")?;
+    // temp_store=MEMORY keeps statement journals (opened by every upsert and multi-row
+    // update) in 1 KiB heap chunks; with the default each one allocated and freed a 64 KiB
+    // buffer per statement, and glibc grew and trimmed the heap with brk() around it.
+    conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;")?;
     // Creating the schema is a write: take the write lock up front so two processes opening a
     // new file at once wait for each other instead of failing on a lock upgrade.
     conn.execute_batch(&format!("BEGIN IMMEDIATE;{SCHEMA}COMMIT;"))
