@@ -20,6 +20,8 @@ const { WORKLOADS } = require('./workloads');
 const ROOT = path.join(__dirname, '..');
 const ROUNDS = Number(process.env.BENCH_ROUNDS) || 15;
 const ONE_SHOT_ROUNDS = Number(process.env.BENCH_ONE_SHOT_ROUNDS) || 7;
+// BENCH_ONLY=<regex>: only the workloads whose name matches (no table; for profiling work).
+const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
 const RAW_INDEX = {
   'record notify, 1 watcher': 0,
   'record notify, 100 watchers': 1,
@@ -133,6 +135,7 @@ async function measure() {
   const samples = {};
   try {
     for (const [index, w] of WORKLOADS.entries()) {
+      if (ONLY && !ONLY.test(w.name)) continue;
       const impls = w.addonOnly ? [['addon', addon]] : [['addon', addon], ['reference', reference]];
       const s = { addon: [], reference: [], rawHot: [], rawBackground: [] };
       for (const [, c] of impls) await c.ask({ cmd: 'setup', index });
@@ -154,7 +157,10 @@ async function measure() {
         }
       }
       samples[w.name] = s;
-      const shown = impls.map(([name]) => `${name} ${formatNs(median(s[name]))}`).join(', ');
+      let shown = impls.map(([name]) => `${name} ${formatNs(median(s[name]))}`).join(', ');
+      if (s.rawHot.length > 0) {
+        shown += `, raw ${formatNs(median(s.rawBackground))} (checkpoint on the hot path ${formatNs(median(s.rawHot))})`;
+      }
       console.log(`  ${w.name}: ${shown}`);
     }
   } finally {
@@ -163,6 +169,7 @@ async function measure() {
     raw.stop();
   }
   for (const impl of ['addon', 'reference']) {
+    if (ONLY && !ONLY.test('rss')) break;
     const c = startChild(impl);
     samples[`rss ${impl}`] = await c.ask({ cmd: 'rss' });
     c.stop();
@@ -240,8 +247,9 @@ async function main() {
   const info = machine();
   console.log(`${info.cpu}, ${info.cores} cores, ${info.memoryGiB} GiB, Linux ${info.kernel}`);
   console.log(`Node ${info.node}, ${info.rustc}, load average ${info.loadAverage}`);
-  await behaviourChecks();
+  if (!ONLY) await behaviourChecks();
   const samples = await measure();
+  if (ONLY) return;
   const rows = table(samples);
   const text = printTable(rows);
   console.log(`\n${text}\n`);
