@@ -3,25 +3,23 @@
 //! no validation, no queue and no binding in the way.
 //!
 //! Each workload runs twice: with SQLite's automatic checkpoint (every 1,000 WAL pages, inside
-//! the commit that crosses the threshold: on the hot path) and with `wal_autocheckpoint=0`
-//! plus a checkpointer thread on its own connection, woken by the WAL hook.
+//! the commit that crosses the threshold: on the hot path) and with the store's background
+//! checkpointer (`session_awareness_core::checkpoint`: `wal_autocheckpoint=0`, checkpoints on a
+//! connection and thread of their own).
 //!
 //! `cargo bench -p session-awareness-core --bench raw_record` prints one line per workload and
 //! a last line `RAW_RESULTS <json>` that `npm run bench` reads.
 
-use std::sync::mpsc;
-use std::thread;
 use std::time::Instant;
 
 use rusqlite::{params, Connection, TransactionBehavior};
+use session_awareness_core::checkpoint::Checkpointer;
 use session_awareness_core::schema;
 
 /// Records per round, rounds measured, and rounds thrown away first.
 const OPS: usize = 2_000;
 const ROUNDS: usize = 9;
 const WARMUP: usize = 1;
-/// WAL pages after which a checkpoint is due: SQLite's own default.
-const CHECKPOINT_PAGES: i32 = 1_000;
 
 const INSERT: &str =
     "INSERT INTO session_state_events (dedupe_key, session_key, session_id, agent_id, kind, \
@@ -42,7 +40,7 @@ const CURSORS: &str = "UPDATE session_watch_cursors SET \
 enum Checkpoint {
     /// SQLite's default: the committing call runs it.
     HotPath,
-    /// `wal_autocheckpoint=0`; a thread with its own connection checkpoints.
+    /// The store's background checkpointer.
     Background,
 }
 
@@ -115,29 +113,6 @@ fn record(conn: &mut Connection, target: &str, kind: &str, now: i64) -> rusqlite
     Ok(pending)
 }
 
-/// A checkpointer on its own connection, woken whenever a commit leaves the WAL past
-/// [`CHECKPOINT_PAGES`]. Dropping the sender stops it.
-fn start_checkpointer(path: &str, conn: &mut Connection) -> thread::JoinHandle<()> {
-    let (tx, rx) = mpsc::sync_channel::<()>(1);
-    conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
-    conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages: i32| {
-        if pages >= CHECKPOINT_PAGES {
-            // A full channel means a checkpoint is already due: nothing to add.
-            let _ = tx.try_send(());
-        }
-        Ok(())
-    }))
-    .unwrap();
-    let checkpointer = schema::open(path, 30_000).unwrap();
-    thread::spawn(move || {
-        while rx.recv().is_ok() {
-            checkpointer
-                .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-                .unwrap();
-        }
-    })
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -147,7 +122,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 struct Bed {
     conn: Connection,
     kind: &'static str,
-    checkpointer: Option<thread::JoinHandle<()>>,
+    checkpointer: Option<Checkpointer>,
 }
 
 const TARGET: &str = "agent:main:subagent:target";
@@ -168,8 +143,10 @@ impl Bed {
             )
             .unwrap();
         }
-        let checkpointer =
-            (mode == Checkpoint::Background).then(|| start_checkpointer(&path, &mut conn));
+        let checkpointer = match mode {
+            Checkpoint::HotPath => None,
+            Checkpoint::Background => Checkpointer::install(&mut conn, 30_000, None).unwrap(),
+        };
         Bed {
             conn,
             kind: w.kind,
@@ -190,12 +167,8 @@ impl Bed {
 
 impl Drop for Bed {
     fn drop(&mut self) {
-        // Removing the hook drops the channel's sender, which stops the checkpointer.
-        self.conn
-            .wal_hook(None::<fn(&mut rusqlite::hooks::Wal, i32) -> rusqlite::Result<()>>)
-            .unwrap();
-        if let Some(handle) = self.checkpointer.take() {
-            handle.join().unwrap();
+        if let Some(c) = &self.checkpointer {
+            c.close();
         }
     }
 }

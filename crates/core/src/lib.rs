@@ -32,6 +32,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod checkpoint;
 pub mod cursors;
 pub mod error;
 pub mod event;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 use rusqlite::{Connection, TransactionBehavior};
 
+use crate::checkpoint::Checkpointer;
 use crate::cursors::{self, Pending, Provenance};
 use crate::error::{Error, Result};
 use crate::event::{self, EventKind, RecordInput, StateEvent};
@@ -147,6 +148,7 @@ pub(crate) struct Shared {
     pruning: AtomicBool,
     pub(crate) monitor: Mutex<crate::upstream::MonitorState>,
     pub(crate) sync: Option<SyncState>,
+    checkpointer: Option<Checkpointer>,
 }
 
 /// A session-state store over one SQLite file. Cheap to clone: clones share everything.
@@ -172,7 +174,9 @@ impl Store {
     /// task delivers notices opened by other processes (§12, [`crate::sync`]).
     pub fn open(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
         opts.validate()?;
-        let conn = schema::open(path, opts.busy_timeout_ms)?;
+        let mut conn = schema::open(path, opts.busy_timeout_ms)?;
+        let checkpointer =
+            Checkpointer::install(&mut conn, opts.busy_timeout_ms, hooks.errors.clone())?;
         let sync = match conn.path().filter(|p| !p.is_empty()) {
             Some(file) if opts.sync_interval_ms > 0 => {
                 Some(SyncState::open(file, opts.sync_interval_ms)?)
@@ -195,6 +199,7 @@ impl Store {
                 pruning: AtomicBool::new(false),
                 monitor: Mutex::new(Default::default()),
                 sync,
+                checkpointer,
             }),
         };
         if let Some(sync) = &store.shared.sync {
@@ -760,6 +765,10 @@ impl Store {
         // closed store leaves one complete file (a read-only connection closed last does not).
         if let Some(s) = &self.shared.sync {
             s.stop();
+        }
+        // The checkpointer's connection too (after its checkpoint in progress, if any).
+        if let Some(c) = &self.shared.checkpointer {
+            c.close();
         }
         let conn = self.shared.conn.lock().take();
         *self.shared.queue.lock() = NoticeQueue::default();

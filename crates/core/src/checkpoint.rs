@@ -1,0 +1,240 @@
+//! WAL checkpoints off the hot path. The store's connection runs with `wal_autocheckpoint=0`;
+//! each time a commit has added [`CHECKPOINT_PAGES`] frames to the WAL since the last
+//! checkpoint was scheduled, a PASSIVE checkpoint runs on a blocking thread of the shared
+//! runtime, through a connection of its own.
+//!
+//! A checkpoint only copies committed pages from the WAL into the database file. A commit is
+//! safe from a process crash once its WAL frames are written, which happens before `record`
+//! returns, whoever checkpoints and whenever: moving the checkpoint changes no durability.
+//! With SQLite's automatic checkpoint, the commit that crossed the threshold copied the pages
+//! and ran two `fsync`s before it returned, so every hundred-odd records one waited for the
+//! disk.
+//!
+//! A checkpoint that runs beside a writer cannot copy the frames written meanwhile, so SQLite
+//! can only start the WAL over once writes pause long enough for one to catch up (a gateway's
+//! writes always do). Under writes that never pause, the WAL would grow without end: at
+//! [`WAL_LIMIT_PAGES`] the committing call checkpoints itself, as SQLite's own hook does.
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::Result;
+use crate::runtime;
+use crate::store::ErrorSink;
+
+/// New WAL frames after which a background checkpoint is due: SQLite's own default for its
+/// automatic one.
+pub const CHECKPOINT_PAGES: c_int = 1000;
+/// WAL frames (about 40 MiB at 4 KiB pages) at which a commit checkpoints in the foreground.
+pub const WAL_LIMIT_PAGES: c_int = 10_000;
+
+/// The background checkpointer of one connection.
+pub struct Checkpointer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: String,
+    busy_timeout_ms: u32,
+    /// A checkpoint is scheduled or running.
+    due: AtomicBool,
+    closed: AtomicBool,
+    /// Its own connection, opened by the first checkpoint.
+    conn: Mutex<Option<Connection>>,
+    errors: Option<Arc<dyn ErrorSink>>,
+}
+
+impl Checkpointer {
+    /// Moves the checkpoints of `conn` to the background. `None` (and nothing changed) when
+    /// the database has no WAL: in memory, or a file system where WAL could not work.
+    /// Failed background checkpoints are reported to `errors`.
+    pub fn install(
+        conn: &mut Connection,
+        busy_timeout_ms: u32,
+        errors: Option<Arc<dyn ErrorSink>>,
+    ) -> Result<Option<Self>> {
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        let path = conn.path().filter(|p| !p.is_empty()).map(str::to_owned);
+        let (true, Some(path)) = (mode.eq_ignore_ascii_case("wal"), path) else {
+            return Ok(None);
+        };
+        let inner = Arc::new(Inner {
+            path,
+            busy_timeout_ms,
+            due: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            conn: Mutex::new(None),
+            errors,
+        });
+        // The pragma installs SQLite's own WAL hook: it must come before ours, which replaces it.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        let hook = Arc::clone(&inner);
+        let mut last = 0;
+        let mut scheduled_at = 0;
+        conn.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages: c_int| {
+            if pages < last {
+                scheduled_at = 0; // the WAL started over
+            }
+            last = pages;
+            if pages - scheduled_at >= CHECKPOINT_PAGES && hook.schedule() {
+                scheduled_at = pages;
+            }
+            if pages >= WAL_LIMIT_PAGES {
+                // An error here would fail the statement whose commit already happened; the
+                // next commit simply tries again.
+                let _ = wal.checkpoint();
+            }
+            Ok(())
+        }))?;
+        Ok(Some(Checkpointer { inner }))
+    }
+
+    /// Stops scheduling, waits for a running checkpoint, and closes the connection. The
+    /// store closes it before its own connection, which, closed last, checkpoints and
+    /// removes the WAL.
+    pub fn close(&self) {
+        self.inner.closed.store(true, Ordering::Release);
+        let conn = self.inner.conn.lock().take();
+        drop(conn);
+    }
+}
+
+impl Inner {
+    /// Called inside a commit: only hands the work to another thread. False when one is
+    /// already scheduled or running (or the checkpointer is closed).
+    fn schedule(self: &Arc<Self>) -> bool {
+        if self.closed.load(Ordering::Acquire) || self.due.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        let me = Arc::clone(self);
+        runtime::handle().spawn_blocking(move || {
+            let result = me.run();
+            me.due.store(false, Ordering::Release);
+            if let (Err(e), Some(sink)) = (result, &me.errors) {
+                sink.report(e);
+            }
+        });
+        true
+    }
+
+    fn run(&self) -> Result<()> {
+        let mut guard = self.conn.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if guard.is_none() {
+            let conn = Connection::open_with_flags(
+                &self.path,
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            conn.busy_timeout(std::time::Duration::from_millis(u64::from(
+                self.busy_timeout_ms,
+            )))?;
+            *guard = Some(conn);
+        }
+        let conn = guard.as_ref().expect("opened above");
+        // PASSIVE never waits for readers or writers; what it cannot copy now, the next one will.
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema;
+    use std::time::{Duration, Instant};
+
+    fn file_pages(path: &std::path::Path) -> u64 {
+        std::fs::metadata(path).map_or(0, |m| m.len()) / 4096
+    }
+
+    #[test]
+    fn the_background_copies_the_wal_into_the_file() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("c.sqlite");
+        let mut conn = schema::open(path.to_str().unwrap(), 1000)?;
+        let cp = Checkpointer::install(&mut conn, 1000, None)?.expect("a WAL database");
+        let auto: i64 = conn.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))?;
+        assert_eq!(auto, 0);
+        conn.execute_batch("CREATE TABLE t (x BLOB)")?;
+        // Every row is a page of its own; until a checkpoint copies them they live in the WAL
+        // only, and the database file stays a few pages long.
+        for _ in 0..1500 {
+            conn.execute("INSERT INTO t VALUES (zeroblob(4000))", [])?;
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while file_pages(&path) < 1000 {
+            assert!(Instant::now() < deadline, "no checkpoint copied the WAL");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(cp.inner.conn.lock().is_some());
+        cp.close();
+        assert!(cp.inner.conn.lock().is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn writes_that_never_pause_keep_the_wal_bounded() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("w.sqlite");
+        let mut conn = schema::open(path.to_str().unwrap(), 1000)?;
+        let cp = Checkpointer::install(&mut conn, 1000, None)?.expect("a WAL database");
+        conn.execute_batch("CREATE TABLE t (x BLOB)")?;
+        // Holding the checkpointer's connection stalls every background checkpoint.
+        let stalled = cp.inner.conn.lock();
+        let wal = dir.path().join("w.sqlite-wal");
+        let mut largest = 0;
+        for _ in 0..12_000 {
+            conn.execute("INSERT INTO t VALUES (zeroblob(4000))", [])?;
+            largest = largest.max(std::fs::metadata(&wal)?.len());
+        }
+        drop(stalled);
+        let frame = 4096 + 24;
+        assert!(largest > 9_000 * frame, "the WAL reached the limit");
+        assert!(
+            largest < (WAL_LIMIT_PAGES as u64 + 10) * frame,
+            "{largest} bytes"
+        );
+        cp.close();
+        Ok(())
+    }
+
+    #[test]
+    fn closing_the_store_removes_the_wal() -> Result<()> {
+        use crate::{Hooks, Options, RecordInput, Store};
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("s.sqlite");
+        let store = Store::open(path.to_str().unwrap(), Options::default(), Hooks::default())?;
+        for i in 0..600 {
+            let input = RecordInput {
+                session_key: format!("agent:main:subagent:{i}"),
+                kind: "created".into(),
+                actor_type: "system".into(),
+                summary: "s".repeat(200),
+                ..Default::default()
+            };
+            store.record(input, 1_700_000_000_000)?;
+        }
+        assert!(dir.path().join("s.sqlite-wal").exists());
+        store.close();
+        assert!(!dir.path().join("s.sqlite-wal").exists());
+        let reopened = Store::open(path.to_str().unwrap(), Options::default(), Hooks::default())?;
+        assert_eq!(
+            reopened.state_version("agent:main:subagent:599", None)?,
+            600
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn in_memory_databases_are_left_alone() -> Result<()> {
+        let mut conn = schema::open(":memory:", 1000)?;
+        assert!(Checkpointer::install(&mut conn, 1000, None)?.is_none());
+        Ok(())
+    }
+}
