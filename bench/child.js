@@ -45,9 +45,9 @@ async function handle(msg) {
       return {};
     }
     case 'round': {
-      const ns = await WORKLOADS[msg.index].round(contexts.get(msg.index));
+      const out = await WORKLOADS[msg.index].round(contexts.get(msg.index));
       checkErrors();
-      return { ns };
+      return typeof out === 'number' ? { ns: out } : out;
     }
     case 'rss': {
       const store = open(path.join(dir, 'rss.sqlite'));
