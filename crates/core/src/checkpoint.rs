@@ -16,7 +16,7 @@
 //! [`WAL_LIMIT_PAGES`] the committing call checkpoints itself, as SQLite's own hook does.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -42,6 +42,8 @@ struct Inner {
     busy_timeout_ms: u32,
     /// A checkpoint is scheduled or running.
     due: AtomicBool,
+    /// Frames in the WAL after the last commit.
+    frames: AtomicI32,
     closed: AtomicBool,
     /// Its own connection, opened by the first checkpoint.
     conn: Mutex<Option<Connection>>,
@@ -66,6 +68,7 @@ impl Checkpointer {
             path,
             busy_timeout_ms,
             due: AtomicBool::new(false),
+            frames: AtomicI32::new(0),
             closed: AtomicBool::new(false),
             conn: Mutex::new(None),
             errors,
@@ -80,6 +83,7 @@ impl Checkpointer {
                 scheduled_at = 0; // the WAL started over
             }
             last = pages;
+            hook.frames.store(pages, Ordering::Release);
             if pages - scheduled_at >= CHECKPOINT_PAGES && hook.schedule() {
                 scheduled_at = pages;
             }
@@ -91,6 +95,18 @@ impl Checkpointer {
             Ok(())
         }))?;
         Ok(Some(Checkpointer { inner }))
+    }
+
+    /// Checkpoints on the calling thread when the WAL holds [`CHECKPOINT_PAGES`] frames or
+    /// more. For background work that writes many transactions back to back (the automatic
+    /// prune): checkpointing between them, with no writer running, lets the checkpoint copy
+    /// everything, so the WAL starts over instead of growing to [`WAL_LIMIT_PAGES`] (where a
+    /// commit, holding the store, would have to checkpoint).
+    pub fn catch_up(&self) -> Result<()> {
+        if self.inner.frames.load(Ordering::Acquire) >= CHECKPOINT_PAGES {
+            self.inner.run()?;
+        }
+        Ok(())
     }
 
     /// Stops scheduling, waits for a running checkpoint, and closes the connection. The

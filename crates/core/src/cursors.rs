@@ -390,12 +390,76 @@ pub fn delete_target(conn: &Connection, key: &str) -> Result<usize> {
         .execute([key])?)
 }
 
-/// Deletes cursors not updated since `cutoff` (§10). Returns the (watcher, target) pairs.
-pub fn expire(conn: &Connection, cutoff: i64) -> Result<Vec<(String, String)>> {
+/// A (watcher, target) pair.
+pub type Pair = (String, String);
+
+/// Cursor rows (by rowid) one expiry transaction looks at: a few milliseconds of scanning, so
+/// a large table is expired without holding the connection long.
+pub const EXPIRE_CHUNK: i64 = 5000;
+
+/// Deletes the cursors not updated since `cutoff` (§10) among the rows with a rowid in
+/// `(after, after + span]`. Returns the (watcher, target) pairs deleted, and the `after` of
+/// the next chunk while rows remain past this one.
+pub fn expire_chunk(
+    conn: &Connection,
+    cutoff: i64,
+    after: i64,
+    span: i64,
+) -> Result<(Vec<Pair>, Option<i64>)> {
+    let end = after.saturating_add(span);
     let mut stmt = conn.prepare_cached(
-        "DELETE FROM session_watch_cursors WHERE updated_at < ?1 \
+        "DELETE FROM session_watch_cursors WHERE rowid > ?2 AND rowid <= ?3 AND updated_at < ?1 \
          RETURNING watcher_session_key, target_session_key",
     )?;
-    let rows = stmt.query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = stmt.query_map(params![cutoff, after, end], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let expired = rows.collect::<rusqlite::Result<_>>()?;
+    let more = conn
+        .prepare_cached("SELECT 1 FROM session_watch_cursors WHERE rowid > ?1 LIMIT 1")?
+        .exists([end])?;
+    Ok((expired, more.then_some(end)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema;
+
+    #[test]
+    fn expiry_walks_the_table_in_chunks() -> Result<()> {
+        let conn = schema::open(":memory:", 0)?;
+        for i in 0..25 {
+            // Odd rows are stale (updated at 1), even rows fresh (updated at 100).
+            conn.execute(
+                "INSERT INTO session_watch_cursors VALUES (?1, 't', 0, 0, 0, 'explicit', ?2)",
+                params![
+                    format!("agent:w{i:02}:main"),
+                    if i % 2 == 1 { 1 } else { 100 }
+                ],
+            )?;
+        }
+        let mut after = 0;
+        let mut chunks = 0;
+        let mut expired = Vec::new();
+        loop {
+            let (gone, next) = expire_chunk(&conn, 50, after, 10)?;
+            expired.extend(gone.into_iter().map(|(w, _)| w));
+            chunks += 1;
+            match next {
+                Some(n) => after = n,
+                None => break,
+            }
+        }
+        assert_eq!(chunks, 3);
+        expired.sort();
+        let odd: Vec<String> = (0..25)
+            .filter(|i| i % 2 == 1)
+            .map(|i| format!("agent:w{i:02}:main"))
+            .collect();
+        assert_eq!(expired, odd);
+        let left: i64 = conn.query_row("SELECT count(*) FROM session_watch_cursors", [], |r| {
+            r.get(0)
+        })?;
+        assert_eq!(left, 13);
+        Ok(())
+    }
 }

@@ -3,13 +3,18 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
 use crate::error::Result;
 
-/// Rows deleted per write transaction. A batch of this size takes a few milliseconds, so no
-/// other caller waits long for the connection while a large backlog is pruned.
-pub const BATCH: usize = 1000;
+/// Rows the automatic (background) prune deletes per write transaction. A batch touches an
+/// index page of nearly every session it deletes from, so its cost grows with its size: at
+/// this size one takes 3–5 ms, and the JS thread, which waits for at most one batch, never
+/// stalls long while a large backlog is pruned.
+pub const BATCH: usize = 250;
+/// Rows per write transaction of a prune the caller waits for (`prune`, `sweep`): fewer,
+/// larger batches rewrite each index page fewer times.
+pub const SYNC_BATCH: usize = 10_000;
 
 /// What a prune removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -30,48 +35,64 @@ impl std::ops::AddAssign for PruneReport {
 /// Deletes at most `limit` events that retention no longer keeps, oldest first: by age
 /// (`occurred_at < age_cutoff`) while any remain, then by the row cap (`max_events`).
 /// Runs inside the caller's write transaction. Returns the number deleted; 0 means done.
+///
+/// Each batch costs what it deletes, not what the table holds: the cap pass counts the rows
+/// (on the smallest index) and takes the oldest ones past the cap from the start of the table,
+/// instead of walking `max_events` rows from its end.
 pub fn events_batch(
     conn: &Connection,
     age_cutoff: i64,
     max_events: u64,
     limit: usize,
 ) -> Result<usize> {
-    let mut victims: Vec<(i64, String, String)> = conn
+    let read = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, r.get(1)?, r.get(2)?));
+    let victims: Vec<(i64, String, String)> = conn
         .prepare_cached(
             "SELECT sequence, session_key, agent_id FROM session_state_events \
              WHERE occurred_at < ?1 ORDER BY occurred_at, sequence LIMIT ?2",
         )?
-        .query_map(params![age_cutoff, limit as i64], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?
+        .query_map(params![age_cutoff, limit as i64], read)?
         .collect::<rusqlite::Result<_>>()?;
-    if victims.is_empty() {
-        // The newest `max_events` rows stay: everything below the max_events-th newest goes.
-        let keep_from: Option<i64> = conn
-            .prepare_cached("SELECT sequence FROM session_state_events ORDER BY sequence DESC LIMIT 1 OFFSET ?1")?
-            .query_row([max_events.saturating_sub(1).min(i64::MAX as u64) as i64], |r| r.get(0))
-            .optional()?;
-        if let Some(keep_from) = keep_from {
-            victims = conn
-                .prepare_cached(
-                    "SELECT sequence, session_key, agent_id FROM session_state_events \
-                     WHERE sequence < ?1 ORDER BY sequence LIMIT ?2",
-                )?
-                .query_map(params![keep_from, limit as i64], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?
-                .collect::<rusqlite::Result<_>>()?;
+    if !victims.is_empty() {
+        raise_watermarks(conn, &victims)?;
+        let mut del =
+            conn.prepare_cached("DELETE FROM session_state_events WHERE sequence = ?1")?;
+        for (seq, _, _) in &victims {
+            del.execute([seq])?;
         }
+        return Ok(victims.len());
     }
-    if victims.is_empty() {
+    let count: i64 = conn
+        .prepare_cached("SELECT count(*) FROM session_state_events")?
+        .query_row([], |r| r.get(0))?;
+    let excess = u64::try_from(count).unwrap_or(0).saturating_sub(max_events);
+    if excess == 0 {
         return Ok(0);
     }
+    let take = excess.min(limit as u64) as i64;
+    let victims: Vec<(i64, String, String)> = conn
+        .prepare_cached(
+            "SELECT sequence, session_key, agent_id FROM session_state_events \
+             ORDER BY sequence LIMIT ?1",
+        )?
+        .query_map([take], read)?
+        .collect::<rusqlite::Result<_>>()?;
+    raise_watermarks(conn, &victims)?;
+    // The victims are every row up to the last of them: one range delete.
+    let last = victims.last().map_or(0, |v| v.0);
+    conn.prepare_cached("DELETE FROM session_state_events WHERE sequence <= ?1")?
+        .execute([last])?;
+    Ok(victims.len())
+}
+
+/// Raises each session's pruned watermark to the largest sequence it is about to lose.
+/// Watermarks first: a reader that sees the rows gone also sees the gap.
+fn raise_watermarks(conn: &Connection, victims: &[(i64, String, String)]) -> Result<()> {
     let mut lost: HashMap<(&str, &str), i64> = HashMap::new();
-    for (seq, key, agent) in &victims {
+    for (seq, key, agent) in victims {
         let m = lost.entry((key.as_str(), agent.as_str())).or_insert(*seq);
         *m = (*m).max(*seq);
     }
-    // Watermarks first: a reader that sees the rows gone also sees the gap.
     let mut raise = conn.prepare_cached(
         "INSERT INTO session_state_heads (session_key, agent_id, last_sequence, pruned_max_sequence, updated_at) \
          VALUES (?1, ?2, ?3, ?3, 0) ON CONFLICT (session_key, agent_id) DO UPDATE SET \
@@ -81,16 +102,70 @@ pub fn events_batch(
     for ((key, agent), seq) in &lost {
         raise.execute(params![key, agent, seq])?;
     }
-    let mut del = conn.prepare_cached("DELETE FROM session_state_events WHERE sequence = ?1")?;
-    for (seq, _, _) in &victims {
-        del.execute([seq])?;
-    }
-    Ok(victims.len())
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema;
+
+    /// `n` events: sequence i + 1 belongs to session `s{i % 3}` and occurred at `i`.
+    fn events(n: i64) -> Result<Connection> {
+        let conn = schema::open(":memory:", 0)?;
+        for i in 0..n {
+            conn.execute(
+                "INSERT INTO session_state_events (session_key, agent_id, kind, actor_type, \
+                 occurred_at, summary) VALUES (?1, 'main', 'created', 'system', ?2, '')",
+                params![format!("s{}", i % 3), i],
+            )?;
+        }
+        Ok(conn)
+    }
+
+    fn kept(conn: &Connection) -> Result<Vec<i64>> {
+        let mut stmt = conn.prepare("SELECT sequence FROM session_state_events ORDER BY 1")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn watermark(conn: &Connection, key: &str) -> Result<i64> {
+        Ok(conn.query_row(
+            "SELECT pruned_max_sequence FROM session_state_heads WHERE session_key = ?1",
+            [key],
+            |r| r.get(0),
+        )?)
+    }
+
+    #[test]
+    fn the_cap_deletes_the_oldest_rows_batch_by_batch() -> Result<()> {
+        let conn = events(25)?;
+        // Keep 10: sequences 1..=15 go, 4 at a time, then nothing more.
+        let sizes: Vec<usize> = std::iter::from_fn(|| match events_batch(&conn, 0, 10, 4) {
+            Ok(0) => None,
+            other => Some(other.unwrap()),
+        })
+        .collect();
+        assert_eq!(sizes, [4, 4, 4, 3]);
+        assert_eq!(kept(&conn)?, (16..=25).collect::<Vec<_>>());
+        // s0 held 1, 4, …, 13; s1 held 2, …, 14; s2 held 3, …, 15.
+        assert_eq!(watermark(&conn, "s0")?, 13);
+        assert_eq!(watermark(&conn, "s1")?, 14);
+        assert_eq!(watermark(&conn, "s2")?, 15);
+        Ok(())
+    }
+
+    #[test]
+    fn age_goes_first_then_the_cap() -> Result<()> {
+        let conn = events(20)?;
+        // Older than 5: sequences 1..=5 (occurred 0..=4); then the cap of 12 takes 6..=8.
+        assert_eq!(events_batch(&conn, 5, 12, 100)?, 5);
+        assert_eq!(events_batch(&conn, 5, 12, 100)?, 3);
+        assert_eq!(events_batch(&conn, 5, 12, 100)?, 0);
+        assert_eq!(kept(&conn)?, (9..=20).collect::<Vec<_>>());
+        assert_eq!(watermark(&conn, "s1")?, 8);
+        Ok(())
+    }
 
     #[test]
     fn reports_add_up() {

@@ -2,7 +2,7 @@
 //! SQLite connection. Every method that needs the time takes `now` (epoch ms) from the caller,
 //! so the host's clock governs heads, cursors and retention.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
@@ -139,6 +139,8 @@ struct AutoPrune {
 
 pub(crate) struct Shared {
     pub(crate) conn: Mutex<Option<Connection>>,
+    /// Callers blocked waiting for `conn`.
+    conn_waiters: AtomicUsize,
     pub(crate) queue: Mutex<NoticeQueue>,
     closed: AtomicBool,
     wake: Option<WakeScheduler>,
@@ -190,6 +192,7 @@ impl Store {
         let store = Store {
             shared: Arc::new(Shared {
                 conn: Mutex::new(Some(conn)),
+                conn_waiters: AtomicUsize::new(0),
                 queue: Mutex::new(NoticeQueue::default()),
                 closed: AtomicBool::new(false),
                 wake,
@@ -275,13 +278,23 @@ impl Store {
 
     /// Runs `f` with the connection, or fails with `ERR_CLOSED`.
     pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
-        let mut guard = self.shared.conn.lock();
+        let mut guard = self.lock_conn()?;
         let conn = guard.as_mut().ok_or(Error::Closed)?;
         f(conn)
     }
 
     pub(crate) fn lock_conn(&self) -> Result<MutexGuard<'_, Option<Connection>>> {
-        let guard = self.shared.conn.lock();
+        let guard = match self.shared.conn.try_lock() {
+            Some(g) => g,
+            None => {
+                // Counted, so background work between two transactions lets this caller in
+                // first (see `yield_to_waiters`).
+                self.shared.conn_waiters.fetch_add(1, Ordering::AcqRel);
+                let g = self.shared.conn.lock();
+                self.shared.conn_waiters.fetch_sub(1, Ordering::AcqRel);
+                g
+            }
+        };
         if guard.is_none() {
             return Err(Error::Closed);
         }
@@ -407,7 +420,7 @@ impl Store {
         runtime::handle().spawn_blocking(move || {
             let mut now = now;
             loop {
-                match store.prune_batches(now) {
+                match store.prune_batches(now, true) {
                     Ok(_) | Err(Error::Closed) => {}
                     Err(e) => store.report(e),
                 }
@@ -441,37 +454,80 @@ impl Store {
     pub fn prune(&self, now: i64) -> Result<PruneReport> {
         self.check_open()?;
         self.shared.auto_prune.lock().last = Some(now);
-        self.prune_batches(now)
+        self.prune_batches(now, false)
     }
 
-    fn prune_batches(&self, now: i64) -> Result<PruneReport> {
+    /// Called by background work between two of its transactions: a caller waiting for the
+    /// connection (the JS thread) takes it before the next one. Without this the background
+    /// thread, already running, usually locks again before the waiter (spinning or yielding
+    /// on a busy machine) notices the connection was free, and the waiter sits through
+    /// several batches. Bounded, so a steady stream of callers cannot stall the work.
+    fn yield_to_waiters(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(20);
+        while self.shared.conn_waiters.load(Ordering::Acquire) > 0
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::yield_now();
+        }
+    }
+
+    /// Prunes in batches. In the `background`, the WAL is checkpointed between batches and
+    /// waiting callers go first.
+    fn prune_batches(&self, now: i64, background: bool) -> Result<PruneReport> {
         let opts = self.shared.opts;
         let age_cutoff = now.saturating_sub(opts.retention_ms);
         let mut report = PruneReport::default();
         loop {
-            let n = self.with_conn(|conn| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let n = prune::events_batch(&tx, age_cutoff, opts.max_events, prune::BATCH)?;
-                tx.commit()?;
-                Ok(n)
-            })?;
+            let mut guard = self.lock_conn()?;
+            let conn = guard.as_mut().expect("checked open");
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let batch = if background {
+                prune::BATCH
+            } else {
+                prune::SYNC_BATCH
+            };
+            let n = prune::events_batch(&tx, age_cutoff, opts.max_events, batch)?;
+            tx.commit()?;
+            drop(guard);
+            if background {
+                self.yield_to_waiters();
+            }
             report.events_deleted += n as u64;
+            if let (true, Some(c)) = (background, &self.shared.checkpointer) {
+                if let Err(e) = c.catch_up() {
+                    self.report(e);
+                }
+            }
             // A short batch may be the last of the age pass; the row cap still has to run,
             // so only an empty batch means done.
             if n == 0 {
                 break;
             }
         }
-        let mut guard = self.lock_conn()?;
-        let conn = guard.as_mut().expect("checked open");
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let expired = cursors::expire(&tx, age_cutoff)?;
-        tx.commit()?;
-        let mut q = self.shared.queue.lock();
-        for (w, t) in &expired {
-            q.remove(w, t);
+        let mut after = 0;
+        loop {
+            let mut guard = self.lock_conn()?;
+            let conn = guard.as_mut().expect("checked open");
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let (expired, next) =
+                cursors::expire_chunk(&tx, age_cutoff, after, cursors::EXPIRE_CHUNK)?;
+            tx.commit()?;
+            {
+                let mut q = self.shared.queue.lock();
+                for (w, t) in &expired {
+                    q.remove(w, t);
+                }
+            }
+            drop(guard);
+            if background {
+                self.yield_to_waiters();
+            }
+            report.cursors_deleted += expired.len() as u64;
+            match next {
+                Some(n) => after = n,
+                None => break,
+            }
         }
-        report.cursors_deleted = expired.len() as u64;
         Ok(report)
     }
 
