@@ -4,6 +4,7 @@
 mod convert;
 mod error;
 mod inspect;
+mod js_out;
 mod session_state;
 mod types;
 mod upstream;

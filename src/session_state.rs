@@ -16,6 +16,7 @@ use session_awareness_core::{
 
 use crate::convert;
 use crate::error::{coded, to_js, Code, IntoJs, JsResult};
+use crate::js_out::{self, Builders, Js};
 use crate::types::*;
 
 type ErrorCallback = FunctionRef<napi::Error<Code>, UnknownReturnValue>;
@@ -155,6 +156,7 @@ pub struct SessionState {
     // JS clock minus system clock at the last JS read, so background work follows clock travel.
     clock_offset: Arc<AtomicI64>,
     pub(crate) strict: bool,
+    builders: Builders,
 }
 
 fn opt_int(v: Option<f64>, name: &str) -> JsResult<Option<i64>> {
@@ -324,7 +326,9 @@ impl SessionState {
         for w in &serve {
             store.serve(w).js()?;
         }
+        let builders = Builders::new(&env).js()?;
         Ok(SessionState {
+            builders,
             store,
             reporter,
             clock: o.clock,
@@ -355,14 +359,20 @@ impl SessionState {
     /// null when nothing was recorded, with exactly one `onError` call giving the reason
     /// (`ERR_INVALID_ARG`, `ERR_CLOSED`, `ERR_DB`). With `onlyIfWatched` and nobody watching it
     /// returns null silently. A repeated `dedupeKey` returns the first row and changes nothing.
-    #[napi(ts_args_type = "input: RecordInput")]
-    pub fn record(&self, env: Env, input: Unknown<'_>) -> Result<Option<StateEvent>, Code> {
+    #[napi(
+        ts_args_type = "input: RecordInput",
+        ts_return_type = "StateEvent | null"
+    )]
+    pub fn record(&self, env: Env, input: Unknown<'_>) -> Result<Option<Js>, Code> {
         let result = self
             .now(&env)
             .and_then(|now| Ok((now, convert::record_input(input)?)))
             .and_then(|(now, input)| self.store.record(input, now));
         match result {
-            Ok(event) => Ok(event.map(Into::into)),
+            Ok(event) => event
+                .map(|e| self.builders.event(&env, &e))
+                .transpose()
+                .js(),
             Err(e) if self.strict => Err(to_js(e)),
             Err(e) => {
                 let js = to_js(e);
@@ -417,8 +427,11 @@ impl SessionState {
     }
 
     /// The state versions of many sessions, in the order given; sessions at 0 are left out.
-    #[napi(ts_args_type = "refs: Array<SessionRef>")]
-    pub fn state_versions(&self, refs: Unknown<'_>) -> Result<Vec<SessionVersion>, Code> {
+    #[napi(
+        ts_args_type = "refs: Array<SessionRef>",
+        ts_return_type = "Array<SessionVersion>"
+    )]
+    pub fn state_versions(&self, env: Env, refs: Unknown<'_>) -> Result<Js, Code> {
         let refs: Vec<VersionRef> = convert::session_refs(refs, "refs")
             .js()?
             .into_iter()
@@ -427,31 +440,24 @@ impl SessionState {
                 agent_id,
             })
             .collect();
-        Ok(self
-            .store
-            .state_versions(&refs)
-            .js()?
-            .into_iter()
-            .map(|(session_key, agent_id, state_version)| SessionVersion {
-                session_key,
-                agent_id,
-                state_version,
-            })
-            .collect())
+        let rows = self.store.state_versions(&refs).js()?;
+        self.builders.versions(&env, &rows).js()
     }
 
     /// The exact typed delta of a session after version `after` (a non-negative safe
     /// integer), ascending, at most `limit` (clamped to [1, 200]). `historyGap` is true when
     /// `after` predates retained history. Moves no cursor.
     #[napi(
-        ts_args_type = "sessionKey: string, after: number, options?: ChangesSinceOptions | undefined | null"
+        ts_args_type = "sessionKey: string, after: number, options?: ChangesSinceOptions | undefined | null",
+        ts_return_type = "ChangesSince"
     )]
     pub fn changes_since(
         &self,
+        env: Env,
         session_key: Unknown<'_>,
         after: Unknown<'_>,
         options: Option<Unknown<'_>>,
-    ) -> Result<ChangesSince, Code> {
+    ) -> Result<Js, Code> {
         let session_key = string(session_key, "sessionKey")?;
         let after = convert::number(after, "after").js()?;
         let (agent, limit) = match convert::options(options, "options").js()? {
@@ -461,43 +467,33 @@ impl SessionState {
             ),
             None => (None, None),
         };
-        Ok(self
+        let changes = self
             .store
             .changes_since(&session_key, after, agent.as_deref(), limit)
-            .js()?
-            .into())
+            .js()?;
+        self.builders.changes(&env, &changes).js()
     }
 
     /// The watcher's pending notices in queue order, acknowledged: the turn consumes them. If
     /// material events arrived since a notice was queued, exactly one fresh notice reopens
     /// with `changesSince` = the old notified position. With nothing pending it runs no SQL.
-    #[napi(ts_args_type = "watcherKey: string")]
-    pub fn drain(&self, env: Env, watcher_key: Unknown<'_>) -> Result<Vec<Notice>, Code> {
+    #[napi(ts_args_type = "watcherKey: string", ts_return_type = "Array<Notice>")]
+    pub fn drain(&self, env: Env, watcher_key: Unknown<'_>) -> Result<Js, Code> {
         let watcher_key = string(watcher_key, "watcherKey")?;
         if !self.store.has_pending(&watcher_key).js()? {
-            return Ok(Vec::new());
+            return js_out::empty_array(&env).js();
         }
         let now = self.now(&env).js()?;
-        Ok(self
-            .store
-            .drain(&watcher_key, now)
-            .js()?
-            .into_iter()
-            .map(Into::into)
-            .collect())
+        let notices = self.store.drain(&watcher_key, now).js()?;
+        self.builders.notices(&env, &watcher_key, &notices).js()
     }
 
     /// The watcher's pending notices in queue order, nothing acknowledged.
-    #[napi(ts_args_type = "watcherKey: string")]
-    pub fn peek(&self, watcher_key: Unknown<'_>) -> Result<Vec<Notice>, Code> {
+    #[napi(ts_args_type = "watcherKey: string", ts_return_type = "Array<Notice>")]
+    pub fn peek(&self, env: Env, watcher_key: Unknown<'_>) -> Result<Js, Code> {
         let watcher_key = string(watcher_key, "watcherKey")?;
-        Ok(self
-            .store
-            .peek(&watcher_key)
-            .js()?
-            .into_iter()
-            .map(Into::into)
-            .collect())
+        let notices = self.store.peek(&watcher_key).js()?;
+        self.builders.notices(&env, &watcher_key, &notices).js()
     }
 
     /// Acknowledges the watcher's pending notices on `targetKeys`, for hosts that route

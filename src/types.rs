@@ -151,7 +151,10 @@ impl From<core::Notice> for Notice {
 }
 
 /// The events of one session after a version.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
+// Only its type is used: `changesSince` (like `stateVersions`, `drain` and `peek`) builds
+// its objects directly (see js_out.rs).
+#[allow(dead_code)]
 pub struct StateChanges {
     /// Events with `sequence > after`, ascending, at most `limit`.
     pub events: Vec<StateEvent>,
@@ -164,26 +167,14 @@ pub struct StateChanges {
 }
 
 /// The result of `changesSince`.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
+// Only its type is used, as for `StateChanges`.
+#[allow(dead_code)]
 pub struct ChangesSince {
     /// The session's state version.
     pub state_version: i64,
     /// The delta.
     pub state_changes: StateChanges,
-}
-
-impl From<core::Changes> for ChangesSince {
-    fn from(c: core::Changes) -> Self {
-        ChangesSince {
-            state_version: c.state_version,
-            state_changes: StateChanges {
-                events: c.events.into_iter().map(Into::into).collect(),
-                truncated: c.truncated,
-                earliest_available_sequence: c.earliest_available_sequence,
-                history_gap: c.history_gap,
-            },
-        }
-    }
 }
 
 /// What a prune removed.
@@ -225,7 +216,9 @@ pub struct SessionRef {
 }
 
 /// One entry of `stateVersions`.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
+// Only its type is used, as for `StateChanges`.
+#[allow(dead_code)]
 pub struct SessionVersion {
     /// The session key.
     pub session_key: String,

@@ -1,0 +1,368 @@
+//! Results that cross the boundary many at a time (`changesSince`'s events, `stateVersions`,
+//! `drain`/`peek`'s notices) or on every turn (`record`), built fast.
+//!
+//! What such a call costs is mostly the JS objects it creates. Made through Node-API, every
+//! object starts empty and grows one property at a time (a hidden-class transition, and past
+//! four properties a new backing store, each time), and every property name is interned again:
+//! about 2 µs per event on the bench machine, as much as reading it from SQLite. JavaScript
+//! object literals, compiled by V8, cost a fraction of that. So Rust packs the values into
+//! one string and one `Float64Array` (lengths in UTF-16 units, numbers, flags), and a few small
+//! functions, compiled once per `SessionState` from [`BUILDERS_JS`], cut the string and build
+//! the objects with literals. The objects are the same plain objects with the same keys in the
+//! same order (absent optional fields left out); payloads are parsed by one `JSON.parse`.
+#![allow(unsafe_code)]
+// SAFETY (for the whole module): every function takes the `napi_env` of the native call in
+// progress, and every `napi_value` made or taken here lives in that call's handle scope and is
+// never kept past it (`Js` is only returned to napi-rs, which hands it to JS at once).
+
+use std::ptr;
+
+use napi::bindgen_prelude::{
+    Env, FromNapiValue, Function, FunctionRef, JsObjectValue, Object, ToNapiValue,
+};
+use napi::{check_status, sys, JsValue, Result};
+use session_awareness_core::{Changes, Notice, StateEvent};
+
+/// A JS value made during the current native call, returned as it is.
+#[derive(Clone, Copy)]
+pub struct Js(sys::napi_value);
+
+impl ToNapiValue for Js {
+    unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        Ok(val.0)
+    }
+}
+
+impl FromNapiValue for Js {
+    unsafe fn from_napi_value(_env: sys::napi_env, val: sys::napi_value) -> Result<Self> {
+        Ok(Js(val))
+    }
+}
+
+/// The JS half. Field lengths of -1 mean absent, -2 the same value as the row before.
+const BUILDERS_JS: &str = r#"(() => {
+  'use strict';
+  function events(text, m, payloadText) {
+    const payloads = payloadText === null ? null : JSON.parse(payloadText);
+    const out = [];
+    let at = 0, p = 0, len = 0, sessionKey = '', agentId = '', kind = '', actorType = '';
+    for (let j = 0; j < m.length; j += 11) {
+      len = m[j + 2]; if (len !== -2) { sessionKey = text.slice(at, at + len); at += len; }
+      len = m[j + 3]; if (len !== -2) { agentId = text.slice(at, at + len); at += len; }
+      len = m[j + 4]; if (len !== -2) { kind = text.slice(at, at + len); at += len; }
+      len = m[j + 5]; if (len !== -2) { actorType = text.slice(at, at + len); at += len; }
+      const e = { sequence: m[j], sessionKey, agentId, kind, actorType };
+      len = m[j + 6]; if (len >= 0) { e.actorId = text.slice(at, at + len); at += len; }
+      len = m[j + 7]; if (len >= 0) { e.runId = text.slice(at, at + len); at += len; }
+      len = m[j + 8]; if (len >= 0) { e.sessionId = text.slice(at, at + len); at += len; }
+      e.occurredAt = m[j + 1];
+      len = m[j + 9]; e.summary = text.slice(at, at + len); at += len;
+      if (m[j + 10] === 1) e.payload = payloads[p++];
+      out.push(e);
+    }
+    return out;
+  }
+  function changes(text, m, payloadText, stateVersion, truncated, earliest, historyGap) {
+    return {
+      stateVersion,
+      stateChanges: {
+        events: events(text, m, payloadText),
+        truncated,
+        earliestAvailableSequence: earliest,
+        historyGap,
+      },
+    };
+  }
+  function versions(text, m) {
+    const out = [];
+    let at = 0, len = 0, sessionKey = '', agentId = '';
+    for (let j = 0; j < m.length; j += 3) {
+      len = m[j]; sessionKey = text.slice(at, at + len); at += len;
+      len = m[j + 1]; if (len !== -2) { agentId = text.slice(at, at + len); at += len; }
+      out.push({ sessionKey, agentId, stateVersion: m[j + 2] });
+    }
+    return out;
+  }
+  function notices(watcherKey, text, m) {
+    const out = [];
+    let at = 0, len = 0;
+    for (let j = 0; j < m.length; j += 4) {
+      len = m[j]; const targetKey = text.slice(at, at + len); at += len;
+      len = m[j + 2]; const noticeText = text.slice(at, at + len); at += len;
+      len = m[j + 3]; const contextKey = text.slice(at, at + len); at += len;
+      out.push({ watcherKey, targetKey, changesSince: m[j + 1], text: noticeText, contextKey });
+    }
+    return out;
+  }
+  return { events, changes, versions, notices };
+})()"#;
+
+type Builder = FunctionRef<(), Js>;
+
+/// The compiled JS half, kept by each `SessionState`.
+pub struct Builders {
+    events: Builder,
+    changes: Builder,
+    versions: Builder,
+    notices: Builder,
+}
+
+impl Builders {
+    /// Compiles [`BUILDERS_JS`] in this environment.
+    pub fn new(env: &Env) -> Result<Self> {
+        let all: Object<'_> = env.run_script(BUILDERS_JS)?;
+        let get = |name: &str| -> Result<Builder> {
+            let f: Function<'_, (), Js> = all.get_named_property(name)?;
+            f.create_ref()
+        };
+        Ok(Builders {
+            events: get("events")?,
+            changes: get("changes")?,
+            versions: get("versions")?,
+            notices: get("notices")?,
+        })
+    }
+
+    fn call(&self, env: &Env, f: &Builder, args: &[Js]) -> Result<Js> {
+        let f = f.borrow_back(env)?;
+        let raw_env = env.raw();
+        let mut undefined = ptr::null_mut();
+        check_status!(unsafe { sys::napi_get_undefined(raw_env, &mut undefined) })?;
+        let raw: Vec<sys::napi_value> = args.iter().map(|a| a.0).collect();
+        let mut result = ptr::null_mut();
+        check_status!(unsafe {
+            sys::napi_call_function(
+                raw_env,
+                undefined,
+                f.value().value,
+                raw.len(),
+                raw.as_ptr(),
+                &mut result,
+            )
+        })?;
+        Ok(Js(result))
+    }
+
+    /// `StateEvent` objects.
+    pub fn events(&self, env: &Env, events: &[StateEvent]) -> Result<Js> {
+        let (text, m, payloads) = pack_events(env, events)?;
+        self.call(env, &self.events, &[text, m, payloads])
+    }
+
+    /// One `StateEvent` object.
+    pub fn event(&self, env: &Env, event: &StateEvent) -> Result<Js> {
+        let array = self.events(env, std::slice::from_ref(event))?;
+        let mut first = ptr::null_mut();
+        check_status!(unsafe { sys::napi_get_element(env.raw(), array.0, 0, &mut first) })?;
+        Ok(Js(first))
+    }
+
+    /// The `changesSince` result.
+    pub fn changes(&self, env: &Env, c: &Changes) -> Result<Js> {
+        let (text, m, payloads) = pack_events(env, &c.events)?;
+        let args = [
+            text,
+            m,
+            payloads,
+            int(env, c.state_version)?,
+            boolean(env, c.truncated)?,
+            int(env, c.earliest_available_sequence)?,
+            boolean(env, c.history_gap)?,
+        ];
+        self.call(env, &self.changes, &args)
+    }
+
+    /// The `stateVersions` result: (session key, agent, version) rows.
+    pub fn versions(&self, env: &Env, rows: &[(String, String, i64)]) -> Result<Js> {
+        let mut p = Packer::with_capacity(rows.len() * 3);
+        let mut last_agent: Option<&str> = None;
+        for (key, agent, version) in rows {
+            p.text(key);
+            if last_agent == Some(agent.as_str()) {
+                p.num(-2.0);
+            } else {
+                p.text(agent);
+                last_agent = Some(agent);
+            }
+            p.num(*version as f64);
+        }
+        let (text, m) = p.finish(env)?;
+        self.call(env, &self.versions, &[text, m])
+    }
+
+    /// `Notice` objects of one watcher.
+    pub fn notices(&self, env: &Env, watcher: &str, notices: &[Notice]) -> Result<Js> {
+        let mut p = Packer::with_capacity(notices.len() * 4);
+        for n in notices {
+            p.text(&n.target_key);
+            p.num(n.changes_since as f64);
+            p.text(&n.text);
+            p.text(&n.context_key);
+        }
+        let (text, m) = p.finish(env)?;
+        self.call(env, &self.notices, &[str(env, watcher)?, text, m])
+    }
+}
+
+/// Collects the text and numbers of rows.
+struct Packer {
+    text: String,
+    m: Vec<f64>,
+}
+
+impl Packer {
+    fn with_capacity(numbers: usize) -> Self {
+        Packer {
+            text: String::with_capacity(numbers * 16),
+            m: Vec::with_capacity(numbers),
+        }
+    }
+
+    fn num(&mut self, v: f64) {
+        self.m.push(v);
+    }
+
+    /// Appends `s` and records its length in UTF-16 units (what `String.prototype.slice`
+    /// counts).
+    fn text(&mut self, s: &str) {
+        self.text.push_str(s);
+        let units = if s.is_ascii() {
+            s.len()
+        } else {
+            s.encode_utf16().count()
+        };
+        self.m.push(units as f64);
+    }
+
+    /// The text as a JS string and the numbers as a `Float64Array`.
+    fn finish(self, env: &Env) -> Result<(Js, Js)> {
+        let raw = env.raw();
+        let text = if self.text.is_ascii() {
+            // ASCII is Latin-1 too, and V8 copies Latin-1 without decoding it.
+            let mut v = ptr::null_mut();
+            check_status!(unsafe {
+                sys::napi_create_string_latin1(
+                    raw,
+                    self.text.as_ptr().cast(),
+                    self.text.len() as isize,
+                    &mut v,
+                )
+            })?;
+            Js(v)
+        } else {
+            str(env, &self.text)?
+        };
+        let bytes = self.m.len() * std::mem::size_of::<f64>();
+        let mut data = ptr::null_mut();
+        let mut buffer = ptr::null_mut();
+        check_status!(unsafe { sys::napi_create_arraybuffer(raw, bytes, &mut data, &mut buffer) })?;
+        if bytes > 0 {
+            // The buffer was just allocated with exactly `bytes` bytes.
+            unsafe {
+                ptr::copy_nonoverlapping(self.m.as_ptr().cast::<u8>(), data.cast::<u8>(), bytes)
+            };
+        }
+        let mut array = ptr::null_mut();
+        check_status!(unsafe {
+            sys::napi_create_typedarray(
+                raw,
+                sys::TypedarrayType::float64_array,
+                self.m.len(),
+                buffer,
+                0,
+                &mut array,
+            )
+        })?;
+        Ok((text, Js(array)))
+    }
+}
+
+/// Packs events for the `events` builder: 11 numbers per event, and all payloads as one JSON
+/// array text (or null when there are none).
+fn pack_events(env: &Env, events: &[StateEvent]) -> Result<(Js, Js, Js)> {
+    let mut p = Packer::with_capacity(events.len() * 11);
+    let mut payloads = String::from("[");
+    let mut prev: Option<&StateEvent> = None;
+    for e in events {
+        p.num(e.sequence as f64);
+        p.num(e.occurred_at as f64);
+        let same = |f: fn(&StateEvent) -> &str| prev.is_some_and(|x| f(x) == f(e));
+        for f in [
+            (|x: &StateEvent| x.session_key.as_str()) as fn(&StateEvent) -> &str,
+            |x| x.agent_id.as_str(),
+            |x| x.kind.as_str(),
+            |x| x.actor_type.as_str(),
+        ] {
+            if same(f) {
+                p.num(-2.0);
+            } else {
+                p.text(f(e));
+            }
+        }
+        for v in [&e.actor_id, &e.run_id, &e.session_id] {
+            match v {
+                Some(v) => p.text(v),
+                None => p.num(-1.0),
+            }
+        }
+        p.text(&e.summary);
+        match payload_json(e) {
+            Some(json) => {
+                if payloads.len() > 1 {
+                    payloads.push(',');
+                }
+                payloads.push_str(json);
+                p.num(1.0);
+            }
+            None => p.num(0.0),
+        }
+        prev = Some(e);
+    }
+    payloads.push(']');
+    let payloads = if payloads.len() > 2 {
+        str(env, &payloads)?
+    } else {
+        let mut null = ptr::null_mut();
+        check_status!(unsafe { sys::napi_get_null(env.raw(), &mut null) })?;
+        Js(null)
+    };
+    let (text, m) = p.finish(env)?;
+    Ok((text, m, payloads))
+}
+
+/// The stored payload if it is JSON, else `None` (only another writer could store such a row;
+/// it was always left out). Checked without building it: what this store writes is compact
+/// JSON from serde_json and passes as it is.
+fn payload_json(e: &StateEvent) -> Option<&str> {
+    let json = e.payload_json.as_deref()?;
+    serde_json::from_str::<&serde_json::value::RawValue>(json)
+        .ok()
+        .map(|_| json)
+}
+
+/// A new empty array.
+pub fn empty_array(env: &Env) -> Result<Js> {
+    let mut v = ptr::null_mut();
+    check_status!(unsafe { sys::napi_create_array_with_length(env.raw(), 0, &mut v) })?;
+    Ok(Js(v))
+}
+
+fn str(env: &Env, s: &str) -> Result<Js> {
+    let mut v = ptr::null_mut();
+    check_status!(unsafe {
+        sys::napi_create_string_utf8(env.raw(), s.as_ptr().cast(), s.len() as isize, &mut v)
+    })?;
+    Ok(Js(v))
+}
+
+fn int(env: &Env, n: i64) -> Result<Js> {
+    let mut v = ptr::null_mut();
+    check_status!(unsafe { sys::napi_create_int64(env.raw(), n, &mut v) })?;
+    Ok(Js(v))
+}
+
+fn boolean(env: &Env, b: bool) -> Result<Js> {
+    let mut v = ptr::null_mut();
+    check_status!(unsafe { sys::napi_get_boolean(env.raw(), b, &mut v) })?;
+    Ok(Js(v))
+}
