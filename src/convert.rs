@@ -184,6 +184,58 @@ pub fn session_refs(v: Unknown<'_>, name: &str) -> Result<Vec<(String, Option<St
         .collect()
 }
 
+/// A string argument read into a buffer on the stack when it is short (session keys are), so
+/// the calls every turn makes (the empty `drain`) allocate nothing for it.
+pub struct Key {
+    buf: [u8; 256],
+    len: usize,
+    long: Option<String>,
+}
+
+impl Key {
+    /// Reads a string argument; another type is `ERR_INVALID_ARG`, as for [`string`].
+    pub fn read(v: Unknown<'_>, name: &str) -> Result<Key> {
+        if v.get_type().map_err(napi_err)? != ValueType::String {
+            return Err(Error::invalid(format!("{name} must be a string")));
+        }
+        let mut key = Key {
+            buf: [0; 256],
+            len: 0,
+            long: None,
+        };
+        #[allow(unsafe_code)]
+        // SAFETY: `v` is a string of the call in progress; napi writes at most 255 bytes and
+        // a NUL into the 256-byte buffer.
+        let status = unsafe {
+            napi::sys::napi_get_value_string_utf8(
+                v.value().env,
+                v.value().value,
+                key.buf.as_mut_ptr().cast(),
+                key.buf.len(),
+                &mut key.len,
+            )
+        };
+        // napi writes whole characters only: a longer string fills at least 252 bytes, and
+        // up to 251 the string is surely whole (and valid UTF-8, which napi transcoded).
+        if status != napi::sys::Status::napi_ok
+            || key.len >= key.buf.len() - 4
+            || std::str::from_utf8(&key.buf[..key.len]).is_err()
+        {
+            key.long = Some(as_string(v, name)?);
+        }
+        Ok(key)
+    }
+
+    /// The string.
+    pub fn as_str(&self) -> &str {
+        match &self.long {
+            Some(s) => s,
+            // Checked valid UTF-8 in `read`.
+            None => std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default(),
+        }
+    }
+}
+
 /// Reads the `record` input object (§5).
 pub fn record_input(input: Unknown<'_>) -> Result<RecordInput> {
     if matches!(

@@ -33,6 +33,13 @@ impl ToNapiValue for Js {
     }
 }
 
+impl Js {
+    /// The raw value.
+    pub fn raw(self) -> sys::napi_value {
+        self.0
+    }
+}
+
 impl FromNapiValue for Js {
     unsafe fn from_napi_value(_env: sys::napi_env, val: sys::napi_value) -> Result<Self> {
         Ok(Js(val))

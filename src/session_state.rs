@@ -479,13 +479,14 @@ impl SessionState {
     /// with `changesSince` = the old notified position. With nothing pending it runs no SQL.
     #[napi(ts_args_type = "watcherKey: string", ts_return_type = "Array<Notice>")]
     pub fn drain(&self, env: Env, watcher_key: Unknown<'_>) -> Result<Js, Code> {
-        let watcher_key = string(watcher_key, "watcherKey")?;
-        if !self.store.has_pending(&watcher_key).js()? {
+        let key = convert::Key::read(watcher_key, "watcherKey").js()?;
+        let watcher_key = key.as_str();
+        if !self.store.has_pending(watcher_key).js()? {
             return js_out::empty_array(&env).js();
         }
         let now = self.now(&env).js()?;
-        let notices = self.store.drain(&watcher_key, now).js()?;
-        self.builders.notices(&env, &watcher_key, &notices).js()
+        let notices = self.store.drain(watcher_key, now).js()?;
+        self.builders.notices(&env, watcher_key, &notices).js()
     }
 
     /// The watcher's pending notices in queue order, nothing acknowledged.

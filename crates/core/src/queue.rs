@@ -117,7 +117,8 @@ impl NoticeQueue {
 
     /// True when the watcher has queued notices. Costs no SQL: the empty-drain fast path.
     pub fn has_any(&self, watcher: &str) -> bool {
-        self.by_watcher.get(watcher).is_some_and(|l| !l.is_empty())
+        // Nothing queued at all (the usual state) needs no hashing.
+        !self.by_watcher.is_empty() && self.by_watcher.get(watcher).is_some_and(|l| !l.is_empty())
     }
 
     /// The watcher's notices, in order, without removing them.
