@@ -1,12 +1,12 @@
 'use strict';
 // One benchmark process for one implementation: `node bench/child.js addon|reference`.
 // Driven by bench/run.js over IPC: `setup` builds a workload's fixtures, `round` returns one
-// timed sample, `rss` measures memory (only in a fresh process), `exit` cleans up.
+// timed sample, `exit` cleans up.
 
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { WORKLOADS, buildHundredThousandCursors } = require('./workloads');
+const { WORKLOADS } = require('./workloads');
 
 const impl = process.argv[2];
 const Impl =
@@ -29,12 +29,6 @@ function checkErrors() {
   }
 }
 
-function rssMiB() {
-  global.gc();
-  global.gc();
-  return process.memoryUsage().rss / (1024 * 1024);
-}
-
 async function handle(msg) {
   switch (msg.cmd) {
     case 'setup': {
@@ -48,18 +42,6 @@ async function handle(msg) {
       const out = await WORKLOADS[msg.index].round(contexts.get(msg.index));
       checkErrors();
       return typeof out === 'number' ? { ns: out } : out;
-    }
-    case 'rss': {
-      const store = open(path.join(dir, 'rss.sqlite'));
-      const baseline = rssMiB();
-      buildHundredThousandCursors(store);
-      let pending = 0;
-      for (let i = 0; i < 100; i++) pending += store.peek(`agent:w${i}:main`).length;
-      if (pending !== 100_000) throw new Error(`${pending} notices pending, expected 100,000`);
-      checkErrors();
-      const rss = rssMiB();
-      store.close();
-      return { baseline, rss };
     }
     default:
       throw new Error(`unknown command ${msg.cmd}`);

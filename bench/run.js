@@ -6,10 +6,10 @@
 // 2. One process per implementation (bench/child.js) and the raw benchmark in its `--serve`
 //    mode are started; each workload's rounds are interleaved between them, so every
 //    implementation sees the same machine load. Medians of the rounds are reported.
-// 3. RSS is measured in a fresh process per implementation.
+// 3. RSS is measured in a fresh process per implementation (bench/rss.js).
 // It prints one table (Markdown) and writes the raw samples to .tmp/bench-results.json.
 
-const { fork, spawn } = require('node:child_process');
+const { execFileSync, fork, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -44,7 +44,7 @@ function machine() {
   const cpu = (fs.readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/) || [])[1];
   let rustc = 'unknown';
   try {
-    rustc = require('node:child_process').execFileSync('rustc', ['--version'], { cwd: ROOT }).toString().trim();
+    rustc = execFileSync('rustc', ['--version'], { cwd: ROOT }).toString().trim();
   } catch {
     // Only informative.
   }
@@ -61,7 +61,7 @@ function machine() {
 
 /** A child process of one implementation, answering one request at a time. */
 function startChild(impl) {
-  const child = fork(path.join(__dirname, 'child.js'), [impl], { execArgv: ['--expose-gc'] });
+  const child = fork(path.join(__dirname, 'child.js'), [impl]);
   let waiting = null;
   child.on('message', (msg) => {
     const w = waiting;
@@ -179,9 +179,9 @@ async function measure() {
   }
   for (const impl of ['addon', 'reference']) {
     if (ONLY && !ONLY.test('rss')) break;
-    const c = startChild(impl);
-    samples[`rss ${impl}`] = await c.ask({ cmd: 'rss' });
-    c.stop();
+    const out = execFileSync(process.execPath, ['--expose-gc', path.join(__dirname, 'rss.js'), impl]);
+    samples[`rss ${impl}`] = JSON.parse(out.toString());
+    console.log(`  rss ${impl}: ${samples[`rss ${impl}`].rss.toFixed(1)} MiB`);
   }
   return samples;
 }
