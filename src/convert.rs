@@ -3,10 +3,13 @@
 //! statuses, never a bare `TypeError`), and `null` for an optional value or member means absent
 //! (§5). `record` reports these errors through `onError`; the other methods throw them.
 
+use std::ffi::CStr;
+
 use napi::bindgen_prelude::{
-    Function, FunctionRef, JsObjectValue, JsValue, JsValuesTupleIntoVec, Object, Unknown,
+    FromNapiValue, Function, FunctionRef, JsObjectValue, JsValue, JsValuesTupleIntoVec, Object,
+    Unknown,
 };
-use napi::ValueType;
+use napi::{sys, ValueType};
 use serde_json::{Map, Number, Value};
 use session_awareness_core::{Error, RecordInput, Result};
 
@@ -236,6 +239,168 @@ impl Key {
     }
 }
 
+/// Reads the fields of one JS object with as few Node-API calls as it can: one lookup and one
+/// type check per field, and one read for a string of up to 251 bytes (napi-rs's accessors
+/// make the key, look it up, check the type three times and read a string twice). `record`
+/// reads thirteen fields on every call.
+struct Fields<'a> {
+    env: sys::napi_env,
+    obj: Object<'a>,
+}
+
+/// A looked-up field: absent (undefined or null) or a value of a known type.
+enum Field {
+    Absent,
+    Present(sys::napi_value, sys::napi_valuetype),
+}
+
+impl<'a> Fields<'a> {
+    fn get(&self, name: &CStr) -> Result<Field> {
+        let mut v = std::ptr::null_mut();
+        let mut t = 0;
+        #[allow(unsafe_code)]
+        // SAFETY: `obj` is a live object of the call in progress on `env`; `name` is a C string.
+        let ok = unsafe {
+            sys::napi_get_named_property(self.env, self.obj.value().value, name.as_ptr(), &mut v)
+                == sys::Status::napi_ok
+                && sys::napi_typeof(self.env, v, &mut t) == sys::Status::napi_ok
+        };
+        if !ok {
+            // A throwing getter: record reports it instead of throwing it.
+            let mut exception = std::ptr::null_mut();
+            #[allow(unsafe_code)]
+            // SAFETY: as above.
+            unsafe {
+                sys::napi_get_and_clear_last_exception(self.env, &mut exception)
+            };
+            return Err(Error::invalid(format!(
+                "{} could not be read",
+                name.to_string_lossy()
+            )));
+        }
+        Ok(match t {
+            sys::ValueType::napi_undefined | sys::ValueType::napi_null => Field::Absent,
+            _ => Field::Present(v, t),
+        })
+    }
+
+    fn string_value(&self, v: sys::napi_value) -> Result<String> {
+        read_string(self.env, v)
+    }
+
+    fn opt_string(&self, name: &CStr) -> Result<Option<String>> {
+        match self.get(name)? {
+            Field::Absent => Ok(None),
+            Field::Present(v, sys::ValueType::napi_string) => self.string_value(v).map(Some),
+            Field::Present(..) => Err(Error::invalid(format!(
+                "{} must be a string",
+                name.to_string_lossy()
+            ))),
+        }
+    }
+
+    fn req_string(&self, name: &CStr) -> Result<String> {
+        self.opt_string(name)?
+            .ok_or_else(|| Error::invalid(format!("{} is required", name.to_string_lossy())))
+    }
+
+    fn opt_number(&self, name: &CStr) -> Result<Option<f64>> {
+        match self.get(name)? {
+            Field::Absent => Ok(None),
+            Field::Present(v, sys::ValueType::napi_number) => {
+                let mut n = 0.0;
+                #[allow(unsafe_code)]
+                // SAFETY: `v` is a number of the call in progress.
+                let status = unsafe { sys::napi_get_value_double(self.env, v, &mut n) };
+                if status == sys::Status::napi_ok {
+                    Ok(Some(n))
+                } else {
+                    Err(Error::invalid(format!(
+                        "{} could not be read",
+                        name.to_string_lossy()
+                    )))
+                }
+            }
+            Field::Present(..) => Err(Error::invalid(format!(
+                "{} must be a number",
+                name.to_string_lossy()
+            ))),
+        }
+    }
+
+    fn opt_bool(&self, name: &CStr) -> Result<Option<bool>> {
+        match self.get(name)? {
+            Field::Absent => Ok(None),
+            Field::Present(v, sys::ValueType::napi_boolean) => {
+                let mut b = false;
+                #[allow(unsafe_code)]
+                // SAFETY: `v` is a boolean of the call in progress.
+                let status = unsafe { sys::napi_get_value_bool(self.env, v, &mut b) };
+                if status == sys::Status::napi_ok {
+                    Ok(Some(b))
+                } else {
+                    Err(Error::invalid(format!(
+                        "{} could not be read",
+                        name.to_string_lossy()
+                    )))
+                }
+            }
+            Field::Present(..) => Err(Error::invalid(format!(
+                "{} must be a boolean",
+                name.to_string_lossy()
+            ))),
+        }
+    }
+
+    fn unknown(&self, name: &CStr) -> Result<Option<Unknown<'a>>> {
+        match self.get(name)? {
+            Field::Absent => Ok(None),
+            #[allow(unsafe_code)]
+            // SAFETY: `v` is a value of the call in progress on `env`.
+            Field::Present(v, _) => Ok(Some(unsafe { Unknown::from_raw_unchecked(self.env, v) })),
+        }
+    }
+
+    fn opt_string_array(&self, name: &CStr) -> Result<Vec<String>> {
+        let label = name.to_string_lossy();
+        let arr = match self.get(name)? {
+            Field::Absent => return Ok(Vec::new()),
+            Field::Present(v, sys::ValueType::napi_object) => v,
+            Field::Present(..) => return Err(Error::invalid(format!("{label} must be an object"))),
+        };
+        let mut is_array = false;
+        let mut len = 0u32;
+        #[allow(unsafe_code)]
+        // SAFETY: `arr` is an object of the call in progress.
+        let ok = unsafe {
+            sys::napi_is_array(self.env, arr, &mut is_array) == sys::Status::napi_ok
+                && (!is_array
+                    || sys::napi_get_array_length(self.env, arr, &mut len) == sys::Status::napi_ok)
+        };
+        if !ok || !is_array {
+            return Err(Error::invalid(format!(
+                "{label} must be an array of strings"
+            )));
+        }
+        (0..len)
+            .map(|i| {
+                let mut item = std::ptr::null_mut();
+                let mut t = 0;
+                #[allow(unsafe_code)]
+                // SAFETY: `arr` is an array of the call in progress.
+                let ok = unsafe {
+                    sys::napi_get_element(self.env, arr, i, &mut item) == sys::Status::napi_ok
+                        && sys::napi_typeof(self.env, item, &mut t) == sys::Status::napi_ok
+                };
+                if !ok || t != sys::ValueType::napi_string {
+                    return Err(Error::invalid(format!("{label} must be a string")));
+                }
+                self.string_value(item)
+            })
+            .collect()
+    }
+}
+
 /// Reads the `record` input object (§5).
 pub fn record_input(input: Unknown<'_>) -> Result<RecordInput> {
     if matches!(
@@ -245,20 +410,24 @@ pub fn record_input(input: Unknown<'_>) -> Result<RecordInput> {
         return Err(Error::invalid("record needs an input object"));
     }
     let obj = as_object(input, "input")?;
+    let f = Fields {
+        env: obj.value().env,
+        obj,
+    };
     Ok(RecordInput {
-        session_key: req_string(&obj, "sessionKey")?,
-        agent_id: opt_string(&obj, "agentId")?,
-        session_id: opt_string(&obj, "sessionId")?,
-        kind: req_string(&obj, "kind")?,
-        actor_type: req_string(&obj, "actorType")?,
-        actor_id: opt_string(&obj, "actorId")?,
-        run_id: opt_string(&obj, "runId")?,
-        summary: req_string(&obj, "summary")?,
-        payload: field(&obj, "payload")?.map(|v| payload(v, 0)).transpose()?,
-        occurred_at: opt_number(&obj, "occurredAt")?,
-        dedupe_key: opt_string(&obj, "dedupeKey")?,
-        watchers: opt_string_array(&obj, "watchers")?,
-        only_if_watched: opt_bool(&obj, "onlyIfWatched")?.unwrap_or(false),
+        session_key: f.req_string(c"sessionKey")?,
+        agent_id: f.opt_string(c"agentId")?,
+        session_id: f.opt_string(c"sessionId")?,
+        kind: f.req_string(c"kind")?,
+        actor_type: f.req_string(c"actorType")?,
+        actor_id: f.opt_string(c"actorId")?,
+        run_id: f.opt_string(c"runId")?,
+        summary: f.req_string(c"summary")?,
+        payload: f.unknown(c"payload")?.map(|v| payload(v, 0)).transpose()?,
+        occurred_at: f.opt_number(c"occurredAt")?,
+        dedupe_key: f.opt_string(c"dedupeKey")?,
+        watchers: f.opt_string_array(c"watchers")?,
+        only_if_watched: f.opt_bool(c"onlyIfWatched")?.unwrap_or(false),
     })
 }
 
@@ -267,63 +436,155 @@ pub fn record_input(input: Unknown<'_>) -> Result<RecordInput> {
 /// does; functions, symbols, BigInts and non-finite numbers are refused, and so is nesting
 /// deeper than 32 levels (which also stops a cyclic value).
 pub fn payload(v: Unknown<'_>, depth: usize) -> Result<Value> {
+    let env = v.value().env;
+    let mut t = 0;
+    #[allow(unsafe_code)]
+    // SAFETY: `v` is a value of the call in progress on `env`.
+    let status = unsafe { sys::napi_typeof(env, v.value().value, &mut t) };
+    if status != sys::Status::napi_ok {
+        return Err(read_failed(env, "payload"));
+    }
+    payload_value(env, v.value().value, t, depth)
+}
+
+/// A failed read (a throwing getter or proxy trap): the pending exception is cleared, so that
+/// `record` reports it instead of throwing it.
+fn read_failed(env: sys::napi_env, what: &str) -> Error {
+    let mut exception = std::ptr::null_mut();
+    #[allow(unsafe_code)]
+    // SAFETY: `env` is the env of the call in progress.
+    unsafe {
+        sys::napi_get_and_clear_last_exception(env, &mut exception)
+    };
+    Error::invalid(format!("{what} could not be read"))
+}
+
+// The payload walk, on raw Node-API calls: one lookup per member with the key value the
+// property-name list already holds, one type check, one read (napi-rs's accessors make each
+// key again and check each type twice).
+#[allow(unsafe_code)]
+fn payload_value(
+    env: sys::napi_env,
+    v: sys::napi_value,
+    t: sys::napi_valuetype,
+    depth: usize,
+) -> Result<Value> {
     if depth > MAX_PAYLOAD_DEPTH {
         return Err(Error::invalid(
             "payload is nested too deeply (or is cyclic)",
         ));
     }
-    #[allow(unsafe_code)]
-    // SAFETY: each cast below matches the type checked by its arm.
-    unsafe {
-        match v.get_type().map_err(napi_err)? {
-            ValueType::Null => Ok(Value::Null),
-            ValueType::Boolean => Ok(Value::Bool(v.cast::<bool>().map_err(napi_err)?)),
-            ValueType::String => Ok(Value::String(v.cast::<String>().map_err(napi_err)?)),
-            ValueType::Number => {
-                let n = v.cast::<f64>().map_err(napi_err)?;
-                let num = if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
-                    Some(Number::from(n as i64))
-                } else {
-                    Number::from_f64(n)
-                };
-                num.map(Value::Number)
-                    .ok_or_else(|| Error::invalid("payload numbers must be finite"))
+    let ok = |status: sys::napi_status| -> Result<()> {
+        if status == sys::Status::napi_ok {
+            Ok(())
+        } else {
+            Err(read_failed(env, "payload"))
+        }
+    };
+    // SAFETY (every block below): `v` and the values read from it belong to the call in
+    // progress on `env`, and each read matches the type checked before it.
+    match t {
+        sys::ValueType::napi_null | sys::ValueType::napi_undefined => Ok(Value::Null),
+        sys::ValueType::napi_boolean => {
+            let mut b = false;
+            ok(unsafe { sys::napi_get_value_bool(env, v, &mut b) })?;
+            Ok(Value::Bool(b))
+        }
+        sys::ValueType::napi_string => Ok(Value::String(read_string(env, v)?)),
+        sys::ValueType::napi_number => {
+            let mut n = 0.0;
+            ok(unsafe { sys::napi_get_value_double(env, v, &mut n) })?;
+            let num = if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 {
+                Some(Number::from(n as i64))
+            } else {
+                Number::from_f64(n)
+            };
+            num.map(Value::Number)
+                .ok_or_else(|| Error::invalid("payload numbers must be finite"))
+        }
+        sys::ValueType::napi_object => {
+            let mut is_array = false;
+            ok(unsafe { sys::napi_is_array(env, v, &mut is_array) })?;
+            let (list, len) = if is_array {
+                (v, array_len(env, v)?)
+            } else {
+                let mut names = std::ptr::null_mut();
+                ok(unsafe { sys::napi_get_property_names(env, v, &mut names) })?;
+                (names, array_len(env, names)?)
+            };
+            if len as usize > MAX_PAYLOAD_ENTRIES {
+                return Err(Error::invalid("payload is too large"));
             }
-            ValueType::Object => {
-                let obj = v.cast::<Object<'_>>().map_err(napi_err)?;
-                if obj.is_array().map_err(napi_err)? {
-                    let len = obj.get_array_length().map_err(napi_err)? as usize;
-                    if len > MAX_PAYLOAD_ENTRIES {
-                        return Err(Error::invalid("payload is too large"));
-                    }
-                    let mut out = Vec::with_capacity(len);
-                    for i in 0..len {
-                        let item: Unknown<'_> = obj.get_element(i as u32).map_err(napi_err)?;
-                        out.push(match item.get_type().map_err(napi_err)? {
-                            ValueType::Undefined => Value::Null,
-                            _ => payload(item, depth + 1)?,
-                        });
-                    }
-                    Ok(Value::Array(out))
-                } else {
-                    let keys = Object::keys(&obj).map_err(napi_err)?;
-                    if keys.len() > MAX_PAYLOAD_ENTRIES {
-                        return Err(Error::invalid("payload is too large"));
-                    }
-                    let mut map = Map::new();
-                    for k in keys {
-                        let item: Option<Unknown<'_>> = obj.get(&k).map_err(napi_err)?;
-                        if let Some(item) = item {
-                            map.insert(k, payload(item, depth + 1)?);
-                        }
-                    }
-                    Ok(Value::Object(map))
+            let element = |i: u32| -> Result<sys::napi_value> {
+                let mut e = std::ptr::null_mut();
+                ok(unsafe { sys::napi_get_element(env, list, i, &mut e) })?;
+                Ok(e)
+            };
+            let type_of = |x: sys::napi_value| -> Result<sys::napi_valuetype> {
+                let mut t = 0;
+                ok(unsafe { sys::napi_typeof(env, x, &mut t) })?;
+                Ok(t)
+            };
+            if is_array {
+                let mut out = Vec::with_capacity(len as usize);
+                for i in 0..len {
+                    let item = element(i)?;
+                    out.push(payload_value(env, item, type_of(item)?, depth + 1)?);
+                }
+                return Ok(Value::Array(out));
+            }
+            let mut map = Map::new();
+            for i in 0..len {
+                let key = element(i)?;
+                let mut item = std::ptr::null_mut();
+                ok(unsafe { sys::napi_get_property(env, v, key, &mut item) })?;
+                // Undefined members are left out, as JSON.stringify does.
+                let t = type_of(item)?;
+                if t != sys::ValueType::napi_undefined {
+                    map.insert(
+                        read_string(env, key)?,
+                        payload_value(env, item, t, depth + 1)?,
+                    );
                 }
             }
-            ValueType::Undefined => Ok(Value::Null),
-            other => Err(Error::invalid(format!(
-                "payload cannot hold a {other:?} value"
-            ))),
+            Ok(Value::Object(map))
         }
+        sys::ValueType::napi_symbol => Err(Error::invalid("payload cannot hold a Symbol value")),
+        sys::ValueType::napi_function => {
+            Err(Error::invalid("payload cannot hold a Function value"))
+        }
+        sys::ValueType::napi_bigint => Err(Error::invalid("payload cannot hold a BigInt value")),
+        _ => Err(Error::invalid("payload cannot hold this value")),
     }
+}
+
+#[allow(unsafe_code)]
+fn array_len(env: sys::napi_env, v: sys::napi_value) -> Result<u32> {
+    let mut len = 0;
+    // SAFETY: `v` is an array of the call in progress on `env`.
+    if unsafe { sys::napi_get_array_length(env, v, &mut len) } == sys::Status::napi_ok {
+        Ok(len)
+    } else {
+        Err(read_failed(env, "payload"))
+    }
+}
+
+/// Reads a JS string: one call for up to 251 bytes of UTF-8, two beyond.
+#[allow(unsafe_code)]
+fn read_string(env: sys::napi_env, v: sys::napi_value) -> Result<String> {
+    let mut buf = [0u8; 256];
+    let mut len = 0usize;
+    // SAFETY: `v` is a string of the call in progress; napi writes at most 255 bytes and a NUL.
+    let status = unsafe {
+        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), buf.len(), &mut len)
+    };
+    if status != sys::Status::napi_ok {
+        return Err(read_failed(env, "a string"));
+    }
+    // napi writes whole characters only: a longer string fills at least 252 bytes.
+    if len < buf.len() - 4 {
+        return String::from_utf8(buf[..len].to_vec()).map_err(|e| Error::invalid(e.to_string()));
+    }
+    // SAFETY: as above.
+    unsafe { <String as FromNapiValue>::from_napi_value(env, v) }.map_err(napi_err)
 }
