@@ -69,6 +69,23 @@ const BUILDERS_JS: &str = r#"(() => {
     }
     return out;
   }
+  // One event (record): its 8 string lengths lead the text as UTF-16 code units (0xFFFF for
+  // absent), which spares the Float64Array a single object does not need.
+  function event(t, sequence, occurredAt, payloadText) {
+    let at = 8, len = 0;
+    len = t.charCodeAt(0); const sessionKey = t.slice(at, at + len); at += len;
+    len = t.charCodeAt(1); const agentId = t.slice(at, at + len); at += len;
+    len = t.charCodeAt(2); const kind = t.slice(at, at + len); at += len;
+    len = t.charCodeAt(3); const actorType = t.slice(at, at + len); at += len;
+    const e = { sequence, sessionKey, agentId, kind, actorType };
+    len = t.charCodeAt(4); if (len !== 0xffff) { e.actorId = t.slice(at, at + len); at += len; }
+    len = t.charCodeAt(5); if (len !== 0xffff) { e.runId = t.slice(at, at + len); at += len; }
+    len = t.charCodeAt(6); if (len !== 0xffff) { e.sessionId = t.slice(at, at + len); at += len; }
+    e.occurredAt = occurredAt;
+    len = t.charCodeAt(7); e.summary = t.slice(at, at + len);
+    if (payloadText !== null) e.payload = JSON.parse(payloadText);
+    return e;
+  }
   function changes(text, m, payloadText, stateVersion, truncated, earliest, historyGap) {
     return {
       stateVersion,
@@ -101,7 +118,7 @@ const BUILDERS_JS: &str = r#"(() => {
     }
     return out;
   }
-  return { events, changes, versions, notices };
+  return { events, event, changes, versions, notices };
 })()"#;
 
 type Builder = FunctionRef<(), Js>;
@@ -109,6 +126,7 @@ type Builder = FunctionRef<(), Js>;
 /// The compiled JS half, kept by each `SessionState`.
 pub struct Builders {
     events: Builder,
+    event: Builder,
     changes: Builder,
     versions: Builder,
     notices: Builder,
@@ -124,6 +142,7 @@ impl Builders {
         };
         Ok(Builders {
             events: get("events")?,
+            event: get("event")?,
             changes: get("changes")?,
             versions: get("versions")?,
             notices: get("notices")?,
@@ -157,11 +176,52 @@ impl Builders {
     }
 
     /// One `StateEvent` object.
-    pub fn event(&self, env: &Env, event: &StateEvent) -> Result<Js> {
-        let array = self.events(env, std::slice::from_ref(event))?;
-        let mut first = ptr::null_mut();
-        check_status!(unsafe { sys::napi_get_element(env.raw(), array.0, 0, &mut first) })?;
-        Ok(Js(first))
+    pub fn event(&self, env: &Env, e: &StateEvent) -> Result<Js> {
+        let fields = [
+            Some(e.session_key.as_str()),
+            Some(e.agent_id.as_str()),
+            Some(e.kind.as_str()),
+            Some(e.actor_type.as_str()),
+            e.actor_id.as_deref(),
+            e.run_id.as_deref(),
+            e.session_id.as_deref(),
+            Some(e.summary.as_str()),
+        ];
+        let mut text: Vec<u16> = Vec::with_capacity(8 + 128);
+        text.resize(8, 0xffff);
+        for (i, f) in fields.iter().enumerate() {
+            if let Some(f) = f {
+                let start = text.len();
+                text.extend(f.encode_utf16());
+                match u16::try_from(text.len() - start) {
+                    Ok(len) if len < 0xffff => text[i] = len,
+                    // A string too long for one code unit: the general path.
+                    _ => {
+                        let array = self.events(env, std::slice::from_ref(e))?;
+                        let mut first = ptr::null_mut();
+                        check_status!(unsafe {
+                            sys::napi_get_element(env.raw(), array.0, 0, &mut first)
+                        })?;
+                        return Ok(Js(first));
+                    }
+                }
+            }
+        }
+        let mut t = ptr::null_mut();
+        check_status!(unsafe {
+            sys::napi_create_string_utf16(env.raw(), text.as_ptr(), text.len() as isize, &mut t)
+        })?;
+        let payload = match payload_json(e) {
+            Some(json) => str(env, json)?,
+            None => null(env)?,
+        };
+        let args = [
+            Js(t),
+            int(env, e.sequence)?,
+            int(env, e.occurred_at)?,
+            payload,
+        ];
+        self.call(env, &self.event, &args)
     }
 
     /// The `changesSince` result.
@@ -329,9 +389,7 @@ fn pack_events(env: &Env, events: &[StateEvent]) -> Result<(Js, Js, Js)> {
     let payloads = if payloads.len() > 2 {
         str(env, &payloads)?
     } else {
-        let mut null = ptr::null_mut();
-        check_status!(unsafe { sys::napi_get_null(env.raw(), &mut null) })?;
-        Js(null)
+        null(env)?
     };
     let (text, m) = p.finish(env)?;
     Ok((text, m, payloads))
@@ -359,6 +417,12 @@ fn str(env: &Env, s: &str) -> Result<Js> {
     check_status!(unsafe {
         sys::napi_create_string_utf8(env.raw(), s.as_ptr().cast(), s.len() as isize, &mut v)
     })?;
+    Ok(Js(v))
+}
+
+fn null(env: &Env) -> Result<Js> {
+    let mut v = ptr::null_mut();
+    check_status!(unsafe { sys::napi_get_null(env.raw(), &mut v) })?;
     Ok(Js(v))
 }
 
