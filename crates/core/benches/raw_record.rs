@@ -12,9 +12,11 @@
 
 use std::time::Instant;
 
-use rusqlite::{params, Connection, TransactionBehavior};
+use rusqlite::{params, Connection};
 use session_awareness_core::checkpoint::Checkpointer;
 use session_awareness_core::schema;
+use session_awareness_core::tx::Tx;
+use session_awareness_core::Result;
 
 /// Records per round, rounds measured, and rounds thrown away first.
 const OPS: usize = 2_000;
@@ -75,8 +77,8 @@ fn now_ms() -> i64 {
 }
 
 /// One record: the transaction the store commits for it.
-fn record(conn: &mut Connection, target: &str, kind: &str, now: i64) -> rusqlite::Result<usize> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+fn record(conn: &mut Connection, target: &str, kind: &str, now: i64) -> Result<usize> {
+    let tx = Tx::immediate(conn)?;
     let seq: i64 = tx.prepare_cached(INSERT)?.query_row(
         params![
             None::<&str>,

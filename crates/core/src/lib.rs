@@ -45,6 +45,7 @@ pub mod runtime;
 pub mod schema;
 pub mod store;
 pub mod sync;
+pub mod tx;
 pub mod upstream;
 pub mod wake;
 

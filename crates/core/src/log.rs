@@ -4,6 +4,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::{Error, Result};
 use crate::event::{ActorType, EventKind, StateEvent, ValidEvent};
+use crate::tx::Tx;
 
 /// The largest `limit` of `changesSince`, and its default.
 pub const MAX_CHANGES: u32 = 200;
@@ -147,7 +148,7 @@ pub fn changes_since(
     after: i64,
     limit: u32,
 ) -> Result<Changes> {
-    let tx = conn.unchecked_transaction()?;
+    let tx = Tx::read(conn)?;
     let head = head(&tx, session_key, agent_id)?;
     let sql = format!(
         "SELECT {EVENT_COLUMNS} FROM session_state_events \
@@ -167,7 +168,7 @@ pub fn changes_since(
             "SELECT min(sequence) FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2",
         )?
         .query_row([session_key, agent_id], |r| r.get(0))?;
-    tx.finish()?;
+    tx.commit()?;
     Ok(Changes {
         state_version: head.last_sequence,
         events,

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 
 use crate::checkpoint::Checkpointer;
 use crate::cursors::{self, Pending, Provenance};
@@ -19,6 +19,7 @@ use crate::queue::{Notice, NoticeQueue};
 use crate::runtime;
 use crate::schema;
 use crate::sync::SyncState;
+use crate::tx::Tx;
 use crate::wake::{WakeScheduler, WakeSink};
 
 /// An hour: a record prunes when this long has passed since the last prune (§6).
@@ -354,7 +355,7 @@ impl Store {
                 return Ok(None);
             }
         }
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Tx::immediate(conn)?;
         let sequence = match log::insert_event(&tx, &v)? {
             Inserted::New(seq) => seq,
             Inserted::Duplicate(first) => {
@@ -480,7 +481,7 @@ impl Store {
         loop {
             let mut guard = self.lock_conn()?;
             let conn = guard.as_mut().expect("checked open");
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::immediate(conn)?;
             let batch = if background {
                 prune::BATCH
             } else {
@@ -508,7 +509,7 @@ impl Store {
         loop {
             let mut guard = self.lock_conn()?;
             let conn = guard.as_mut().expect("checked open");
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::immediate(conn)?;
             let (expired, next) =
                 cursors::expire_chunk(&tx, age_cutoff, after, cursors::EXPIRE_CHUNK)?;
             tx.commit()?;
@@ -549,7 +550,7 @@ impl Store {
         };
         self.mark_served(watcher);
         self.with_conn(|conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::immediate(conn)?;
             let head = log::head(&tx, target, agent)?.last_sequence;
             cursors::watch(&tx, watcher, target, head, provenance, now)?;
             tx.commit()?;
@@ -588,7 +589,7 @@ impl Store {
             })
             .collect::<Result<Vec<_>>>()?;
         self.with_conn(|conn| {
-            let tx = conn.unchecked_transaction()?;
+            let tx = Tx::read(conn)?;
             let mut out = Vec::with_capacity(resolved.len());
             for (key, agent) in resolved {
                 let v = log::head(&tx, key, &agent)?.last_sequence;
@@ -596,7 +597,7 @@ impl Store {
                     out.push((key.to_owned(), agent, v));
                 }
             }
-            tx.finish()?;
+            tx.commit()?;
             Ok(out)
         })
     }
@@ -644,7 +645,7 @@ impl Store {
         let conn = guard.as_mut().expect("checked open");
         let queued = self.shared.queue.lock().take(watcher);
         let outcome = (|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = Tx::immediate(conn)?;
             let mut out = Vec::with_capacity(queued.len());
             let mut reopened = Vec::new();
             for n in &queued {
@@ -691,7 +692,7 @@ impl Store {
         }
         let mut guard = self.lock_conn()?;
         let conn = guard.as_mut().expect("checked open");
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Tx::immediate(conn)?;
         let mut count = 0;
         let mut acked = Vec::new();
         for t in unique {
@@ -739,7 +740,7 @@ impl Store {
         };
         let mut guard = self.lock_conn()?;
         let conn = guard.as_mut().expect("checked open");
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Tx::immediate(conn)?;
         let pending = cursors::refreeze(&tx, only.as_deref())?;
         tx.commit()?;
         let wakes = self.enqueue(&pending);
@@ -782,7 +783,7 @@ impl Store {
         let own = agent == keys::resolve_agent(session_key, None)?;
         let mut guard = self.lock_conn()?;
         let conn = guard.as_mut().expect("checked open");
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = Tx::immediate(conn)?;
         log::delete_session(&tx, session_key, &agent)?;
         if own {
             cursors::delete_watcher(&tx, session_key)?;
