@@ -31,6 +31,10 @@ use crate::store::ErrorSink;
 pub const CHECKPOINT_PAGES: c_int = 1000;
 /// WAL frames (about 40 MiB at 4 KiB pages) at which a commit checkpoints in the foreground.
 pub const WAL_LIMIT_PAGES: c_int = 10_000;
+/// How many times, and how long apart, a background checkpoint tries again to copy what
+/// writes added while it ran or after it.
+const CHASE_ROUNDS: usize = 100;
+const CHASE_PAUSE: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The background checkpointer of one connection.
 pub struct Checkpointer {
@@ -128,19 +132,41 @@ impl Inner {
         }
         let me = Arc::clone(self);
         runtime::handle().spawn_blocking(move || {
-            let result = me.run();
-            me.due.store(false, Ordering::Release);
-            if let (Err(e), Some(sink)) = (result, &me.errors) {
-                sink.report(e);
+            // A checkpoint beside a writer leaves the frames written meanwhile, and a burst of
+            // writes leaves frames no later commit schedules a checkpoint for. Chase them
+            // until the WAL is copied whole and no write came for a pause, so that the next
+            // write starts the WAL over instead of letting it grow burst after burst. Bounded,
+            // for a reader in another process that holds an old snapshot for long.
+            for _ in 0..CHASE_ROUNDS {
+                if me.closed.load(Ordering::Acquire) {
+                    break;
+                }
+                match me.run() {
+                    Ok((log, copied)) => {
+                        std::thread::sleep(CHASE_PAUSE);
+                        if copied >= log && i64::from(me.frames.load(Ordering::Acquire)) == log {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        if let Some(sink) = &me.errors {
+                            sink.report(e);
+                        }
+                        break;
+                    }
+                }
             }
+            me.due.store(false, Ordering::Release);
         });
         true
     }
 
-    fn run(&self) -> Result<()> {
+    /// One PASSIVE checkpoint; returns the frames in the WAL and the frames copied (both 0
+    /// once closed).
+    fn run(&self) -> Result<(i64, i64)> {
         let mut guard = self.conn.lock();
         if self.closed.load(Ordering::Acquire) {
-            return Ok(());
+            return Ok((0, 0));
         }
         if guard.is_none() {
             let conn = Connection::open_with_flags(
@@ -154,8 +180,9 @@ impl Inner {
         }
         let conn = guard.as_ref().expect("opened above");
         // PASSIVE never waits for readers or writers; what it cannot copy now, the next one will.
-        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
-        Ok(())
+        Ok(conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+            Ok((r.get(1)?, r.get(2)?))
+        })?)
     }
 }
 
@@ -191,6 +218,33 @@ mod tests {
         assert!(cp.inner.conn.lock().is_some());
         cp.close();
         assert!(cp.inner.conn.lock().is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn after_a_burst_the_wal_starts_over() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("b.sqlite");
+        let mut conn = schema::open(path.to_str().unwrap(), 1000)?;
+        let cp = Checkpointer::install(&mut conn, 1000, None)?.expect("a WAL database");
+        conn.execute_batch("CREATE TABLE t (x BLOB)")?;
+        // A burst that outruns the checkpoints scheduled during it.
+        for _ in 0..2500 {
+            conn.execute("INSERT INTO t VALUES (zeroblob(4000))", [])?;
+        }
+        assert!(cp.inner.frames.load(Ordering::Acquire) > 2000);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while cp.inner.due.load(Ordering::Acquire) {
+            assert!(
+                Instant::now() < deadline,
+                "the checkpointer never caught up"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Everything was copied while writes paused, so the next write starts the WAL over.
+        conn.execute("INSERT INTO t VALUES (1)", [])?;
+        assert!(cp.inner.frames.load(Ordering::Acquire) < 10);
+        cp.close();
         Ok(())
     }
 
