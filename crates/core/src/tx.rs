@@ -14,27 +14,22 @@ pub struct Tx<'c> {
     open: bool,
 }
 
-fn run(conn: &Connection, sql: &str) -> Result<()> {
-    conn.prepare_cached(sql)?.execute([])?;
-    Ok(())
-}
-
 impl<'c> Tx<'c> {
     /// `BEGIN IMMEDIATE`: the write lock taken up front (§3).
     pub fn immediate(conn: &'c Connection) -> Result<Self> {
-        run(conn, "BEGIN IMMEDIATE")?;
+        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         Ok(Tx { conn, open: true })
     }
 
     /// `BEGIN`: one consistent snapshot for several reads.
     pub fn read(conn: &'c Connection) -> Result<Self> {
-        run(conn, "BEGIN")?;
+        conn.prepare_cached("BEGIN")?.execute([])?;
         Ok(Tx { conn, open: true })
     }
 
     /// Commits. On failure the transaction is rolled back.
     pub fn commit(mut self) -> Result<()> {
-        run(self.conn, "COMMIT")?;
+        self.conn.prepare_cached("COMMIT")?.execute([])?;
         self.open = false;
         Ok(())
     }
@@ -44,7 +39,10 @@ impl Drop for Tx<'_> {
     fn drop(&mut self) {
         if self.open && !self.conn.is_autocommit() {
             // Nothing to report to: the error that dropped the transaction is on its way.
-            let _ = run(self.conn, "ROLLBACK");
+            let _ = self
+                .conn
+                .prepare_cached("ROLLBACK")
+                .and_then(|mut s| s.execute([]));
         }
     }
 }
