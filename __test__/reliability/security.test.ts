@@ -91,7 +91,7 @@ describe('SQL', () => {
   const SOURCES = [path.join(ROOT, 'crates', 'core', 'src'), path.join(ROOT, 'src')]
   const SQL_WORD = /\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|ROLLBACK|VALUES|WHERE)\b/
   /** The only constants spliced into SQL text: fixed column lists and the schema. */
-  const KNOWN_FRAGMENTS = ['EVENT_COLUMNS', 'RETURNING', 'SCHEMA']
+  const KNOWN_FRAGMENTS = ['EVENT_COLUMNS', 'SCHEMA']
 
   interface Literal {
     file: string

@@ -275,11 +275,6 @@ pub fn watchers_behind(conn: &Connection) -> Result<Vec<String>> {
 /// Only the cursors whose N moves are written: a gateway that restarts with many notices
 /// already frozen re-queues them without rewriting the table.
 pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pending>> {
-    const BEHIND: &str = "material_sequence > last_seen_sequence";
-    const FREEZE: &str = "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
-         WHERE material_sequence > last_seen_sequence AND notified_sequence != material_sequence";
-    const SELECT: &str = "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
-         material_sequence, provenance FROM session_watch_cursors WHERE";
     // The cursors of one target share one string, as they do when a record queues them.
     let mut targets: HashMap<String, Arc<str>> = HashMap::new();
     let mut map = |r: &rusqlite::Row<'_>| {
@@ -303,17 +298,32 @@ pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pendin
     let mut out = Vec::new();
     match only {
         None => {
-            conn.prepare_cached(FREEZE)?.execute([])?;
-            let sql = format!("{SELECT} {BEHIND}");
-            for p in conn.prepare_cached(&sql)?.query_map([], &mut map)? {
+            conn.prepare_cached(
+                "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
+                 WHERE material_sequence > last_seen_sequence \
+                 AND notified_sequence != material_sequence",
+            )?
+            .execute([])?;
+            let mut select = conn.prepare_cached(
+                "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
+                 material_sequence, provenance FROM session_watch_cursors \
+                 WHERE material_sequence > last_seen_sequence",
+            )?;
+            for p in select.query_map([], &mut map)? {
                 out.push(p?);
             }
         }
         Some(watchers) => {
-            let mut freeze =
-                conn.prepare_cached(&format!("{FREEZE} AND watcher_session_key = ?1"))?;
-            let mut select =
-                conn.prepare_cached(&format!("{SELECT} watcher_session_key = ?1 AND {BEHIND}"))?;
+            let mut freeze = conn.prepare_cached(
+                "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
+                 WHERE watcher_session_key = ?1 AND material_sequence > last_seen_sequence \
+                 AND notified_sequence != material_sequence",
+            )?;
+            let mut select = conn.prepare_cached(
+                "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
+                 material_sequence, provenance FROM session_watch_cursors \
+                 WHERE watcher_session_key = ?1 AND material_sequence > last_seen_sequence",
+            )?;
             for w in watchers {
                 freeze.execute([w])?;
                 for p in select.query_map([w], &mut map)? {
