@@ -176,6 +176,8 @@ impl Inner {
             conn.busy_timeout(std::time::Duration::from_millis(u64::from(
                 self.busy_timeout_ms,
             )))?;
+            // A checkpoint copies frames through a buffer of its own, not the page cache.
+            conn.pragma_update(None, "cache_size", -64)?;
             *guard = Some(conn);
         }
         let conn = guard.as_ref().expect("opened above");

@@ -182,7 +182,7 @@ impl Store {
             Checkpointer::install(&mut conn, opts.busy_timeout_ms, hooks.errors.clone())?;
         let sync = match conn.path().filter(|p| !p.is_empty()) {
             Some(file) if opts.sync_interval_ms > 0 => {
-                Some(SyncState::open(file, opts.sync_interval_ms)?)
+                Some(SyncState::open(file, opts.sync_interval_ms, &conn)?)
             }
             _ => None,
         };
@@ -620,7 +620,7 @@ impl Store {
     /// True when the watcher has queued notices. Runs no SQL.
     pub fn has_pending(&self, watcher: &str) -> Result<bool> {
         self.check_open()?;
-        SessionKey::parse(watcher)?;
+        SessionKey::check(watcher)?;
         self.mark_served(watcher);
         Ok(self.shared.queue.lock().has_any(watcher))
     }

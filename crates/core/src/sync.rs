@@ -2,9 +2,11 @@
 //! notice opened by a record in one of them reaches the watchers the others serve.
 //!
 //! The cursor rows are the truth and each process's queue is a cache of them. A background
-//! task on the shared runtime asks a second, read-only connection for `PRAGMA data_version`
-//! every `syncIntervalMs`; the answer only changes when some connection committed, so an idle
-//! poll is one tiny statement. When it changed, the task reads what moved since its last look:
+//! task on the shared runtime asks the store's connection for `PRAGMA data_version` every
+//! `syncIntervalMs`; the answer only changes when another connection committed (never for the
+//! store's own commits), so an idle poll, or a poll in a process that only writes, is one tiny
+//! statement. When it changed, the task reads, on a second, read-only connection, what moved
+//! since its last look:
 //! the cursors of the sessions that got events (found from the global sequence), the cursors
 //! of the notices this process holds (an acknowledge elsewhere writes no event), and every
 //! pending cursor of the watchers that just started being served. Then it brings the queue in
@@ -37,7 +39,7 @@ const READER_BUSY_MS: u64 = 50;
 
 #[derive(Default)]
 struct Served {
-    all: HashSet<String>,
+    all: HashSet<String, foldhash::fast::RandomState>,
     // Served since the last poll: their pending cursors are read in full once.
     fresh: Vec<String>,
 }
@@ -66,14 +68,26 @@ fn open_reader(path: &str) -> Result<Connection> {
     )?;
     conn.busy_timeout(Duration::from_millis(READER_BUSY_MS))?;
     conn.set_prepared_statement_cache_capacity(16);
+    // Every commit elsewhere empties this connection's page cache before its next read, so a
+    // large one would only hold memory.
+    conn.pragma_update(None, "cache_size", -256)?;
     Ok(conn)
 }
 
-/// Changes whenever another connection (of this process or another) committed.
+/// On the store's own connection: changes whenever another connection (of this process or
+/// another) committed, and never for the store's own commits.
 fn data_version(conn: &Connection) -> Result<i64> {
     Ok(conn
         .prepare_cached("PRAGMA data_version")?
         .query_row([], |r| r.get(0))?)
+}
+
+/// `data_version` and the top sequence of the store's own connection, in one snapshot.
+fn own_view(conn: &Connection) -> Result<(i64, i64)> {
+    let tx = conn.unchecked_transaction()?;
+    let view = (data_version(&tx)?, top_sequence(&tx)?);
+    tx.finish()?;
+    Ok(view)
 }
 
 /// The largest event sequence ever handed out (0 before the first event).
@@ -105,11 +119,12 @@ fn changed_sessions(conn: &Connection, after: i64, upto: i64) -> Result<(Vec<Str
 
 impl SyncState {
     /// Opens the reader on `path` and notes where the file stands, so the first poll only
-    /// looks at what changes after the store opened.
-    pub(crate) fn open(path: &str, interval_ms: u32) -> Result<Self> {
+    /// looks at what changes after the store opened. `own` is the store's connection.
+    pub(crate) fn open(path: &str, interval_ms: u32, own: &Connection) -> Result<Self> {
+        let data_version = data_version(own)?;
         let mut reader = open_reader(path)?;
         let tx = reader.transaction()?;
-        let (data_version, last_sequence) = (data_version(&tx)?, top_sequence(&tx)?);
+        let last_sequence = top_sequence(&tx)?;
         tx.finish()?;
         Ok(SyncState {
             interval: Duration::from_millis(u64::from(interval_ms)),
@@ -127,11 +142,9 @@ impl SyncState {
     /// Starts serving `watcher` (a bare key never has notices and is ignored). Cheap when it
     /// is served already: one lock and one set lookup.
     pub(crate) fn serve(&self, watcher: &str) {
-        if !keys::is_watchable(watcher) {
-            return;
-        }
+        // Called on every drain: the usual answer, already served, costs one lookup.
         let mut s = self.served.lock();
-        if !s.all.contains(watcher) {
+        if !s.all.contains(watcher) && keys::is_watchable(watcher) {
             s.all.insert(watcher.to_owned());
             s.fresh.push(watcher.to_owned());
         }
@@ -178,7 +191,7 @@ impl SyncState {
                 // The cheap check runs here; the read that follows a change may wait for the
                 // store's connection lock, so it goes to a blocking thread and never holds up
                 // the runtime's timers.
-                match sync.due() {
+                match sync.due(&store) {
                     Ok(false) => continue,
                     Ok(true) => {}
                     Err(e) => {
@@ -203,16 +216,26 @@ impl SyncState {
         *self.task.lock() = Some(task.abort_handle());
     }
 
-    /// True when a poll has something to read: another commit, or newly served watchers.
-    fn due(&self) -> Result<bool> {
-        let mut slot = self.poller.lock();
-        let Some(p) = slot.as_mut() else {
+    /// True when a poll may have something to read: newly served watchers, or a commit by
+    /// another connection.
+    fn due(&self, store: &Store) -> Result<bool> {
+        let slot = self.poller.lock();
+        let Some(p) = slot.as_ref() else {
             return Ok(false);
         };
         if !self.served.lock().fresh.is_empty() {
             return Ok(true);
         }
-        Ok(data_version(&p.reader)? != p.data_version)
+        // Asked on the store's own connection, whose data_version ignores its own commits: a
+        // process that only writes never reads the cursor tables back. When the JS thread
+        // holds the connection, the poll decides under the lock instead of waiting here.
+        let Some(guard) = store.shared.conn.try_lock() else {
+            return Ok(true);
+        };
+        match guard.as_ref() {
+            Some(conn) => Ok(data_version(conn)? != p.data_version),
+            None => Ok(false),
+        }
     }
 
     fn failed(&self, store: &Store, error: Error) {
@@ -235,11 +258,18 @@ impl SyncState {
         // Holding the store's connection lock from the read to the queue update means no
         // local write lands in between: the queue ends up matching one consistent snapshot.
         let guard = store.lock_conn()?;
+        let (version, own_top) = own_view(guard.as_ref().ok_or(Error::Closed)?)?;
         let fresh = std::mem::take(&mut self.served.lock().fresh);
-        let read = self.read(store, p, &fresh, force);
-        let (rows, version, top) = match read {
-            Ok(Some(r)) => r,
-            Ok(None) => return Ok(()),
+        // No other connection committed since the last poll: every event up to `own_top` is
+        // this store's own or was read then, so only the fresh watchers need a look.
+        let foreign = force || version != p.data_version;
+        if !foreign && fresh.is_empty() {
+            p.last_sequence = p.last_sequence.max(own_top);
+            return Ok(());
+        }
+        let read = self.read(store, p, &fresh, foreign);
+        let (rows, top) = match read {
+            Ok(r) => r,
             Err(e) => {
                 self.served.lock().fresh.extend(fresh);
                 return Err(e);
@@ -248,7 +278,7 @@ impl SyncState {
         let wakes = self.apply(store, rows);
         drop(guard);
         p.data_version = version;
-        p.last_sequence = top;
+        p.last_sequence = top.unwrap_or(p.last_sequence.max(own_top));
         self.failing.store(false, Ordering::Release);
         store.wake_all(wakes);
         Ok(())
@@ -261,15 +291,20 @@ impl SyncState {
         store: &Store,
         p: &mut Poller,
         fresh: &[String],
-        force: bool,
-    ) -> Result<Option<(HashMap<(String, String), Option<Pending>>, i64, i64)>> {
+        foreign: bool,
+    ) -> Result<(HashMap<(String, String), Option<Pending>>, Option<i64>)> {
         let tx = p.reader.transaction()?;
-        let version = data_version(&tx)?;
-        if !force && version == p.data_version && fresh.is_empty() {
-            return Ok(None);
+        let mut rows: HashMap<(String, String), Option<Pending>> = HashMap::new();
+        if !foreign {
+            for w in fresh {
+                for c in cursors::pending_of(&tx, w)? {
+                    rows.insert((w.clone(), c.target.to_string()), Some(c));
+                }
+            }
+            tx.finish()?;
+            return Ok((rows, None));
         }
         let top = top_sequence(&tx)?;
-        let mut rows: HashMap<(String, String), Option<Pending>> = HashMap::new();
         let mut full: HashSet<String> = fresh.iter().cloned().collect();
         if top != p.last_sequence {
             let (sessions, count) = changed_sessions(&tx, p.last_sequence, top)?;
@@ -299,7 +334,7 @@ impl SyncState {
             rows.entry(pair).or_insert(None);
         }
         tx.finish()?;
-        Ok(Some((rows, version, top)))
+        Ok((rows, Some(top)))
     }
 
     /// Brings the queue in line with the rows read. Returns the wakes now due.
