@@ -39,11 +39,17 @@ pub enum SessionKey<'a> {
 impl<'a> SessionKey<'a> {
     /// Classifies `key`. The empty key and one longer than [`MAX_KEY_BYTES`] are refused.
     pub fn parse(key: &'a str) -> Result<Self> {
+        Self::check(key)?;
+        Ok(Self::classify(key))
+    }
+
+    /// The refusals of [`SessionKey::parse`] without the classification: a key is any
+    /// non-empty string within the identifier limit.
+    pub fn check(key: &str) -> Result<()> {
         if key.is_empty() {
             return Err(Error::invalid("sessionKey must be a non-empty string"));
         }
-        check_len(key, "sessionKey")?;
-        Ok(Self::classify(key))
+        check_len(key, "sessionKey")
     }
 
     /// Classifies a key without refusing anything (the empty key is bare).

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use foldhash::fast::RandomState;
 use indexmap::IndexMap;
 
 use crate::keys;
@@ -52,7 +53,7 @@ pub struct Queued {
 /// Pending notices per watcher, in arrival order, each found by its target in O(1).
 #[derive(Debug, Default)]
 pub struct NoticeQueue {
-    by_watcher: HashMap<Box<str>, IndexMap<Arc<str>, i64>>,
+    by_watcher: HashMap<Box<str>, IndexMap<Arc<str>, i64, RandomState>, RandomState>,
 }
 
 impl NoticeQueue {
@@ -71,7 +72,7 @@ impl NoticeQueue {
                 list.insert(target, last_seen);
             }
             None => {
-                let mut list = IndexMap::with_capacity(1);
+                let mut list = IndexMap::with_capacity_and_hasher(1, RandomState::default());
                 list.insert(target, last_seen);
                 self.by_watcher.insert(watcher.into(), list);
             }
