@@ -136,7 +136,7 @@ async function measure() {
   try {
     for (const [index, w] of WORKLOADS.entries()) {
       if (ONLY && !ONLY.test(w.name)) continue;
-      const s = { addon: [], reference: [], baseline: [], rawHot: [], rawBackground: [] };
+      const s = { addon: [], reference: [], baseline: [], rawHot: [], rawBackground: [], core: [] };
       const runners = [
         ['addon', async () => addon.ask({ cmd: 'round', index })],
         ['reference', async () => reference.ask({ cmd: 'round', index })],
@@ -145,6 +145,7 @@ async function measure() {
         for (const [name, mode] of [
           ['rawBackground', 'bg'],
           ['rawHot', 'hot'],
+          ['core', 'core'],
         ]) {
           runners.push([name, async () => ({ ns: await raw.round(RAW_INDEX[w.name], mode, w.ops) })]);
         }
@@ -167,7 +168,7 @@ async function measure() {
       samples[w.name] = s;
       let shown = ['addon', 'reference'].map((name) => `${name} ${formatNs(median(s[name]))}`).join(', ');
       if (s.rawHot.length > 0) {
-        shown += `, raw ${formatNs(median(s.rawBackground))} (checkpoint on the hot path ${formatNs(median(s.rawHot))})`;
+        shown += `, raw ${formatNs(median(s.rawBackground))} (checkpoint on the hot path ${formatNs(median(s.rawHot))}), core without the binding ${formatNs(median(s.core))}`;
       }
       if (s.baseline.length > 0) shown += `, empty napi call ${formatNs(median(s.baseline))}`;
       console.log(`  ${w.name}: ${shown}`);
@@ -206,7 +207,7 @@ function table(samples) {
     row(
       `${name}: the addon against raw SQL, checkpoint in the background`,
       formatNs(a),
-      `raw ${formatNs(median(s.rawBackground))} (checkpoint on the hot path: ${formatNs(median(s.rawHot))})`,
+      `raw ${formatNs(median(s.rawBackground))} (checkpoint on the hot path: ${formatNs(median(s.rawHot))}; the core's Store::record without the binding: ${formatNs(median(s.core))}, ${pairedRatio(s.core, s.rawBackground).toFixed(2)}× raw)`,
       `${ofRaw.toFixed(2)}× raw`,
       '≤ 1.25× raw',
       ofRaw <= 1.25,

@@ -7,6 +7,10 @@
 //! checkpointer (`session_awareness_core::checkpoint`: `wal_autocheckpoint=0`, checkpoints on a
 //! connection and thread of their own).
 //!
+//! A third bed runs the core's whole `Store::record` (validation, the same transaction, the
+//! notice queue and wake scheduling) with no binding: `npm run bench` shows it beside the raw
+//! transaction and the addon, so the cost of each layer can be read off one run.
+//!
 //! `cargo bench -p session-awareness-core --bench raw_record` prints one line per workload and
 //! a last line `RAW_RESULTS <json>` that `npm run bench` reads.
 
@@ -16,7 +20,7 @@ use rusqlite::{params, Connection};
 use session_awareness_core::checkpoint::Checkpointer;
 use session_awareness_core::schema;
 use session_awareness_core::tx::Tx;
-use session_awareness_core::Result;
+use session_awareness_core::{Hooks, Options, Provenance, RecordInput, Result, Store};
 
 /// Records per round, rounds measured, and rounds thrown away first.
 const OPS: usize = 2_000;
@@ -177,14 +181,67 @@ impl Drop for Bed {
 
 const MODES: [Checkpoint; 2] = [Checkpoint::HotPath, Checkpoint::Background];
 
+/// The core's `Store::record` on one workload, on its own database file, with its defaults
+/// (background checkpoints, the cross-process poll) as the addon opens it.
+struct CoreBed {
+    store: Store,
+    input: RecordInput,
+}
+
+impl CoreBed {
+    fn new(dir: &std::path::Path, w: &Workload) -> CoreBed {
+        let path = dir.join(format!("core-{}-{}.sqlite", w.kind, w.watchers));
+        let store =
+            Store::open(path.to_str().unwrap(), Options::default(), Hooks::default()).unwrap();
+        for i in 0..w.watchers {
+            store
+                .watch(
+                    &format!("agent:w{i}:main"),
+                    TARGET,
+                    Provenance::Explicit,
+                    now_ms(),
+                )
+                .unwrap();
+        }
+        let input = RecordInput {
+            session_key: TARGET.to_owned(),
+            kind: w.kind.to_owned(),
+            actor_type: "human".to_owned(),
+            actor_id: Some("telegram:42".to_owned()),
+            summary: "human message via telegram".to_owned(),
+            payload: Some(serde_json::json!({ "channel": "telegram" })),
+            ..RecordInput::default()
+        };
+        CoreBed { store, input }
+    }
+
+    /// Runs `ops` records; returns nanoseconds per record. The input is cloned per call, as
+    /// the binding builds a fresh one from each JS object.
+    fn round(&mut self, ops: usize) -> f64 {
+        let start = Instant::now();
+        for _ in 0..ops {
+            let event = self.store.record(self.input.clone(), now_ms()).unwrap();
+            std::hint::black_box(event);
+        }
+        start.elapsed().as_nanos() as f64 / ops as f64
+    }
+}
+
+impl Drop for CoreBed {
+    fn drop(&mut self) {
+        self.store.close();
+    }
+}
+
 /// `--serve`: builds every bed, prints `ready`, then answers each stdin line
-/// `<workload index> <hot|bg> <ops>` with one line: nanoseconds per record of one round.
+/// `<workload index> <hot|bg|core> <ops>` with one line: nanoseconds per record of one round.
 /// `npm run bench` uses it to interleave these rounds with the addon's in time.
 fn serve(dir: &std::path::Path) {
     let mut beds: Vec<Vec<Bed>> = WORKLOADS
         .iter()
         .map(|w| MODES.iter().map(|&m| Bed::new(dir, w, m)).collect())
         .collect();
+    let mut cores: Vec<CoreBed> = WORKLOADS.iter().map(|w| CoreBed::new(dir, w)).collect();
     println!("ready");
     for line in std::io::stdin().lines() {
         let line = line.unwrap();
@@ -193,9 +250,13 @@ fn serve(dir: &std::path::Path) {
             break;
         };
         let w: usize = w.parse().unwrap();
-        let m = usize::from(mode == "bg");
         let ops: usize = ops.parse().unwrap();
-        println!("{:.0}", beds[w][m].round(ops));
+        let ns = match mode {
+            "core" => cores[w].round(ops),
+            "bg" => beds[w][1].round(ops),
+            _ => beds[w][0].round(ops),
+        };
+        println!("{ns:.0}");
     }
 }
 
