@@ -381,3 +381,94 @@ describe('onlyIfWatched', () => {
     expect(sink.codes()).toEqual(['ERR_INVALID_ARG'])
   })
 })
+
+// The input's fields are read on the JS side of record and handed to the addon in one call;
+// anything unusual goes through the addon's own reading. Both must give the same answers.
+describe('how the input is read', () => {
+  const full = {
+    sessionKey: CHILD,
+    agentId: 'main',
+    sessionId: 'sid-1',
+    kind: 'human_direct_message' as const,
+    actorType: 'human' as const,
+    actorId: 'telegram:42',
+    runId: 'run-7',
+    summary: 'line one\nline two',
+    payload: { channel: 'telegram', n: 1.5, list: [1, 'x', null, true] },
+    occurredAt: T0 - 5,
+    dedupeKey: 'd-1',
+    watchers: [PARENT],
+    onlyIfWatched: false,
+  }
+  const expected = {
+    sequence: 1,
+    sessionKey: CHILD,
+    agentId: 'main',
+    kind: 'human_direct_message',
+    actorType: 'human',
+    actorId: 'telegram:42',
+    runId: 'run-7',
+    sessionId: 'sid-1',
+    occurredAt: T0 - 5,
+    summary: 'line one line two',
+    payload: { channel: 'telegram', n: 1.5, list: [1, 'x', null, true] },
+  }
+
+  test('a plain object, a class instance and a proxy give the same event, keys in the documented order', () => {
+    class Input {
+      constructor(readonly fields: typeof full) {}
+      get sessionKey() { return this.fields.sessionKey }
+      get agentId() { return this.fields.agentId }
+      get sessionId() { return this.fields.sessionId }
+      get kind() { return this.fields.kind }
+      get actorType() { return this.fields.actorType }
+      get actorId() { return this.fields.actorId }
+      get runId() { return this.fields.runId }
+      get summary() { return this.fields.summary }
+      get payload() { return this.fields.payload }
+      get occurredAt() { return this.fields.occurredAt }
+      get dedupeKey() { return this.fields.dedupeKey }
+      get watchers() { return this.fields.watchers }
+      get onlyIfWatched() { return this.fields.onlyIfWatched }
+    }
+    const inputs = [full, new Input(full), new Proxy({}, { get: (_t, k) => (full as Record<string | symbol, unknown>)[k] })]
+    inputs.forEach((input, i) => {
+      const clock = new Clock()
+      const s = fx.open(fx.file(), { clock: clock.fn })
+      const ev = must(s.record(input as never))
+      expect(ev).toStrictEqual(expected)
+      expect(Object.keys(ev)).toEqual(Object.keys(expected))
+      expect(s.changesSince(CHILD, 0).stateChanges.events).toStrictEqual([expected])
+      // The dedupe hit returns the first row through the same path.
+      expect(s.record(input as never)).toStrictEqual(expected)
+      expect([i, s.peek(PARENT).length]).toEqual([i, 1])
+      s.close()
+    })
+  })
+
+  test('a getter that throws is reported as ERR_INVALID_ARG, nothing stored; strict throws it', () => {
+    const throwing = { ...human(CHILD) }
+    Object.defineProperty(throwing, 'runId', { get: () => { throw new Error('boom') }, enumerable: true })
+    const sink = errorSink()
+    const s = fx.open(fx.file(), { onError: sink.onError })
+    expect(s.record(throwing)).toBeNull()
+    expect(sink.codes()).toEqual(['ERR_INVALID_ARG'])
+    expect(s.stateVersion(CHILD)).toBe(0)
+    const strict = fx.open(fx.file(), { strict: true })
+    expect(() => strict.record(throwing)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG' }))
+    expect(strict.stateVersion(CHILD)).toBe(0)
+  })
+
+  test('the addon’s internal entry point is not on the prototype', () => {
+    const s = fx.open(fx.file())
+    expect('recordFields' in s).toBe(false)
+    expect(Object.getOwnPropertyNames(Object.getPrototypeOf(s))).not.toContain('recordFields')
+    expect(typeof s.record).toBe('function')
+  })
+
+  test('record called on something that is not a store throws, as a method of a class does', () => {
+    const s = fx.open(fx.file())
+    expect(() => s.record.call({}, human(CHILD))).toThrow()
+    expect(s.stateVersion(CHILD)).toBe(0)
+  })
+})

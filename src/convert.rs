@@ -248,8 +248,32 @@ impl Key {
 /// reads thirteen fields on every call.
 struct Fields<'a> {
     env: sys::napi_env,
-    obj: Object<'a>,
+    src: Source<'a>,
 }
+
+/// Where the fields come from: the input object, or the values the JS side of `record` read
+/// from it (in [`RECORD_FIELDS`] order).
+enum Source<'a> {
+    Object(Object<'a>),
+    Values(&'a [sys::napi_value; 13]),
+}
+
+/// `record`'s input fields, in the order they are read.
+pub const RECORD_FIELDS: [&CStr; 13] = [
+    c"sessionKey",
+    c"agentId",
+    c"sessionId",
+    c"kind",
+    c"actorType",
+    c"actorId",
+    c"runId",
+    c"summary",
+    c"payload",
+    c"occurredAt",
+    c"dedupeKey",
+    c"watchers",
+    c"onlyIfWatched",
+];
 
 /// A looked-up field: absent (undefined or null) or a value of a known type.
 enum Field {
@@ -258,15 +282,25 @@ enum Field {
 }
 
 impl<'a> Fields<'a> {
-    fn get(&self, name: &CStr) -> Result<Field> {
+    fn get(&self, i: usize) -> Result<Field> {
+        let name = RECORD_FIELDS[i];
         let mut v = std::ptr::null_mut();
         let mut t = 0;
         #[allow(unsafe_code)]
-        // SAFETY: `obj` is a live object of the call in progress on `env`; `name` is a C string.
+        // SAFETY: `obj` and the values are live values of the call in progress on `env`;
+        // `name` is a C string.
         let ok = unsafe {
-            sys::napi_get_named_property(self.env, self.obj.value().value, name.as_ptr(), &mut v)
-                == sys::Status::napi_ok
-                && sys::napi_typeof(self.env, v, &mut t) == sys::Status::napi_ok
+            let found = match &self.src {
+                Source::Object(obj) => {
+                    sys::napi_get_named_property(self.env, obj.value().value, name.as_ptr(), &mut v)
+                        == sys::Status::napi_ok
+                }
+                Source::Values(values) => {
+                    v = values[i];
+                    true
+                }
+            };
+            found && sys::napi_typeof(self.env, v, &mut t) == sys::Status::napi_ok
         };
         if !ok {
             // A throwing getter: record reports it instead of throwing it.
@@ -291,8 +325,9 @@ impl<'a> Fields<'a> {
         read_string(self.env, v)
     }
 
-    fn opt_string(&self, name: &CStr) -> Result<Option<String>> {
-        match self.get(name)? {
+    fn opt_string(&self, i: usize) -> Result<Option<String>> {
+        let name = RECORD_FIELDS[i];
+        match self.get(i)? {
             Field::Absent => Ok(None),
             Field::Present(v, sys::ValueType::napi_string) => self.string_value(v).map(Some),
             Field::Present(..) => Err(Error::invalid(format!(
@@ -302,13 +337,15 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn req_string(&self, name: &CStr) -> Result<String> {
-        self.opt_string(name)?
+    fn req_string(&self, i: usize) -> Result<String> {
+        let name = RECORD_FIELDS[i];
+        self.opt_string(i)?
             .ok_or_else(|| Error::invalid(format!("{} is required", name.to_string_lossy())))
     }
 
-    fn opt_number(&self, name: &CStr) -> Result<Option<f64>> {
-        match self.get(name)? {
+    fn opt_number(&self, i: usize) -> Result<Option<f64>> {
+        let name = RECORD_FIELDS[i];
+        match self.get(i)? {
             Field::Absent => Ok(None),
             Field::Present(v, sys::ValueType::napi_number) => {
                 let mut n = 0.0;
@@ -331,8 +368,9 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn opt_bool(&self, name: &CStr) -> Result<Option<bool>> {
-        match self.get(name)? {
+    fn opt_bool(&self, i: usize) -> Result<Option<bool>> {
+        let name = RECORD_FIELDS[i];
+        match self.get(i)? {
             Field::Absent => Ok(None),
             Field::Present(v, sys::ValueType::napi_boolean) => {
                 let mut b = false;
@@ -355,8 +393,8 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn unknown(&self, name: &CStr) -> Result<Option<Unknown<'a>>> {
-        match self.get(name)? {
+    fn unknown(&self, i: usize) -> Result<Option<Unknown<'a>>> {
+        match self.get(i)? {
             Field::Absent => Ok(None),
             #[allow(unsafe_code)]
             // SAFETY: `v` is a value of the call in progress on `env`.
@@ -364,9 +402,10 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn opt_string_array(&self, name: &CStr) -> Result<Vec<String>> {
+    fn opt_string_array(&self, i: usize) -> Result<Vec<String>> {
+        let name = RECORD_FIELDS[i];
         let label = name.to_string_lossy();
-        let arr = match self.get(name)? {
+        let arr = match self.get(i)? {
             Field::Absent => return Ok(Vec::new()),
             Field::Present(v, sys::ValueType::napi_object) => v,
             Field::Present(..) => return Err(Error::invalid(format!("{label} must be an object"))),
@@ -413,24 +452,39 @@ pub fn record_input(input: Unknown<'_>) -> Result<RecordInput> {
         return Err(Error::invalid("record needs an input object"));
     }
     let obj = as_object(input, "input")?;
-    let f = Fields {
+    record_fields(Fields {
         env: obj.value().env,
-        obj,
-    };
+        src: Source::Object(obj),
+    })
+}
+
+/// Reads `record`'s input from the values of its fields, already read from the object by
+/// the JS side of `record`, in [`RECORD_FIELDS`] order.
+pub fn record_input_values(
+    env: sys::napi_env,
+    values: &[sys::napi_value; 13],
+) -> Result<RecordInput> {
+    record_fields(Fields {
+        env,
+        src: Source::Values(values),
+    })
+}
+
+fn record_fields(f: Fields<'_>) -> Result<RecordInput> {
     Ok(RecordInput {
-        session_key: f.req_string(c"sessionKey")?,
-        agent_id: f.opt_string(c"agentId")?,
-        session_id: f.opt_string(c"sessionId")?,
-        kind: f.req_string(c"kind")?,
-        actor_type: f.req_string(c"actorType")?,
-        actor_id: f.opt_string(c"actorId")?,
-        run_id: f.opt_string(c"runId")?,
-        summary: f.req_string(c"summary")?,
-        payload: f.unknown(c"payload")?.map(|v| payload(v, 0)).transpose()?,
-        occurred_at: f.opt_number(c"occurredAt")?,
-        dedupe_key: f.opt_string(c"dedupeKey")?,
-        watchers: f.opt_string_array(c"watchers")?,
-        only_if_watched: f.opt_bool(c"onlyIfWatched")?.unwrap_or(false),
+        session_key: f.req_string(0)?,
+        agent_id: f.opt_string(1)?,
+        session_id: f.opt_string(2)?,
+        kind: f.req_string(3)?,
+        actor_type: f.req_string(4)?,
+        actor_id: f.opt_string(5)?,
+        run_id: f.opt_string(6)?,
+        summary: f.req_string(7)?,
+        payload: f.unknown(8)?.map(|v| payload(v, 0)).transpose()?,
+        occurred_at: f.opt_number(9)?,
+        dedupe_key: f.opt_string(10)?,
+        watchers: f.opt_string_array(11)?,
+        only_if_watched: f.opt_bool(12)?.unwrap_or(false),
     })
 }
 

@@ -121,6 +121,57 @@ const BUILDERS_JS: &str = r#"(() => {
   return { events, event, changes, versions, notices };
 })()"#;
 
+/// The JS side of `record`, installed over the addon's method when the module loads
+/// (`install_record`). Reading thirteen fields through Node-API costs two calls each, a
+/// property-name string and a slow-path lookup; read here they cost nothing, and the values
+/// go to the addon as arguments of one call (`recordFields`). Anything unusual (not an
+/// object, a getter or proxy trap that throws) takes the addon's own `record`, which reads
+/// and reports exactly as before. The event comes back as one string ([`Builders::event_packed`]).
+pub const RECORD_JS: &str = r#"((SessionState) => {
+  'use strict';
+  const proto = SessionState.prototype;
+  const slow = proto.record;
+  const fields = proto.recordFields;
+  if (typeof fields !== 'function') return;
+  delete proto.recordFields;
+  function build(t) {
+    let at = 11, len = 0;
+    len = t.charCodeAt(8); const sequence = +t.slice(at, at + len); at += len;
+    len = t.charCodeAt(9); const occurredAt = +t.slice(at, at + len); at += len;
+    len = t.charCodeAt(0); const sessionKey = t.slice(at, at + len); at += len;
+    len = t.charCodeAt(1); const agentId = t.slice(at, at + len); at += len;
+    len = t.charCodeAt(2); const kind = t.slice(at, at + len); at += len;
+    len = t.charCodeAt(3); const actorType = t.slice(at, at + len); at += len;
+    const e = { sequence, sessionKey, agentId, kind, actorType };
+    len = t.charCodeAt(4); if (len !== 0xffff) { e.actorId = t.slice(at, at + len); at += len; }
+    len = t.charCodeAt(5); if (len !== 0xffff) { e.runId = t.slice(at, at + len); at += len; }
+    len = t.charCodeAt(6); if (len !== 0xffff) { e.sessionId = t.slice(at, at + len); at += len; }
+    e.occurredAt = occurredAt;
+    len = t.charCodeAt(7); e.summary = t.slice(at, at + len); at += len;
+    len = t.charCodeAt(10); if (len !== 0xffff) e.payload = JSON.parse(t.slice(at, at + len));
+    return e;
+  }
+  const record = {
+    record(input) {
+      if (typeof input !== 'object' || input === null) return slow.call(this, input);
+      let a, b, c, d, e, f, g, h, i, j, k, l, m;
+      try {
+        a = input.sessionKey; b = input.agentId; c = input.sessionId; d = input.kind;
+        e = input.actorType; f = input.actorId; g = input.runId; h = input.summary;
+        i = input.payload; j = input.occurredAt; k = input.dedupeKey; l = input.watchers;
+        m = input.onlyIfWatched;
+      } catch {
+        return slow.call(this, input);
+      }
+      const r = fields.call(this, a, b, c, d, e, f, g, h, i, j, k, l, m);
+      return typeof r === 'string' ? build(r) : r;
+    },
+  }.record;
+  Object.defineProperty(proto, 'record', {
+    value: record, writable: true, enumerable: true, configurable: true,
+  });
+})"#;
+
 type Builder = FunctionRef<(), Js>;
 
 /// The compiled JS half, kept by each `SessionState`.
@@ -222,6 +273,48 @@ impl Builders {
             payload,
         ];
         self.call(env, &self.event, &args)
+    }
+
+    /// One `StateEvent` for the JS side of `record` ([`RECORD_JS`]): a string it turns into
+    /// the object without another call into the addon. Eleven UTF-16 length slots (the eight
+    /// strings as in [`Builders::event`], then the decimal digits of `sequence` and of
+    /// `occurredAt`, then the payload JSON or 0xffff), the digits, the strings, the payload.
+    /// An event with a string too long for a slot is built as an object here instead.
+    pub fn event_packed(&self, env: &Env, e: &StateEvent) -> Result<Js> {
+        let sequence = e.sequence.to_string();
+        let occurred_at = e.occurred_at.to_string();
+        let payload = payload_json(e);
+        let fields = [
+            Some(e.session_key.as_str()),
+            Some(e.agent_id.as_str()),
+            Some(e.kind.as_str()),
+            Some(e.actor_type.as_str()),
+            e.actor_id.as_deref(),
+            e.run_id.as_deref(),
+            e.session_id.as_deref(),
+            Some(e.summary.as_str()),
+            Some(sequence.as_str()),
+            Some(occurred_at.as_str()),
+            payload,
+        ];
+        let mut text: Vec<u16> = Vec::with_capacity(11 + 160);
+        text.resize(11, 0xffff);
+        // The numbers first, so the object's keys keep their documented order.
+        for i in [8, 9, 0, 1, 2, 3, 4, 5, 6, 7, 10] {
+            if let Some(f) = fields[i] {
+                let start = text.len();
+                text.extend(f.encode_utf16());
+                match u16::try_from(text.len() - start) {
+                    Ok(len) if len < 0xffff => text[i] = len,
+                    _ => return self.event(env, e),
+                }
+            }
+        }
+        let mut t = ptr::null_mut();
+        check_status!(unsafe {
+            sys::napi_create_string_utf16(env.raw(), text.as_ptr(), text.len() as isize, &mut t)
+        })?;
+        Ok(Js(t))
     }
 
     /// The `changesSince` result.

@@ -9,12 +9,24 @@ mod session_state;
 mod types;
 mod upstream;
 
-use napi::bindgen_prelude::Unknown;
+use napi::bindgen_prelude::{JsObjectValue, Unknown};
 use napi_derive::napi;
 
 use crate::error::{Code, IntoJs};
 
 pub use inspect::{inspect_database, read_events};
+
+/// Installs the JS side of `SessionState.prototype.record` once the classes are registered.
+#[napi(module_exports)]
+pub fn install_record(
+    exports: napi::bindgen_prelude::Object<'_>,
+    env: napi::Env,
+) -> napi::Result<()> {
+    let class: Unknown<'_> = exports.get_named_property("SessionState")?;
+    let install: napi::bindgen_prelude::Function<'_, Unknown<'_>, ()> =
+        env.run_script(js_out::RECORD_JS)?;
+    install.call(class)
+}
 pub use session_state::SessionState;
 
 /// `session-state:` followed by the lowercase hex of the target key's UTF-8 bytes: the

@@ -368,16 +368,71 @@ impl SessionState {
             .now(&env)
             .and_then(|now| Ok((now, convert::record_input(input)?)))
             .and_then(|(now, input)| self.store.record(input, now));
+        self.finish_record(&env, result, Builders::event)
+    }
+
+    /// `record` with its input's fields already read, in the order of
+    /// `convert::RECORD_FIELDS`: the JS side of `record` (`js_out::RECORD_JS`) calls it and
+    /// removes it from the prototype, so it is not part of the API. Same contract as `record`;
+    /// the event comes back packed into one string.
+    #[napi(js_name = "recordFields", skip_typescript)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_fields(
+        &self,
+        env: Env,
+        session_key: Unknown<'_>,
+        agent_id: Unknown<'_>,
+        session_id: Unknown<'_>,
+        kind: Unknown<'_>,
+        actor_type: Unknown<'_>,
+        actor_id: Unknown<'_>,
+        run_id: Unknown<'_>,
+        summary: Unknown<'_>,
+        payload: Unknown<'_>,
+        occurred_at: Unknown<'_>,
+        dedupe_key: Unknown<'_>,
+        watchers: Unknown<'_>,
+        only_if_watched: Unknown<'_>,
+    ) -> Result<Option<Js>, Code> {
+        let values = [
+            session_key,
+            agent_id,
+            session_id,
+            kind,
+            actor_type,
+            actor_id,
+            run_id,
+            summary,
+            payload,
+            occurred_at,
+            dedupe_key,
+            watchers,
+            only_if_watched,
+        ]
+        .map(|v| napi::JsValue::value(&v).value);
+        let result = self
+            .now(&env)
+            .and_then(|now| Ok((now, convert::record_input_values(env.raw(), &values)?)))
+            .and_then(|(now, input)| self.store.record(input, now));
+        self.finish_record(&env, result, Builders::event_packed)
+    }
+
+    fn finish_record(
+        &self,
+        env: &Env,
+        result: session_awareness_core::Result<Option<core::StateEvent>>,
+        build: fn(&Builders, &Env, &core::StateEvent) -> Result<Js>,
+    ) -> Result<Option<Js>, Code> {
         match result {
             Ok(event) => event
-                .map(|e| self.builders.event(&env, &e))
+                .map(|e| build(&self.builders, env, &e))
                 .transpose()
                 .js(),
             Err(e) if self.strict => Err(to_js(e)),
             Err(e) => {
                 let js = to_js(e);
                 self.reporter
-                    .report_sync(&env, js.status.as_ref(), js.reason.clone());
+                    .report_sync(env, js.status.as_ref(), js.reason.clone());
                 Ok(None)
             }
         }
