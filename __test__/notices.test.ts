@@ -258,3 +258,56 @@ describe('resetSession and deleteSession', () => {
     ])
   })
 })
+
+// drain with nothing queued is answered on the JS side once the addon has seen the watcher;
+// everything else must still reach the addon.
+describe('the empty drain', () => {
+  test('a notice queued after empty drains is drained, and the next empty drain is [] again', () => {
+    const s = fx.open(fx.file())
+    s.watch(PARENT, CHILD)
+    for (let i = 0; i < 3; i++) expect(s.drain(PARENT)).toEqual([])
+    must(s.record(human(CHILD)))
+    expect(s.drain(PARENT)).toEqual([
+      {
+        watcherKey: PARENT,
+        targetKey: CHILD,
+        changesSince: 0,
+        text: noticeText(CHILD, 0),
+        contextKey: encodeNoticeContextKey(CHILD),
+      },
+    ])
+    expect(s.drain(PARENT)).toEqual([])
+    // Another watcher's notice does not hide this one's.
+    s.watch(OTHER, CHILD)
+    must(s.record(human(CHILD)))
+    expect(s.drain(OTHER).map((n) => n.targetKey)).toEqual([CHILD])
+    expect(s.drain(PARENT).map((n) => n.targetKey)).toEqual([CHILD])
+    expect(s.drain(PARENT)).toEqual([])
+  })
+
+  test('bad keys are refused and a closed store throws, however many empty drains came before', () => {
+    const s = fx.open(fx.file())
+    for (let i = 0; i < 3; i++) expect(s.drain(PARENT)).toEqual([])
+    expect(codeOf(() => s.drain(''))).toBe('ERR_INVALID_ARG')
+    expect(codeOf(() => s.drain(5 as never))).toBe('ERR_INVALID_ARG')
+    expect(codeOf(() => s.drain('x'.repeat(1025)))).toBe('ERR_INVALID_ARG')
+    expect(codeOf(() => s.drain(undefined as never))).toBe('ERR_INVALID_ARG')
+    s.close()
+    expect(codeOf(() => s.drain(PARENT))).toBe('ERR_CLOSED')
+  })
+
+  test('a watcher whose session was deleted is served again by its next drain (§12)', async () => {
+    const file = fx.file()
+    const wakes = wakeSink()
+    const a = fx.open(file, { syncIntervalMs: 10, wakeCoalesceMs: 0, wake: wakes.wake })
+    expect(a.drain(PARENT)).toEqual([]) // a serves PARENT
+    a.deleteSession(PARENT) // ...and stops serving it
+    expect(a.drain(PARENT)).toEqual([]) // must reach the addon, which serves it again
+    const b = fx.open(file, { syncIntervalMs: 0 })
+    b.watch(PARENT, CHILD)
+    must(b.record(human(CHILD)))
+    // Only a process that serves PARENT queues the notice opened elsewhere and wakes it.
+    await waitFor(() => wakes.wakes.length === 1, 'the wake for the notice recorded by the other store')
+    expect(a.drain(PARENT).map((n) => [n.targetKey, n.changesSince])).toEqual([[CHILD, 0]])
+  })
+})

@@ -15,6 +15,7 @@
 // progress, and every `napi_value` made or taken here lives in that call's handle scope and is
 // never kept past it (`Js` is only returned to napi-rs, which hands it to JS at once).
 
+use std::ffi::c_void;
 use std::ptr;
 
 use napi::bindgen_prelude::{
@@ -121,19 +122,97 @@ const BUILDERS_JS: &str = r#"(() => {
   return { events, event, changes, versions, notices };
 })()"#;
 
-/// The JS side of `record`, installed over the addon's method when the module loads
-/// (`install_record`). Reading thirteen fields through Node-API costs two calls each, a
+/// The words of `signal` as an `Int32Array` over their own memory, which the array keeps
+/// alive (it holds one reference to `signal` until it is collected). `None` when the
+/// runtime refuses external buffers.
+pub fn signal_words(
+    env: &Env,
+    signal: std::sync::Arc<session_awareness_core::queue::QueueSignal>,
+) -> Result<Option<Js>> {
+    unsafe extern "C" fn release(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+        // SAFETY: `hint` is the box made below, released once, by this finalizer.
+        drop(unsafe {
+            Box::from_raw(hint.cast::<std::sync::Arc<session_awareness_core::queue::QueueSignal>>())
+        });
+    }
+    let data = signal.words.as_ptr().cast_mut().cast::<c_void>();
+    let hint = Box::into_raw(Box::new(signal)).cast::<c_void>();
+    let mut buffer = ptr::null_mut();
+    // SAFETY: `data` points to two `AtomicI32` (8 bytes, i32-aligned) that live as long as the
+    // `Arc` in `hint`, which the finalizer releases when the buffer is collected.
+    let status = unsafe {
+        sys::napi_create_external_arraybuffer(env.raw(), data, 8, Some(release), hint, &mut buffer)
+    };
+    if status != sys::Status::napi_ok {
+        // SAFETY: the buffer was not made, so the finalizer will never run.
+        drop(unsafe {
+            Box::from_raw(hint.cast::<std::sync::Arc<session_awareness_core::queue::QueueSignal>>())
+        });
+        return Ok(None);
+    }
+    let mut words = ptr::null_mut();
+    check_status!(unsafe {
+        sys::napi_create_typedarray(
+            env.raw(),
+            sys::TypedarrayType::int32_array,
+            2,
+            buffer,
+            0,
+            &mut words,
+        )
+    })?;
+    Ok(Some(Js(words)))
+}
+
+/// The JS side of `record` and `drain`, installed over the addon's methods when the module
+/// loads (`install_js`).
+///
+/// `record`: reading thirteen fields through Node-API costs two calls each, a
 /// property-name string and a slow-path lookup; read here they cost nothing, and the values
 /// go to the addon as arguments of one call (`recordFields`). Anything unusual (not an
 /// object, a getter or proxy trap that throws) takes the addon's own `record`, which reads
 /// and reports exactly as before. The event comes back as one string ([`Builders::event_packed`]).
-pub const RECORD_JS: &str = r#"((SessionState) => {
+///
+/// `drain`: a store's first drain for a watcher goes to the addon, which checks the key and
+/// starts serving the watcher (§12). After that, while nothing at all is queued in the store
+/// (the signal words, [`signal_words`]), a drain for that watcher answers `[]` itself: the
+/// addon would have run no SQL and returned the same. A watcher that stops being served, a
+/// closed store, or any queued notice sends the call to the addon again.
+pub const INSTALL_JS: &str = r#"((SessionState) => {
   'use strict';
   const proto = SessionState.prototype;
   const slow = proto.record;
   const fields = proto.recordFields;
-  if (typeof fields !== 'function') return;
+  const drainAddon = proto.drain;
+  const drainSignal = proto.drainSignal;
+  if (typeof fields !== 'function' || typeof drainSignal !== 'function') return;
   delete proto.recordFields;
+  delete proto.drainSignal;
+  const drains = new WeakMap();
+  const drain = {
+    drain(watcherKey) {
+      let d = drains.get(this);
+      if (d !== undefined && d.words[0] === 0 && d.words[1] === d.unserved && d.served.has(watcherKey)) {
+        return [];
+      }
+      const out = drainAddon.call(this, watcherKey);
+      if (d === undefined) {
+        const words = drainSignal.call(this);
+        if (words === null) return out;
+        d = { words, unserved: words[1], served: new Set() };
+        drains.set(this, d);
+      }
+      if (d.words[1] !== d.unserved) {
+        d.served.clear();
+        d.unserved = d.words[1];
+      }
+      d.served.add(watcherKey);
+      return out;
+    },
+  }.drain;
+  Object.defineProperty(proto, 'drain', {
+    value: drain, writable: true, enumerable: true, configurable: true,
+  });
   function build(t) {
     let at = 11, len = 0;
     len = t.charCodeAt(8); const sequence = +t.slice(at, at + len); at += len;
@@ -275,7 +354,7 @@ impl Builders {
         self.call(env, &self.event, &args)
     }
 
-    /// One `StateEvent` for the JS side of `record` ([`RECORD_JS`]): a string it turns into
+    /// One `StateEvent` for the JS side of `record` ([`INSTALL_JS`]): a string it turns into
     /// the object without another call into the addon. Eleven UTF-16 length slots (the eight
     /// strings as in [`Builders::event`], then the decimal digits of `sequence` and of
     /// `occurredAt`, then the payload JSON or 0xffff), the digits, the strings, the payload.

@@ -16,15 +16,13 @@ use crate::error::{Code, IntoJs};
 
 pub use inspect::{inspect_database, read_events};
 
-/// Installs the JS side of `SessionState.prototype.record` once the classes are registered.
+/// Installs the JS side of `SessionState.prototype.record` and `drain` once the classes are
+/// registered.
 #[napi(module_exports)]
-pub fn install_record(
-    exports: napi::bindgen_prelude::Object<'_>,
-    env: napi::Env,
-) -> napi::Result<()> {
+pub fn install_js(exports: napi::bindgen_prelude::Object<'_>, env: napi::Env) -> napi::Result<()> {
     let class: Unknown<'_> = exports.get_named_property("SessionState")?;
     let install: napi::bindgen_prelude::Function<'_, Unknown<'_>, ()> =
-        env.run_script(js_out::RECORD_JS)?;
+        env.run_script(js_out::INSTALL_JS)?;
     install.call(class)
 }
 pub use session_state::SessionState;

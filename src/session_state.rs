@@ -371,8 +371,17 @@ impl SessionState {
         self.finish_record(&env, result, Builders::event)
     }
 
+    /// The notice queue's two signal words ([`session_awareness_core::queue::QueueSignal`]) as
+    /// an `Int32Array` over the addon's own memory, for the JS side of `drain`
+    /// (`js_out::INSTALL_JS`); null where Node-API refuses external buffers, and `drain`
+    /// then always calls the addon. Removed from the prototype like `recordFields`.
+    #[napi(js_name = "drainSignal", skip_typescript)]
+    pub fn drain_signal(&self, env: Env) -> Result<Option<Js>, Code> {
+        js_out::signal_words(&env, self.store.queue_signal()).js()
+    }
+
     /// `record` with its input's fields already read, in the order of
-    /// `convert::RECORD_FIELDS`: the JS side of `record` (`js_out::RECORD_JS`) calls it and
+    /// `convert::RECORD_FIELDS`: the JS side of `record` (`js_out::INSTALL_JS`) calls it and
     /// removes it from the prototype, so it is not part of the API. Same contract as `record`;
     /// the event comes back packed into one string.
     #[napi(js_name = "recordFields", skip_typescript)]

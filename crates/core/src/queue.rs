@@ -6,6 +6,7 @@
 //! gateway with 100,000 pending notices keeps about 50 bytes per notice, not a few hundred.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
 use foldhash::fast::RandomState;
@@ -50,13 +51,72 @@ pub struct Queued {
     pub changes_since: i64,
 }
 
+/// What a reader without the queue's lock may know of it: two words the queue and the store
+/// keep current, so that the JS side of `drain` can answer an empty drain without a call
+/// into the addon. Word 0 is [`QueueSignal::EMPTY`], [`QueueSignal::QUEUED`] or
+/// [`QueueSignal::CLOSED`]; word 1 changes each time a watcher stops being served (§12), so
+/// that a reader's list of watchers already served is dropped.
+#[derive(Debug, Default)]
+pub struct QueueSignal {
+    /// The two words, in this order.
+    pub words: [AtomicI32; 2],
+}
+
+impl QueueSignal {
+    /// Nothing is queued.
+    pub const EMPTY: i32 = 0;
+    /// At least one notice is queued.
+    pub const QUEUED: i32 = 1;
+    /// The store is closed: every call must go to the addon, which refuses it.
+    pub const CLOSED: i32 = 2;
+
+    fn set(&self, state: i32) {
+        // Written under the queue's lock; a reader sees the change in program order on the
+        // thread that made it (the JS thread's own record, drain, watch...) and soon after on
+        // the others, like a call racing with the background poll.
+        if self.words[0].load(Ordering::Relaxed) != Self::CLOSED {
+            self.words[0].store(state, Ordering::Release);
+        }
+    }
+
+    /// Marks the store closed, for good.
+    pub fn close(&self) {
+        self.words[0].store(Self::CLOSED, Ordering::Release);
+    }
+
+    /// A watcher stopped being served.
+    pub fn unserved(&self) {
+        self.words[1].fetch_add(1, Ordering::AcqRel);
+    }
+}
+
 /// Pending notices per watcher, in arrival order, each found by its target in O(1).
 #[derive(Debug, Default)]
 pub struct NoticeQueue {
     by_watcher: HashMap<Box<str>, IndexMap<Arc<str>, i64, RandomState>, RandomState>,
+    signal: Arc<QueueSignal>,
 }
 
 impl NoticeQueue {
+    /// The words this queue keeps current.
+    pub fn signal(&self) -> &Arc<QueueSignal> {
+        &self.signal
+    }
+
+    fn publish(&self) {
+        self.signal.set(if self.by_watcher.is_empty() {
+            QueueSignal::EMPTY
+        } else {
+            QueueSignal::QUEUED
+        });
+    }
+
+    /// Drops every notice (the store closed).
+    pub fn clear(&mut self) {
+        self.by_watcher.clear();
+        self.publish();
+    }
+
     /// Queues a notice unless the pair already has one. Returns true when it entered.
     pub fn push(&mut self, watcher: &str, target: &str, last_seen: i64) -> bool {
         if self.contains(watcher, target) {
@@ -75,6 +135,7 @@ impl NoticeQueue {
                 let mut list = IndexMap::with_capacity_and_hasher(1, RandomState::default());
                 list.insert(target, last_seen);
                 self.by_watcher.insert(watcher.into(), list);
+                self.publish();
             }
         }
     }
@@ -133,14 +194,16 @@ impl NoticeQueue {
 
     /// Removes and returns the watcher's entries, in order.
     pub fn take(&mut self, watcher: &str) -> Vec<Queued> {
-        self.by_watcher.remove(watcher).map_or_else(Vec::new, |l| {
+        let taken = self.by_watcher.remove(watcher).map_or_else(Vec::new, |l| {
             l.into_iter()
                 .map(|(target, changes_since)| Queued {
                     target,
                     changes_since,
                 })
                 .collect()
-        })
+        });
+        self.publish();
+        taken
     }
 
     /// Drops the pair's notice. Returns true if there was one.
@@ -151,6 +214,7 @@ impl NoticeQueue {
         let removed = list.shift_remove(target).is_some();
         if list.is_empty() {
             self.by_watcher.remove(watcher);
+            self.publish();
         }
         removed
     }
@@ -158,6 +222,7 @@ impl NoticeQueue {
     /// Drops every notice of `watcher`.
     pub fn remove_watcher(&mut self, watcher: &str) {
         self.by_watcher.remove(watcher);
+        self.publish();
     }
 
     /// Drops every notice whose target is `target`.
@@ -166,6 +231,7 @@ impl NoticeQueue {
             list.shift_remove(target);
             !list.is_empty()
         });
+        self.publish();
     }
 
     /// The number of queued notices.
@@ -290,5 +356,40 @@ mod tests {
         assert!(q.remove("w", "t0"));
         assert_eq!(q.len(), 1999);
         assert_eq!(order(&q, "w")[0], ("t1".into(), 1));
+    }
+
+    #[test]
+    fn the_signal_words_follow_the_queue() {
+        let mut q = NoticeQueue::default();
+        let signal = Arc::clone(q.signal());
+        let state = || signal.words[0].load(Ordering::Acquire);
+        assert_eq!(state(), QueueSignal::EMPTY);
+        assert!(q.push("w", "a", 1));
+        assert_eq!(state(), QueueSignal::QUEUED);
+        assert!(q.push("w", "b", 1));
+        assert!(q.remove("w", "a"));
+        assert_eq!(state(), QueueSignal::QUEUED, "one notice is left");
+        assert!(q.remove("w", "b"));
+        assert_eq!(state(), QueueSignal::EMPTY);
+        assert!(q.upsert("v", &Arc::from("a"), 2));
+        assert_eq!(state(), QueueSignal::QUEUED);
+        assert_eq!(q.take("v").len(), 1);
+        assert_eq!(state(), QueueSignal::EMPTY);
+        q.push("w", "a", 1);
+        q.push("v", "a", 1);
+        q.remove_target("a");
+        assert_eq!(state(), QueueSignal::EMPTY);
+        q.push("w", "a", 1);
+        q.remove_watcher("w");
+        assert_eq!(state(), QueueSignal::EMPTY);
+        q.push("w", "a", 1);
+        q.clear();
+        assert_eq!(state(), QueueSignal::EMPTY);
+        signal.close();
+        q.push("w", "a", 1);
+        assert_eq!(state(), QueueSignal::CLOSED, "closed stays closed");
+        let before = signal.words[1].load(Ordering::Acquire);
+        signal.unserved();
+        assert_eq!(signal.words[1].load(Ordering::Acquire), before + 1);
     }
 }

@@ -617,6 +617,12 @@ impl Store {
         self.with_conn(|conn| log::changes_since(conn, session_key, &agent, after, limit))
     }
 
+    /// The words the notice queue keeps current for a reader that takes no lock
+    /// ([`crate::queue::QueueSignal`]).
+    pub fn queue_signal(&self) -> Arc<crate::queue::QueueSignal> {
+        Arc::clone(self.shared.queue.lock().signal())
+    }
+
     /// True when the watcher has queued notices. Runs no SQL.
     pub fn has_pending(&self, watcher: &str) -> Result<bool> {
         self.check_open()?;
@@ -795,6 +801,7 @@ impl Store {
         if own {
             if let Some(s) = &self.shared.sync {
                 s.unserve(session_key);
+                self.shared.queue.lock().signal().unserved();
             }
             let mut q = self.shared.queue.lock();
             q.remove_watcher(session_key);
@@ -828,7 +835,10 @@ impl Store {
             c.close();
         }
         let conn = self.shared.conn.lock().take();
-        *self.shared.queue.lock() = NoticeQueue::default();
+        let mut q = self.shared.queue.lock();
+        q.clear();
+        q.signal().close();
+        drop(q);
         drop(conn);
     }
 }
