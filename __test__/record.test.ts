@@ -459,6 +459,32 @@ describe('how the input is read', () => {
     expect(strict.stateVersion(CHILD)).toBe(0)
   })
 
+  test('a getter that throws only once: the addon’s own reading records the event', () => {
+    let reads = 0
+    const input = { ...human(CHILD, { payload: { n: 1 } }) }
+    Object.defineProperty(input, 'summary', {
+      get: () => {
+        reads += 1
+        if (reads === 1) throw new Error('not yet')
+        return 'second read'
+      },
+      enumerable: true,
+    })
+    const clock = new Clock()
+    const s = fx.open(fx.file(), { clock: clock.fn })
+    expect(s.record(input)).toStrictEqual({
+      sequence: 1,
+      sessionKey: CHILD,
+      agentId: 'main',
+      kind: 'human_direct_message',
+      actorType: 'human',
+      occurredAt: T0,
+      summary: 'second read',
+      payload: { n: 1 },
+    })
+    expect(reads).toBe(2)
+  })
+
   test('the addon’s internal entry point is not on the prototype', () => {
     const s = fx.open(fx.file())
     expect('recordFields' in s).toBe(false)

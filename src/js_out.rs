@@ -70,23 +70,6 @@ const BUILDERS_JS: &str = r#"(() => {
     }
     return out;
   }
-  // One event (record): its 8 string lengths lead the text as UTF-16 code units (0xFFFF for
-  // absent), which spares the Float64Array a single object does not need.
-  function event(t, sequence, occurredAt, payloadText) {
-    let at = 8, len = 0;
-    len = t.charCodeAt(0); const sessionKey = t.slice(at, at + len); at += len;
-    len = t.charCodeAt(1); const agentId = t.slice(at, at + len); at += len;
-    len = t.charCodeAt(2); const kind = t.slice(at, at + len); at += len;
-    len = t.charCodeAt(3); const actorType = t.slice(at, at + len); at += len;
-    const e = { sequence, sessionKey, agentId, kind, actorType };
-    len = t.charCodeAt(4); if (len !== 0xffff) { e.actorId = t.slice(at, at + len); at += len; }
-    len = t.charCodeAt(5); if (len !== 0xffff) { e.runId = t.slice(at, at + len); at += len; }
-    len = t.charCodeAt(6); if (len !== 0xffff) { e.sessionId = t.slice(at, at + len); at += len; }
-    e.occurredAt = occurredAt;
-    len = t.charCodeAt(7); e.summary = t.slice(at, at + len);
-    if (payloadText !== null) e.payload = JSON.parse(payloadText);
-    return e;
-  }
   function changes(text, m, payloadText, stateVersion, truncated, earliest, historyGap) {
     return {
       stateVersion,
@@ -119,7 +102,7 @@ const BUILDERS_JS: &str = r#"(() => {
     }
     return out;
   }
-  return { events, event, changes, versions, notices };
+  return { events, changes, versions, notices };
 })()"#;
 
 /// The words of `signal` as an `Int32Array` over their own memory, which the array keeps
@@ -230,9 +213,10 @@ pub const INSTALL_JS: &str = r#"((SessionState) => {
     len = t.charCodeAt(10); if (len !== 0xffff) e.payload = JSON.parse(t.slice(at, at + len));
     return e;
   }
+  const built = (r) => (typeof r === 'string' ? build(r) : r);
   const record = {
     record(input) {
-      if (typeof input !== 'object' || input === null) return slow.call(this, input);
+      if (typeof input !== 'object' || input === null) return built(slow.call(this, input));
       let a, b, c, d, e, f, g, h, i, j, k, l, m;
       try {
         a = input.sessionKey; b = input.agentId; c = input.sessionId; d = input.kind;
@@ -240,10 +224,9 @@ pub const INSTALL_JS: &str = r#"((SessionState) => {
         i = input.payload; j = input.occurredAt; k = input.dedupeKey; l = input.watchers;
         m = input.onlyIfWatched;
       } catch {
-        return slow.call(this, input);
+        return built(slow.call(this, input));
       }
-      const r = fields.call(this, a, b, c, d, e, f, g, h, i, j, k, l, m);
-      return typeof r === 'string' ? build(r) : r;
+      return built(fields.call(this, a, b, c, d, e, f, g, h, i, j, k, l, m));
     },
   }.record;
   Object.defineProperty(proto, 'record', {
@@ -256,7 +239,6 @@ type Builder = FunctionRef<(), Js>;
 /// The compiled JS half, kept by each `SessionState`.
 pub struct Builders {
     events: Builder,
-    event: Builder,
     changes: Builder,
     versions: Builder,
     notices: Builder,
@@ -272,7 +254,6 @@ impl Builders {
         };
         Ok(Builders {
             events: get("events")?,
-            event: get("event")?,
             changes: get("changes")?,
             versions: get("versions")?,
             notices: get("notices")?,
@@ -305,60 +286,12 @@ impl Builders {
         self.call(env, &self.events, &[text, m, payloads])
     }
 
-    /// One `StateEvent` object.
-    pub fn event(&self, env: &Env, e: &StateEvent) -> Result<Js> {
-        let fields = [
-            Some(e.session_key.as_str()),
-            Some(e.agent_id.as_str()),
-            Some(e.kind.as_str()),
-            Some(e.actor_type.as_str()),
-            e.actor_id.as_deref(),
-            e.run_id.as_deref(),
-            e.session_id.as_deref(),
-            Some(e.summary.as_str()),
-        ];
-        let mut text: Vec<u16> = Vec::with_capacity(8 + 128);
-        text.resize(8, 0xffff);
-        for (i, f) in fields.iter().enumerate() {
-            if let Some(f) = f {
-                let start = text.len();
-                text.extend(f.encode_utf16());
-                match u16::try_from(text.len() - start) {
-                    Ok(len) if len < 0xffff => text[i] = len,
-                    // A string too long for one code unit: the general path.
-                    _ => {
-                        let array = self.events(env, std::slice::from_ref(e))?;
-                        let mut first = ptr::null_mut();
-                        check_status!(unsafe {
-                            sys::napi_get_element(env.raw(), array.0, 0, &mut first)
-                        })?;
-                        return Ok(Js(first));
-                    }
-                }
-            }
-        }
-        let mut t = ptr::null_mut();
-        check_status!(unsafe {
-            sys::napi_create_string_utf16(env.raw(), text.as_ptr(), text.len() as isize, &mut t)
-        })?;
-        let payload = match payload_json(e) {
-            Some(json) => str(env, json)?,
-            None => null(env)?,
-        };
-        let args = [
-            Js(t),
-            int(env, e.sequence)?,
-            int(env, e.occurred_at)?,
-            payload,
-        ];
-        self.call(env, &self.event, &args)
-    }
-
     /// One `StateEvent` for the JS side of `record` ([`INSTALL_JS`]): a string it turns into
-    /// the object without another call into the addon. Eleven UTF-16 length slots (the eight
-    /// strings as in [`Builders::event`], then the decimal digits of `sequence` and of
-    /// `occurredAt`, then the payload JSON or 0xffff), the digits, the strings, the payload.
-    /// An event with a string too long for a slot is built as an object here instead.
+    /// the object without another call into the addon. Eleven UTF-16 length slots (the
+    /// session key, agent, kind, actor type, actor id, run id, session id and summary, 0xffff
+    /// for an absent one; then the decimal digits of `sequence` and of `occurredAt`, then the
+    /// payload JSON or 0xffff), the digits, the strings, the payload. An event with a string
+    /// too long for a slot is built as an object here instead.
     pub fn event_packed(&self, env: &Env, e: &StateEvent) -> Result<Js> {
         let sequence = e.sequence.to_string();
         let occurred_at = e.occurred_at.to_string();
@@ -385,7 +318,15 @@ impl Builders {
                 text.extend(f.encode_utf16());
                 match u16::try_from(text.len() - start) {
                     Ok(len) if len < 0xffff => text[i] = len,
-                    _ => return self.event(env, e),
+                    // A string too long for one code unit: the general path.
+                    _ => {
+                        let array = self.events(env, std::slice::from_ref(e))?;
+                        let mut first = ptr::null_mut();
+                        check_status!(unsafe {
+                            sys::napi_get_element(env.raw(), array.0, 0, &mut first)
+                        })?;
+                        return Ok(Js(first));
+                    }
                 }
             }
         }

@@ -368,7 +368,7 @@ impl SessionState {
             .now(&env)
             .and_then(|now| Ok((now, convert::record_input(input)?)))
             .and_then(|(now, input)| self.store.record(input, now));
-        self.finish_record(&env, result, Builders::event)
+        self.finish_record(&env, result)
     }
 
     /// The notice queue's two signal words ([`session_awareness_core::queue::QueueSignal`]) as
@@ -423,18 +423,19 @@ impl SessionState {
             .now(&env)
             .and_then(|now| Ok((now, convert::record_input_values(env.raw(), &values)?)))
             .and_then(|(now, input)| self.store.record(input, now));
-        self.finish_record(&env, result, Builders::event_packed)
+        self.finish_record(&env, result)
     }
 
+    /// The end of both `record` paths: the event packed for the JS side of `record`, or the
+    /// failure thrown (`strict`) or reported.
     fn finish_record(
         &self,
         env: &Env,
         result: session_awareness_core::Result<Option<core::StateEvent>>,
-        build: fn(&Builders, &Env, &core::StateEvent) -> Result<Js>,
     ) -> Result<Option<Js>, Code> {
         match result {
             Ok(event) => event
-                .map(|e| build(&self.builders, env, &e))
+                .map(|e| self.builders.event_packed(env, &e))
                 .transpose()
                 .js(),
             Err(e) if self.strict => Err(to_js(e)),
