@@ -15,7 +15,6 @@
 'use strict'
 const fs = require('node:fs')
 const path = require('node:path')
-const { parseTriple } = require('@napi-rs/cli')
 
 const root = process.cwd()
 const readJson = (file) => JSON.parse(fs.readFileSync(path.join(root, file), 'utf8'))
@@ -24,6 +23,9 @@ const writeJson = (file, value) =>
 
 /** The platform package folders the napi config names, as `npm/<platformArchABI>`. */
 function platformDirs(pkg) {
+  // Loaded here, not at the top: the napi CLI is a large module graph, and a usage error or
+  // a malformed URL needs none of it.
+  const { parseTriple } = require('@napi-rs/cli')
   return (pkg.napi?.targets ?? []).map((t) => `npm/${parseTriple(t).platformArchABI}`)
 }
 
