@@ -154,6 +154,8 @@ describe('ci.yml', () => {
     expect(rows.map((r) => r.target)).toEqual(TARGETS)
     expect(rows.map((r) => r.abi)).toEqual(ABIS)
     const steps = ci.jobs.build.steps
+    const toolchain = steps.find((s: Yaml) => s.name === 'Rust toolchain from rust-toolchain.toml')
+    expect(toolchain.run.trimEnd().split('\n').at(-1)).toBe('rustup toolchain install')
     expect(steps.find((s: Yaml) => s.name === 'Build the release addon').run).toBe('npm run build')
     expect(steps.find((s: Yaml) => s.uses === 'actions/upload-artifact@v5').with).toEqual({
       name: 'bindings-${{ matrix.target }}',
