@@ -242,3 +242,19 @@ describe('release.yml', () => {
     expect(publish.steps[4].with).toEqual({ pattern: 'bindings-*', path: 'artifacts' })
   })
 })
+
+test('every action is one of GitHub’s own, at a major version tag', () => {
+  const uses: string[] = []
+  for (const name of ['ci.yml', 'release.yml']) {
+    for (const job of Object.values(load(name).jobs) as Yaml[]) {
+      if (job.uses) uses.push(job.uses)
+      for (const step of job.steps ?? []) if (step.uses) uses.push(step.uses)
+    }
+  }
+  // A third-party action in a job that holds the publish token is a supply-chain risk.
+  expect(uses.filter((u) => !/^actions\/[a-z-]+@v\d+$/.test(u))).toEqual(['./.github/workflows/ci.yml'])
+  expect([...new Set(uses)].sort()).toEqual([
+    './.github/workflows/ci.yml', 'actions/cache@v4', 'actions/checkout@v5',
+    'actions/download-artifact@v6', 'actions/setup-node@v6', 'actions/upload-artifact@v5',
+  ])
+})
