@@ -105,10 +105,10 @@ afterAll(() => {
   if (work) fs.rmSync(work, { recursive: true, force: true })
 })
 
-test('the root tarball ships the loaders, types and CLI, and no binary', () => {
+test('the root tarball ships the loaders, types, CLI, license and changelog, and no binary', () => {
   expect(packed.root.files).toEqual([
-    'README.md', 'bin/session-awareness.js', 'index.d.mts', 'index.d.ts', 'index.js',
-    'index.mjs', 'package.json',
+    'CHANGELOG.md', 'LICENSE', 'README.md', 'bin/session-awareness.js', 'index.d.mts',
+    'index.d.ts', 'index.js', 'index.mjs', 'package.json',
   ])
   expect(packed.platform.files).toEqual([BINARY, 'README.md', 'package.json'].sort())
   const installed = path.join(consumer, 'node_modules', 'session-awareness')

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 
 echo "== lockfile: platform packages"
 node scripts/lock-platform-packages.js --check
+node scripts/lint-workflows.js
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
