@@ -154,7 +154,7 @@ pub(crate) struct Shared {
     pub(crate) sync: Option<SyncState>,
     checkpointer: Option<Checkpointer>,
     /// Another library of this process on the file (None in memory).
-    guard: Option<Arc<FileGuard>>,
+    pub(crate) guard: Option<Arc<FileGuard>>,
 }
 
 /// A session-state store over one SQLite file. Cheap to clone: clones share everything.

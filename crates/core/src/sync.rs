@@ -224,6 +224,11 @@ impl SyncState {
         let Some(p) = slot.as_ref() else {
             return Ok(false);
         };
+        // Its statement below reads the WAL index, which another library's open resets: once
+        // such a handle is seen, the poll stops touching the file.
+        if let Some(g) = &store.shared.guard {
+            g.check()?;
+        }
         if !self.served.lock().fresh.is_empty() {
             return Ok(true);
         }

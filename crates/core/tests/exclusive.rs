@@ -7,6 +7,7 @@ mod common;
 use std::fs::File;
 
 use common::*;
+use session_awareness_core::upstream::{AdoptInput, RemoteCheck};
 use session_awareness_core::{inspect, Error, Provenance, Store};
 
 fn code<T>(r: Result<T, Error>) -> &'static str {
@@ -71,6 +72,17 @@ fn a_handle_that_appears_later_refuses_every_database_call() {
     assert_eq!(code(s.delete_session(CHILD2, None)), "ERR_FILE_SHARED");
     assert_eq!(code(s.sync_now()), "ERR_FILE_SHARED");
     assert_eq!(code(s.state_version(CHILD, None)), "ERR_FILE_SHARED");
+    let link = AdoptInput {
+        source: "claude".into(),
+        remote_id: Some("remote-1".into()),
+        ..Default::default()
+    };
+    assert_eq!(code(s.adopt(CHILD2, link, now)), "ERR_FILE_SHARED");
+    assert_eq!(
+        code(s.check_upstream(CHILD, RemoteCheck::Found(Vec::new()), now)),
+        "ERR_FILE_SHARED"
+    );
+    assert_eq!(code(s.scan_upstream(now)), "ERR_FILE_SHARED");
     // Answered from memory: the notice is still queued, and nothing was acknowledged.
     assert_eq!(pairs(&s.peek(MAIN).unwrap()), expect_pairs(&[(CHILD, 0)]));
     assert!(s.has_pending(MAIN).unwrap());
