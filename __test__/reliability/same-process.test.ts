@@ -8,7 +8,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState, inspectDatabase, readEvents } from '../../index'
+import { SessionState, inspectDatabase, readEvents, type RecordInput } from '../../index'
 import { codeOf, rawDb, tempDir, withRaw, type CodedError } from './support'
 
 /** The calls the tests make on the host's own handle. */
@@ -57,7 +57,7 @@ function nodeSqlite(): OpenHost | null {
 
 const CREATE = 'CREATE TABLE IF NOT EXISTS gateway_rows (k TEXT NOT NULL)'
 const KEY = 'agent:main:x'
-const input = (summary: string) => ({ sessionKey: KEY, kind: 'run_completed', actorType: 'agent', summary })
+const input = (summary: string): RecordInput => ({ sessionKey: KEY, kind: 'run_completed', actorType: 'agent', summary })
 
 let dir = ''
 let n = 0
