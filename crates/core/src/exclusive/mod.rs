@@ -35,7 +35,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -312,6 +312,7 @@ pub struct FileGuard {
     trigger: os::Trigger,
     refused: Mutex<Option<String>>,
     refused_flag: AtomicBool,
+    scans: AtomicU64,
 }
 
 impl FileGuard {
@@ -327,6 +328,7 @@ impl FileGuard {
             trigger,
             refused: Mutex::new(None),
             refused_flag: AtomicBool::new(false),
+            scans: AtomicU64::new(0),
         })
     }
 
@@ -342,6 +344,7 @@ impl FileGuard {
         if !enabled() || !self.trigger.fired() {
             return Ok(());
         }
+        self.scans.fetch_add(1, Ordering::Relaxed);
         match check(&self.family) {
             Ok(_) => Ok(()),
             Err(e) => {
@@ -350,6 +353,11 @@ impl FileGuard {
                 Err(e)
             }
         }
+    }
+
+    /// How many scans [`FileGuard::check`] ran (the one at open not counted).
+    pub fn scans(&self) -> u64 {
+        self.scans.load(Ordering::Relaxed)
     }
 
     /// The files guarded.

@@ -118,3 +118,37 @@ fn writability_is_asked_without_opening() -> Result<()> {
     check_writable(&db)?;
     Ok(())
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn only_an_open_of_one_of_the_files_makes_the_guard_scan() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (db, _) = family(&dir, "state.sqlite");
+    File::create(&db)?;
+    let guard = FileGuard::open(&db)?;
+    for _ in 0..100 {
+        guard.check()?;
+    }
+    assert_eq!(guard.scans(), 0);
+    // Another file of the directory, and a name that only starts like the database's.
+    drop(File::create(dir.path().join("other.sqlite"))?);
+    drop(File::create(dir.path().join("state.sqlite-wal2"))?);
+    guard.check()?;
+    assert_eq!(guard.scans(), 0);
+    // The database itself, opened and closed again: one scan, which finds nothing.
+    drop(File::open(&db)?);
+    guard.check()?;
+    guard.check()?;
+    assert_eq!(guard.scans(), 1);
+    // The -shm, still open at the next check: found.
+    let mut shm = db.clone().into_os_string();
+    shm.push("-shm");
+    let foreign = File::create(&shm)?;
+    assert_eq!(guard.check().unwrap_err().code(), "ERR_FILE_SHARED");
+    assert_eq!(guard.scans(), 2);
+    drop(foreign);
+    // Refused for good, without scanning again.
+    assert_eq!(guard.check().unwrap_err().code(), "ERR_FILE_SHARED");
+    assert_eq!(guard.scans(), 2);
+    Ok(())
+}
