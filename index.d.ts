@@ -15,11 +15,14 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare class SessionState {
   /**
-   * Opens (creating if needed) the store at `path`: a SQLite file, usually the gateway's
-   * shared state database. Other tables in it and its `user_version` are left alone. A new
-   * file is created with mode 0600 and a missing directory with mode 0700. Opening never
-   * prunes. Throws `ERR_INVALID_ARG` for a bad option and `ERR_DB` when the file cannot be
-   * opened as a database.
+   * Opens (creating if needed) the store at `path`: a SQLite file of its own (for a
+   * gateway, `<stateDir>/state/session-state.sqlite`). Other tables in it and its
+   * `user_version` are left alone. A new file is created with mode 0600 and a missing
+   * directory with mode 0700. Opening never prunes. Throws `ERR_INVALID_ARG` for a bad
+   * option, `ERR_DB` when the file cannot be opened as a database, and `ERR_FILE_SHARED`
+   * when another SQLite library of this process (`node:sqlite`, better-sqlite3) has the
+   * file open; a handle that appears later makes every call that touches the file fail
+   * with `ERR_FILE_SHARED` (`record`: null and `onError`) until the store is reopened.
    */
   constructor(path: string, options?: SessionStateOptions | undefined | null)
   /**
@@ -204,7 +207,8 @@ export type EventKind = 'human_direct_message' | 'goal_changed' | 'upstream_miss
  * Reads a report of the database at `path` without changing it: sessions with their state
  * version and pruned watermark, cursors with L/N/M and lag, pending notices, row counts and
  * the oldest retained event. Never creates the file. Throws `ERR_DB` for a missing or
- * unreadable file and `ERR_NOT_SQLITE` for one that is not a SQLite database.
+ * unreadable file, `ERR_NOT_SQLITE` for one that is not a SQLite database, and
+ * `ERR_FILE_SHARED` when another SQLite library of this process has it open.
  */
 export declare function inspectDatabase(path: string): DatabaseInspection
 

@@ -1,4 +1,5 @@
-// A small gateway scenario on an embedded SQLite file under ./demo-data: a parent spawns a
+// A small gateway scenario on the store's own SQLite file under ./demo-data (a gateway's
+// <stateDir>/state/session-state.sqlite, never its own database): a parent spawns a
 // child, a human types straight into the child, the parent is woken, drains one notice and
 // reconciles with changesSince before it acts.
 'use strict'
@@ -6,9 +7,9 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { SessionState } = require('..')
 
-const dir = path.join(process.cwd(), 'demo-data')
+const dir = path.join(process.cwd(), 'demo-data', 'state')
 fs.mkdirSync(dir, { recursive: true })
-const file = path.join(dir, 'demo.sqlite')
+const file = path.join(dir, 'session-state.sqlite')
 for (const f of [file, `${file}-wal`, `${file}-shm`]) fs.rmSync(f, { force: true })
 
 const parent = 'agent:main:main'

@@ -149,7 +149,9 @@ async function nextWake(gw: Gateway): Promise<WakeRequest> {
 
 export async function main(): Promise<string[]> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-example-'))
-  const gw = new Gateway(path.join(dir, 'state.sqlite'))
+  // The store's own file beside the gateway's database, never that database itself: another
+  // SQLite library of this process on it would break the store's locks (ERR_FILE_SHARED).
+  const gw = new Gateway(path.join(dir, 'state', 'session-state.sqlite'))
   try {
     gw.spawnSubagent(MAIN, CHILD, 'run-1')
     assert.deepEqual(gw.sessionsSend(MAIN, OPS, true), { watched: true })

@@ -151,7 +151,7 @@ impl Bed {
         }
         let checkpointer = match mode {
             Checkpoint::HotPath => None,
-            Checkpoint::Background => Checkpointer::install(&mut conn, 30_000, None).unwrap(),
+            Checkpoint::Background => Checkpointer::install(&mut conn, 30_000, None, None).unwrap(),
         };
         Bed {
             conn,

@@ -22,7 +22,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::exclusive::FileGuard;
 use crate::runtime;
 use crate::store::ErrorSink;
 
@@ -52,6 +53,8 @@ struct Inner {
     /// Its own connection, opened by the first checkpoint.
     conn: Mutex<Option<Connection>>,
     errors: Option<Arc<dyn ErrorSink>>,
+    /// The store's guard: no checkpoint while another library of this process has the file.
+    guard: Option<Arc<FileGuard>>,
 }
 
 impl Checkpointer {
@@ -62,6 +65,7 @@ impl Checkpointer {
         conn: &mut Connection,
         busy_timeout_ms: u32,
         errors: Option<Arc<dyn ErrorSink>>,
+        guard: Option<Arc<FileGuard>>,
     ) -> Result<Option<Self>> {
         let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
         let path = conn.path().filter(|p| !p.is_empty()).map(str::to_owned);
@@ -76,6 +80,7 @@ impl Checkpointer {
             closed: AtomicBool::new(false),
             conn: Mutex::new(None),
             errors,
+            guard,
         });
         // The pragma installs SQLite's own WAL hook: it must come before ours, which replaces it.
         conn.pragma_update(None, "wal_autocheckpoint", 0)?;
@@ -148,6 +153,8 @@ impl Inner {
                             break;
                         }
                     }
+                    // A shared file is reported by the store's own calls, which it refuses.
+                    Err(Error::FileShared(_)) => break,
                     Err(e) => {
                         if let Some(sink) = &me.errors {
                             sink.report(e);
@@ -168,7 +175,11 @@ impl Inner {
         if self.closed.load(Ordering::Acquire) {
             return Ok((0, 0));
         }
+        if let Some(g) = &self.guard {
+            g.check()?;
+        }
         if guard.is_none() {
+            crate::exclusive::install();
             let conn = Connection::open_with_flags(
                 &self.path,
                 OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -203,7 +214,7 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("c.sqlite");
         let mut conn = schema::open(path.to_str().unwrap(), 1000)?;
-        let cp = Checkpointer::install(&mut conn, 1000, None)?.expect("a WAL database");
+        let cp = Checkpointer::install(&mut conn, 1000, None, None)?.expect("a WAL database");
         let auto: i64 = conn.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))?;
         assert_eq!(auto, 0);
         conn.execute_batch("CREATE TABLE t (x BLOB)")?;
@@ -228,7 +239,7 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("b.sqlite");
         let mut conn = schema::open(path.to_str().unwrap(), 1000)?;
-        let cp = Checkpointer::install(&mut conn, 1000, None)?.expect("a WAL database");
+        let cp = Checkpointer::install(&mut conn, 1000, None, None)?.expect("a WAL database");
         conn.execute_batch("CREATE TABLE t (x BLOB)")?;
         // A burst that outruns the checkpoints scheduled during it.
         for _ in 0..2500 {
@@ -255,7 +266,7 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("w.sqlite");
         let mut conn = schema::open(path.to_str().unwrap(), 1000)?;
-        let cp = Checkpointer::install(&mut conn, 1000, None)?.expect("a WAL database");
+        let cp = Checkpointer::install(&mut conn, 1000, None, None)?.expect("a WAL database");
         conn.execute_batch("CREATE TABLE t (x BLOB)")?;
         // Holding the checkpointer's connection stalls every background checkpoint.
         let stalled = cp.inner.conn.lock();
@@ -306,7 +317,7 @@ mod tests {
     #[test]
     fn in_memory_databases_are_left_alone() -> Result<()> {
         let mut conn = schema::open(":memory:", 1000)?;
-        assert!(Checkpointer::install(&mut conn, 1000, None)?.is_none());
+        assert!(Checkpointer::install(&mut conn, 1000, None, None)?.is_none());
         Ok(())
     }
 }

@@ -19,6 +19,10 @@ pub enum Error {
     UpstreamParse(String),
     /// The file to inspect is not a SQLite database (or not a regular file).
     NotSqlite(String),
+    /// Another SQLite library (or any other code) of this process has the database file, its
+    /// `-wal`, `-shm` or `-journal` open: POSIX locks belong to the process, so the two would
+    /// break each other's locks ([`crate::exclusive`]). Nothing was done.
+    FileShared(String),
 }
 
 /// The result type of the core.
@@ -33,6 +37,7 @@ impl Error {
             Error::Db(_) | Error::Io(_) => "ERR_DB",
             Error::UpstreamParse(_) => "ERR_UPSTREAM_PARSE",
             Error::NotSqlite(_) => "ERR_NOT_SQLITE",
+            Error::FileShared(_) => "ERR_FILE_SHARED",
         }
     }
 
@@ -59,7 +64,7 @@ impl fmt::Display for Error {
             Error::Db(e) => write!(f, "database error: {e}"),
             Error::Io(e) => write!(f, "file error: {e}"),
             Error::UpstreamParse(msg) => write!(f, "upstream transcript: {msg}"),
-            Error::NotSqlite(msg) => f.write_str(msg),
+            Error::NotSqlite(msg) | Error::FileShared(msg) => f.write_str(msg),
         }
     }
 }
@@ -103,5 +108,6 @@ mod tests {
             Error::UpstreamParse("x".into()).code(),
             "ERR_UPSTREAM_PARSE"
         );
+        assert_eq!(Error::FileShared("x".into()).code(), "ERR_FILE_SHARED");
     }
 }

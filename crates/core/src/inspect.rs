@@ -324,8 +324,15 @@ fn open_read_only(path: &str) -> Result<(Connection, u64, bool)> {
     if !meta.is_file() {
         return Err(Error::NotSqlite(format!("{path} is not a regular file")));
     }
+    // Another library of this process on the file: the read-only connection's close would
+    // drop that library's locks (and this one's would be invisible to it).
+    let family = crate::exclusive::Family::of(Path::new(path))?;
+    let found = crate::exclusive::check(&family)?;
     // SQLite treats an empty file as an empty database; anything else must carry the header.
-    if meta.len() > 0 {
+    // Read through a handle of our own only when no store of this process has the file open:
+    // closing it would drop that store's locks (a store's file passed the check at its open).
+    let held = found.is_some_and(|s| s.ours);
+    if meta.len() > 0 && !held {
         let mut head = [0u8; 16];
         let read = std::fs::File::open(path)
             .and_then(|f| f.take(16).read(&mut head))
@@ -337,6 +344,7 @@ fn open_read_only(path: &str) -> Result<(Connection, u64, bool)> {
         }
     }
     let wal = Path::new(&format!("{path}-wal")).exists();
+    crate::exclusive::install();
     let conn = Connection::open_with_flags(
         uri(path, !wal)?,
         OpenFlags::SQLITE_OPEN_READ_ONLY

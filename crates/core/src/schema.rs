@@ -70,12 +70,25 @@ const STATEMENT_CACHE: usize = 64;
 /// `:memory:` opens a private in-memory database. A new file is created with mode 0600, and a
 /// missing parent directory with mode 0700.
 pub fn open(path: &str, busy_timeout_ms: u32) -> Result<Connection> {
+    prepare(path)?;
+    connect(path, busy_timeout_ms)
+}
+
+/// Creates the file of `path` (mode 0600) and its directory (0700) when missing, and checks
+/// that an existing file is writable, without opening it. Nothing to do for `:memory:`.
+pub fn prepare(path: &str) -> Result<()> {
     if path.is_empty() {
         return Err(Error::invalid("path must be a non-empty string"));
     }
     if path != ":memory:" {
         prepare_file(Path::new(path))?;
     }
+    Ok(())
+}
+
+/// Opens the connection of [`open`] on a file [`prepare`] made ready.
+pub fn connect(path: &str, busy_timeout_ms: u32) -> Result<Connection> {
+    crate::exclusive::install();
     let conn = Connection::open_with_flags(
         sqlite_name(path).as_ref(),
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -150,10 +163,11 @@ fn prepare_file(path: &Path) -> Result<()> {
         Ok(_) => Ok(()),
         // An existing file must be writable. SQLite would open a read-only one read-only and
         // create its -wal and -shm files with the same read-only mode, which then keep the
-        // store failing after the file itself is made writable again.
+        // store failing after the file itself is made writable again. Asked without opening
+        // it: closing a handle on the file would drop the locks this process's connections
+        // (another store on it) hold there.
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            OpenOptions::new().read(true).write(true).open(path)?;
-            Ok(())
+            Ok(crate::exclusive::check_writable(path)?)
         }
         Err(e) => Err(e.into()),
     }

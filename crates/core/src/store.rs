@@ -12,6 +12,7 @@ use crate::checkpoint::Checkpointer;
 use crate::cursors::{self, Pending, Provenance};
 use crate::error::{Error, Result};
 use crate::event::{self, EventKind, RecordInput, StateEvent};
+use crate::exclusive::FileGuard;
 use crate::keys::{self, SessionKey};
 use crate::log::{self, Changes, Inserted};
 use crate::prune::{self, PruneReport};
@@ -152,6 +153,8 @@ pub(crate) struct Shared {
     pub(crate) monitor: Mutex<crate::upstream::MonitorState>,
     pub(crate) sync: Option<SyncState>,
     checkpointer: Option<Checkpointer>,
+    /// Another library of this process on the file (None in memory).
+    pub(crate) guard: Option<Arc<FileGuard>>,
 }
 
 /// A session-state store over one SQLite file. Cheap to clone: clones share everything.
@@ -177,9 +180,20 @@ impl Store {
     /// task delivers notices opened by other processes (§12, [`crate::sync`]).
     pub fn open(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
         opts.validate()?;
-        let mut conn = schema::open(path, opts.busy_timeout_ms)?;
-        let checkpointer =
-            Checkpointer::install(&mut conn, opts.busy_timeout_ms, hooks.errors.clone())?;
+        schema::prepare(path)?;
+        // Before the store's SQLite touches the file: if another library of this process has
+        // it open, opening and closing a connection would already drop that library's locks.
+        let guard = match path {
+            ":memory:" => None,
+            _ => Some(Arc::new(FileGuard::open(std::path::Path::new(path))?)),
+        };
+        let mut conn = schema::connect(path, opts.busy_timeout_ms)?;
+        let checkpointer = Checkpointer::install(
+            &mut conn,
+            opts.busy_timeout_ms,
+            hooks.errors.clone(),
+            guard.clone(),
+        )?;
         let sync = match conn.path().filter(|p| !p.is_empty()) {
             Some(file) if opts.sync_interval_ms > 0 => {
                 Some(SyncState::open(file, opts.sync_interval_ms, &conn)?)
@@ -204,6 +218,7 @@ impl Store {
                 monitor: Mutex::new(Default::default()),
                 sync,
                 checkpointer,
+                guard,
             }),
         };
         if let Some(sync) = &store.shared.sync {
@@ -298,6 +313,11 @@ impl Store {
         };
         if guard.is_none() {
             return Err(Error::Closed);
+        }
+        // Every call that touches the database comes here, right before its SQL: a handle of
+        // another library that appeared since the last call is found before the write.
+        if let Some(g) = &self.shared.guard {
+            g.check()?;
         }
         Ok(guard)
     }
@@ -422,7 +442,8 @@ impl Store {
             let mut now = now;
             loop {
                 match store.prune_batches(now, true) {
-                    Ok(_) | Err(Error::Closed) => {}
+                    // A shared file is reported by the caller's own calls, which it refuses.
+                    Ok(_) | Err(Error::Closed | Error::FileShared(_)) => {}
                     Err(e) => store.report(e),
                 }
                 let mut state = store.shared.auto_prune.lock();

@@ -62,6 +62,7 @@ pub(crate) struct SyncState {
 
 /// Opens the read-only connection the poller uses, beside the store's own.
 fn open_reader(path: &str) -> Result<Connection> {
+    crate::exclusive::install();
     let conn = Connection::open_with_flags(
         crate::schema::sqlite_name(path).as_ref(),
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -223,6 +224,11 @@ impl SyncState {
         let Some(p) = slot.as_ref() else {
             return Ok(false);
         };
+        // Its statement below reads the WAL index, which another library's open resets: once
+        // such a handle is seen, the poll stops touching the file.
+        if let Some(g) = &store.shared.guard {
+            g.check()?;
+        }
         if !self.served.lock().fresh.is_empty() {
             return Ok(true);
         }
@@ -241,7 +247,8 @@ impl SyncState {
     fn failed(&self, store: &Store, error: Error) {
         // A closed store is the normal end; a lock held by another process passes by the next
         // poll. Anything else is told once until a poll succeeds again.
-        if matches!(error, Error::Closed) || error.is_busy() {
+        // A shared file is reported by the host's own calls, which the store refuses.
+        if matches!(error, Error::Closed | Error::FileShared(_)) || error.is_busy() {
             return;
         }
         if !self.failing.swap(true, Ordering::AcqRel) {

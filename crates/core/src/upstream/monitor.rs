@@ -307,7 +307,7 @@ impl Store {
             match self.scan_one(link, now) {
                 Ok(Some(e)) => out.push(e),
                 Ok(None) => {}
-                Err(e @ Error::Closed) => return Err(e),
+                Err(e @ (Error::Closed | Error::FileShared(_))) => return Err(e),
                 Err(e) => self.report(e),
             }
         }
@@ -422,6 +422,8 @@ impl Store {
                 .await;
                 match done {
                     Ok(Err(Error::Closed)) => break,
+                    // A shared file is reported by the host's own calls, which it refuses.
+                    Ok(Err(Error::FileShared(_))) => {}
                     Ok(Err(e)) => store.report(e),
                     _ => {}
                 }
