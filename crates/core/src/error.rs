@@ -19,6 +19,9 @@ pub enum Error {
     UpstreamParse(String),
     /// The file to inspect is not a SQLite database (or not a regular file).
     NotSqlite(String),
+    /// The file holds a table of this schema's name that no known generation wrote (a column
+    /// the store cannot add is missing); opening it changes nothing.
+    ForeignSchema(String),
 }
 
 /// The result type of the core.
@@ -33,6 +36,7 @@ impl Error {
             Error::Db(_) | Error::Io(_) => "ERR_DB",
             Error::UpstreamParse(_) => "ERR_UPSTREAM_PARSE",
             Error::NotSqlite(_) => "ERR_NOT_SQLITE",
+            Error::ForeignSchema(_) => "ERR_FOREIGN_SCHEMA",
         }
     }
 
@@ -60,6 +64,7 @@ impl fmt::Display for Error {
             Error::Io(e) => write!(f, "file error: {e}"),
             Error::UpstreamParse(msg) => write!(f, "upstream transcript: {msg}"),
             Error::NotSqlite(msg) => f.write_str(msg),
+            Error::ForeignSchema(msg) => write!(f, "foreign schema: {msg}"),
         }
     }
 }
@@ -94,6 +99,10 @@ mod tests {
     fn codes_are_stable() {
         assert_eq!(Error::invalid("x").code(), "ERR_INVALID_ARG");
         assert_eq!(Error::Closed.code(), "ERR_CLOSED");
+        assert_eq!(
+            Error::ForeignSchema("x".into()).code(),
+            "ERR_FOREIGN_SCHEMA"
+        );
         assert_eq!(
             Error::Db(rusqlite::Error::QueryReturnedNoRows).code(),
             "ERR_DB"

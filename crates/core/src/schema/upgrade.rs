@@ -1,0 +1,261 @@
+//! The additive upgrade (§3): a file written by any OpenClaw generation opens, and its tables
+//! end up with every column of the newest generation, without a rebuild, a new table or a
+//! change to `user_version`.
+//!
+//! OpenClaw's generations of the three shared tables, oldest first:
+//! 1. tables without `STRICT`, and cursors without `provenance` (an ambient group watch was a
+//!    second, sentinel row whose watcher is `ambient-group-watch:` + hex of the real watcher);
+//! 2. the same tables `STRICT`;
+//! 3. cursors with `provenance` (appended by OpenClaw's own migration, or in the table);
+//! 4. cursors with `watcher_store_path`, appended by OpenClaw's writer on its first write;
+//! 5. 2026.9.6: `watcher_store_path` in the table, second column.
+//!
+//! For each table the columns present are read (`PRAGMA table_xinfo`) and each missing one
+//! is appended with OpenClaw's own definition, whose default lets a writer that omits it go
+//! on working: L/N/M `0`, `provenance` `'explicit'`, `pruned_max_sequence` `0`, the others
+//! NULL. A missing column that cannot be appended (a key, or `NOT NULL` without a default)
+//! means the table is not one of these generations: [`Error::ForeignSchema`], and nothing
+//! changes. The indexes OpenClaw creates are reused: one is created only when no index on the
+//! same columns exists, under OpenClaw's name.
+
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+
+/// `provenance` as OpenClaw defines it, so OpenClaw accepts the appended column as its own.
+const PROVENANCE: &str = "provenance TEXT NOT NULL DEFAULT 'explicit' \
+                          CHECK (provenance IN ('explicit', 'ambient-group'))";
+
+/// A column's name and the definition it is appended with (`None`: it cannot be appended, so
+/// a table without it is foreign).
+type Column = (&'static str, Option<&'static str>);
+
+/// The columns of the newest generation per table, in its order.
+const COLUMNS: [(&str, &[Column]); 3] = [
+    (
+        "session_state_events",
+        &[
+            ("sequence", None),
+            ("dedupe_key", None),
+            ("session_key", None),
+            ("session_id", Some("session_id TEXT")),
+            ("agent_id", None),
+            ("kind", None),
+            ("actor_type", None),
+            ("actor_id", Some("actor_id TEXT")),
+            ("run_id", Some("run_id TEXT")),
+            ("occurred_at", None),
+            ("summary", None),
+            ("payload_json", Some("payload_json TEXT")),
+        ],
+    ),
+    (
+        "session_state_heads",
+        &[
+            ("session_key", None),
+            ("agent_id", None),
+            ("last_sequence", None),
+            (
+                "pruned_max_sequence",
+                Some("pruned_max_sequence INTEGER NOT NULL DEFAULT 0"),
+            ),
+            ("updated_at", None),
+        ],
+    ),
+    (
+        "session_watch_cursors",
+        &[
+            ("watcher_session_key", None),
+            ("watcher_store_path", Some("watcher_store_path TEXT")),
+            ("target_session_key", None),
+            (
+                "last_seen_sequence",
+                Some("last_seen_sequence INTEGER NOT NULL DEFAULT 0"),
+            ),
+            (
+                "notified_sequence",
+                Some("notified_sequence INTEGER NOT NULL DEFAULT 0"),
+            ),
+            (
+                "material_sequence",
+                Some("material_sequence INTEGER NOT NULL DEFAULT 0"),
+            ),
+            ("provenance", Some(PROVENANCE)),
+            ("updated_at", None),
+        ],
+    ),
+];
+
+/// An index the store's reads need.
+struct Wanted {
+    /// The table it is on.
+    table: &'static str,
+    /// OpenClaw's name for it, used when the store creates it.
+    name: &'static str,
+    /// The name earlier versions of the store gave it.
+    former: &'static str,
+    /// Its key columns, with `true` for a descending one.
+    keys: &'static [(&'static str, bool)],
+    /// The statement that creates it, as OpenClaw writes it.
+    sql: &'static str,
+}
+
+/// The three indexes, identical to OpenClaw's.
+const INDEXES: [Wanted; 3] = [
+    Wanted {
+        table: "session_state_events",
+        name: "idx_session_state_events_session_sequence",
+        former: "session_state_events_session_sequence",
+        keys: &[("session_key", false), ("sequence", true)],
+        sql: "CREATE INDEX idx_session_state_events_session_sequence\n  \
+              ON session_state_events(session_key, sequence DESC)",
+    },
+    Wanted {
+        table: "session_state_events",
+        name: "idx_session_state_events_time",
+        former: "session_state_events_occurred",
+        keys: &[("occurred_at", true), ("sequence", true)],
+        sql: "CREATE INDEX idx_session_state_events_time\n  \
+              ON session_state_events(occurred_at DESC, sequence DESC)",
+    },
+    Wanted {
+        table: "session_watch_cursors",
+        name: "idx_session_watch_cursors_target",
+        former: "session_watch_cursors_target",
+        keys: &[("target_session_key", false)],
+        sql: "CREATE INDEX idx_session_watch_cursors_target\n  \
+              ON session_watch_cursors(target_session_key)",
+    },
+];
+
+/// Upgrades the three shared tables (already created when missing) and their indexes. Runs
+/// inside the caller's write transaction; on an error the caller rolls everything back.
+pub fn upgrade(conn: &Connection) -> Result<()> {
+    for (table, columns) in COLUMNS {
+        let present = column_names(conn, table)?;
+        let missing: Vec<_> = columns
+            .iter()
+            .filter(|(name, _)| !present.iter().any(|p| p.eq_ignore_ascii_case(name)))
+            .collect();
+        if let Some((name, _)) = missing.iter().find(|(_, add)| add.is_none()) {
+            return Err(Error::ForeignSchema(format!(
+                "table {table} has no column {name}: no generation of this schema wrote it"
+            )));
+        }
+        for (name, add) in missing {
+            let definition = add.expect("checked above");
+            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {definition}"))?;
+            if *name == "provenance" {
+                promote_ambient_sentinels(conn)?;
+            }
+        }
+    }
+    for wanted in &INDEXES {
+        ensure_index(conn, wanted)?;
+    }
+    Ok(())
+}
+
+/// When `provenance` has just been appended to a cursors table of the first two generations,
+/// the cursors that had an ambient-group sentinel row get `ambient-group`, and the later
+/// `updated_at` of the two rows, as OpenClaw's own migration gives them. The sentinel rows
+/// stay: the store never notifies them (their watcher is a bare key), and OpenClaw's migration
+/// still finds and removes them when OpenClaw opens the file.
+fn promote_ambient_sentinels(conn: &Connection) -> Result<()> {
+    conn.execute_batch(
+        "UPDATE session_watch_cursors AS c SET provenance = 'ambient-group', \
+         updated_at = max(c.updated_at, (SELECT max(s.updated_at) FROM session_watch_cursors s \
+           WHERE s.watcher_session_key = 'ambient-group-watch:' || lower(hex(c.watcher_session_key)) \
+           AND s.target_session_key = c.target_session_key)) \
+         WHERE EXISTS (SELECT 1 FROM session_watch_cursors s \
+           WHERE s.watcher_session_key = 'ambient-group-watch:' || lower(hex(c.watcher_session_key)) \
+           AND s.target_session_key = c.target_session_key)",
+    )?;
+    Ok(())
+}
+
+/// The names of `table`'s columns, hidden ones included.
+fn column_names(conn: &Connection, table: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_xinfo(?1)")?;
+    let rows = stmt.query_map([table], |r| r.get::<_, String>(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// One index of a table: its name, whether it is partial, and its key columns (name in
+/// lowercase, descending, collation in uppercase; an expression has no name).
+struct Existing {
+    name: String,
+    partial: bool,
+    keys: Vec<(Option<String>, bool, String)>,
+}
+
+impl Existing {
+    /// Serves the same reads as `wanted`: not partial, the same key columns in the same
+    /// order and direction, with the default collation.
+    fn matches(&self, wanted: &Wanted) -> bool {
+        !self.partial
+            && self.keys.len() == wanted.keys.len()
+            && self
+                .keys
+                .iter()
+                .zip(wanted.keys)
+                .all(|((name, desc, coll), (want, want_desc))| {
+                    name.as_deref() == Some(*want) && desc == want_desc && coll == "BINARY"
+                })
+    }
+}
+
+/// Every index of `table`.
+fn indexes(conn: &Connection, table: &str) -> Result<Vec<Existing>> {
+    let mut list = conn.prepare("SELECT name, partial FROM pragma_index_list(?1)")?;
+    let mut keys = conn.prepare(
+        "SELECT lower(name), \"desc\", upper(coll) FROM pragma_index_xinfo(?1) \
+         WHERE key = 1 ORDER BY seqno",
+    )?;
+    let named: Vec<(String, bool)> = list
+        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    named
+        .into_iter()
+        .map(|(name, partial)| {
+            let keys = keys
+                .query_map([&name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(Existing {
+                name,
+                partial,
+                keys,
+            })
+        })
+        .collect()
+}
+
+/// Makes sure exactly one index serves `wanted`'s reads. An index on the same columns under
+/// any name (OpenClaw's, the store's former one, another tool's) is reused; when the store's
+/// former index duplicates another one it is dropped, so no write maintains two; when none
+/// exists it is created under OpenClaw's name (the former name if another object holds it).
+fn ensure_index(conn: &Connection, wanted: &Wanted) -> Result<()> {
+    let existing = indexes(conn, wanted.table)?;
+    let serving: Vec<&Existing> = existing.iter().filter(|i| i.matches(wanted)).collect();
+    if serving.len() > 1 {
+        if let Some(former) = serving.iter().find(|i| i.name == wanted.former) {
+            conn.execute_batch(&format!("DROP INDEX \"{}\"", former.name))?;
+        }
+        return Ok(());
+    }
+    if !serving.is_empty() {
+        return Ok(());
+    }
+    let taken: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?1 COLLATE NOCASE)",
+        [wanted.name],
+        |r| r.get(0),
+    )?;
+    if taken {
+        let sql = wanted.sql.replacen(wanted.name, wanted.former, 1);
+        conn.execute_batch(&sql.replacen("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))?;
+    } else {
+        conn.execute_batch(wanted.sql)?;
+    }
+    Ok(())
+}
