@@ -473,17 +473,38 @@ fn sessions(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SessionRow>> {
         .collect()
 }
 
+/// The provenance the store's upgrade gives a cursor of a file without the column: the cursors
+/// with an ambient-group sentinel row (OpenClaw's encoding before the column) are
+/// `ambient-group`, the others `explicit`.
+const UPGRADED_PROVENANCE: &str = "CASE WHEN EXISTS (SELECT 1 FROM session_watch_cursors s \
+     WHERE s.watcher_session_key = 'ambient-group-watch:' || lower(hex(c.watcher_session_key)) \
+     AND s.target_session_key = c.target_session_key) \
+     THEN 'ambient-group' ELSE 'explicit' END";
+
 fn cursors(
     conn: &Connection,
     has_events: bool,
     has_heads: bool,
 ) -> rusqlite::Result<Vec<CursorRow>> {
+    // A file of OpenClaw's first generations has no provenance column yet (the store appends
+    // it when it opens the file, §3): show what the store will read there.
+    let has_provenance: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_xinfo('session_watch_cursors') \
+         WHERE name = 'provenance')",
+        [],
+        |r| r.get(0),
+    )?;
+    let provenance = if has_provenance {
+        "provenance"
+    } else {
+        UPGRADED_PROVENANCE
+    };
     let mut rows: Vec<CursorRow> = conn
-        .prepare(
+        .prepare(&format!(
             "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
-             notified_sequence, material_sequence, provenance, updated_at \
-             FROM session_watch_cursors ORDER BY watcher_session_key, target_session_key",
-        )?
+             notified_sequence, material_sequence, {provenance}, updated_at \
+             FROM session_watch_cursors c ORDER BY watcher_session_key, target_session_key"
+        ))?
         .query_map([], |r| {
             let (last_seen, notified) = (r.get(2)?, r.get(3)?);
             Ok(CursorRow {
