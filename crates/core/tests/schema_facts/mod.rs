@@ -198,10 +198,14 @@ pub fn index_keys(conn: &Connection) -> BTreeMap<String, String> {
     .unwrap()
 }
 
-/// Every `table(columns)` served by more than one index.
+/// Every `table(columns)` of the shared tables served by more than one index (the host's own
+/// tables may have theirs: OpenClaw 2026.9.6 indexes `acp_replay_events` twice).
 pub fn duplicate_indexes(conn: &Connection) -> Vec<String> {
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    for keys in index_keys(conn).into_values() {
+    let shared = index_keys(conn)
+        .into_values()
+        .filter(|keys| SHARED.iter().any(|t| keys.starts_with(&format!("{t}("))));
+    for keys in shared {
         *seen.entry(keys).or_default() += 1;
     }
     seen.into_iter()
