@@ -139,8 +139,9 @@ pub fn configure(conn: &Connection, busy_timeout_ms: u32) -> Result<()> {
 
 /// Creates the missing tables and upgrades the existing ones, inside the caller's transaction.
 fn install(conn: &Connection) -> Result<()> {
-    conn.execute_batch(SHARED_TABLES)?;
-    conn.execute_batch(UPSTREAM_TABLE)?;
+    for sql in [SHARED_TABLES, UPSTREAM_TABLE] {
+        conn.execute_batch(sql)?;
+    }
     upgrade::upgrade(conn)?;
     crate::upstream::links::upgrade_schema(conn)
 }

@@ -11,7 +11,7 @@
 //! 5. 2026.9.6: `watcher_store_path` in the table, second column.
 //!
 //! For each table the columns present are read (`PRAGMA table_xinfo`) and each missing one
-//! is appended with OpenClaw's own definition, whose default lets a writer that omits it go
+//! is appended (`ALTER TABLE … ADD COLUMN`) with OpenClaw's own definition, whose default lets a writer that omits it go
 //! on working: L/N/M `0`, `provenance` `'explicit'`, `pruned_max_sequence` `0`, the others
 //! NULL. A missing column that cannot be appended (a key, or `NOT NULL` without a default)
 //! means the table is not one of these generations: [`Error::ForeignSchema`], and nothing
@@ -22,12 +22,28 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 
+// Every statement is a constant of its own: the SQL the store runs never depends on anything
+// read at run time.
+const ADD_SESSION_ID: &str = "ALTER TABLE session_state_events ADD COLUMN session_id TEXT";
+const ADD_ACTOR_ID: &str = "ALTER TABLE session_state_events ADD COLUMN actor_id TEXT";
+const ADD_RUN_ID: &str = "ALTER TABLE session_state_events ADD COLUMN run_id TEXT";
+const ADD_PAYLOAD_JSON: &str = "ALTER TABLE session_state_events ADD COLUMN payload_json TEXT";
+const ADD_PRUNED_MAX_SEQUENCE: &str = "ALTER TABLE session_state_heads \
+     ADD COLUMN pruned_max_sequence INTEGER NOT NULL DEFAULT 0";
+const ADD_WATCHER_STORE_PATH: &str =
+    "ALTER TABLE session_watch_cursors ADD COLUMN watcher_store_path TEXT";
+const ADD_LAST_SEEN_SEQUENCE: &str = "ALTER TABLE session_watch_cursors \
+     ADD COLUMN last_seen_sequence INTEGER NOT NULL DEFAULT 0";
+const ADD_NOTIFIED_SEQUENCE: &str = "ALTER TABLE session_watch_cursors \
+     ADD COLUMN notified_sequence INTEGER NOT NULL DEFAULT 0";
+const ADD_MATERIAL_SEQUENCE: &str = "ALTER TABLE session_watch_cursors \
+     ADD COLUMN material_sequence INTEGER NOT NULL DEFAULT 0";
 /// `provenance` as OpenClaw defines it, so OpenClaw accepts the appended column as its own.
-const PROVENANCE: &str = "provenance TEXT NOT NULL DEFAULT 'explicit' \
-                          CHECK (provenance IN ('explicit', 'ambient-group'))";
+const ADD_PROVENANCE: &str = "ALTER TABLE session_watch_cursors ADD COLUMN \
+     provenance TEXT NOT NULL DEFAULT 'explicit' CHECK (provenance IN ('explicit', 'ambient-group'))";
 
-/// A column's name and the definition it is appended with (`None`: it cannot be appended, so
-/// a table without it is foreign).
+/// A column's name and the statement that appends it (`None`: it cannot be appended, so a
+/// table without it is foreign).
 type Column = (&'static str, Option<&'static str>);
 
 /// The columns of the newest generation per table, in its order.
@@ -38,15 +54,15 @@ const COLUMNS: [(&str, &[Column]); 3] = [
             ("sequence", None),
             ("dedupe_key", None),
             ("session_key", None),
-            ("session_id", Some("session_id TEXT")),
+            ("session_id", Some(ADD_SESSION_ID)),
             ("agent_id", None),
             ("kind", None),
             ("actor_type", None),
-            ("actor_id", Some("actor_id TEXT")),
-            ("run_id", Some("run_id TEXT")),
+            ("actor_id", Some(ADD_ACTOR_ID)),
+            ("run_id", Some(ADD_RUN_ID)),
             ("occurred_at", None),
             ("summary", None),
-            ("payload_json", Some("payload_json TEXT")),
+            ("payload_json", Some(ADD_PAYLOAD_JSON)),
         ],
     ),
     (
@@ -55,10 +71,7 @@ const COLUMNS: [(&str, &[Column]); 3] = [
             ("session_key", None),
             ("agent_id", None),
             ("last_sequence", None),
-            (
-                "pruned_max_sequence",
-                Some("pruned_max_sequence INTEGER NOT NULL DEFAULT 0"),
-            ),
+            ("pruned_max_sequence", Some(ADD_PRUNED_MAX_SEQUENCE)),
             ("updated_at", None),
         ],
     ),
@@ -66,25 +79,32 @@ const COLUMNS: [(&str, &[Column]); 3] = [
         "session_watch_cursors",
         &[
             ("watcher_session_key", None),
-            ("watcher_store_path", Some("watcher_store_path TEXT")),
+            ("watcher_store_path", Some(ADD_WATCHER_STORE_PATH)),
             ("target_session_key", None),
-            (
-                "last_seen_sequence",
-                Some("last_seen_sequence INTEGER NOT NULL DEFAULT 0"),
-            ),
-            (
-                "notified_sequence",
-                Some("notified_sequence INTEGER NOT NULL DEFAULT 0"),
-            ),
-            (
-                "material_sequence",
-                Some("material_sequence INTEGER NOT NULL DEFAULT 0"),
-            ),
-            ("provenance", Some(PROVENANCE)),
+            ("last_seen_sequence", Some(ADD_LAST_SEEN_SEQUENCE)),
+            ("notified_sequence", Some(ADD_NOTIFIED_SEQUENCE)),
+            ("material_sequence", Some(ADD_MATERIAL_SEQUENCE)),
+            ("provenance", Some(ADD_PROVENANCE)),
             ("updated_at", None),
         ],
     ),
 ];
+
+const CREATE_SESSION_SEQUENCE: &str = "CREATE INDEX idx_session_state_events_session_sequence\n  \
+     ON session_state_events(session_key, sequence DESC)";
+const CREATE_TIME: &str = "CREATE INDEX idx_session_state_events_time\n  \
+     ON session_state_events(occurred_at DESC, sequence DESC)";
+const CREATE_TARGET: &str = "CREATE INDEX idx_session_watch_cursors_target\n  \
+     ON session_watch_cursors(target_session_key)";
+const CREATE_FORMER_SESSION_SEQUENCE: &str = "CREATE INDEX IF NOT EXISTS \
+     session_state_events_session_sequence ON session_state_events (session_key, sequence DESC)";
+const CREATE_FORMER_TIME: &str = "CREATE INDEX IF NOT EXISTS session_state_events_occurred \
+     ON session_state_events (occurred_at DESC, sequence DESC)";
+const CREATE_FORMER_TARGET: &str = "CREATE INDEX IF NOT EXISTS session_watch_cursors_target \
+     ON session_watch_cursors (target_session_key)";
+const DROP_FORMER_SESSION_SEQUENCE: &str = "DROP INDEX session_state_events_session_sequence";
+const DROP_FORMER_TIME: &str = "DROP INDEX session_state_events_occurred";
+const DROP_FORMER_TARGET: &str = "DROP INDEX session_watch_cursors_target";
 
 /// An index the store's reads need.
 struct Wanted {
@@ -96,8 +116,12 @@ struct Wanted {
     former: &'static str,
     /// Its key columns, with `true` for a descending one.
     keys: &'static [(&'static str, bool)],
-    /// The statement that creates it, as OpenClaw writes it.
-    sql: &'static str,
+    /// Creates it under OpenClaw's name, as OpenClaw writes it.
+    create: &'static str,
+    /// Creates it under the former name.
+    create_former: &'static str,
+    /// Drops the index of the former name.
+    drop_former: &'static str,
 }
 
 /// The three indexes, identical to OpenClaw's.
@@ -107,26 +131,35 @@ const INDEXES: [Wanted; 3] = [
         name: "idx_session_state_events_session_sequence",
         former: "session_state_events_session_sequence",
         keys: &[("session_key", false), ("sequence", true)],
-        sql: "CREATE INDEX idx_session_state_events_session_sequence\n  \
-              ON session_state_events(session_key, sequence DESC)",
+        create: CREATE_SESSION_SEQUENCE,
+        create_former: CREATE_FORMER_SESSION_SEQUENCE,
+        drop_former: DROP_FORMER_SESSION_SEQUENCE,
     },
     Wanted {
         table: "session_state_events",
         name: "idx_session_state_events_time",
         former: "session_state_events_occurred",
         keys: &[("occurred_at", true), ("sequence", true)],
-        sql: "CREATE INDEX idx_session_state_events_time\n  \
-              ON session_state_events(occurred_at DESC, sequence DESC)",
+        create: CREATE_TIME,
+        create_former: CREATE_FORMER_TIME,
+        drop_former: DROP_FORMER_TIME,
     },
     Wanted {
         table: "session_watch_cursors",
         name: "idx_session_watch_cursors_target",
         former: "session_watch_cursors_target",
         keys: &[("target_session_key", false)],
-        sql: "CREATE INDEX idx_session_watch_cursors_target\n  \
-              ON session_watch_cursors(target_session_key)",
+        create: CREATE_TARGET,
+        create_former: CREATE_FORMER_TARGET,
+        drop_former: DROP_FORMER_TARGET,
     },
 ];
+
+/// Runs one of the constant statements above.
+fn run(conn: &Connection, sql: &str) -> Result<()> {
+    conn.execute_batch(sql)?;
+    Ok(())
+}
 
 /// Upgrades the three shared tables (already created when missing) and their indexes. Runs
 /// inside the caller's write transaction; on an error the caller rolls everything back.
@@ -143,8 +176,7 @@ pub fn upgrade(conn: &Connection) -> Result<()> {
             )));
         }
         for (name, add) in missing {
-            let definition = add.expect("checked above");
-            conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {definition}"))?;
+            run(conn, add.expect("checked above"))?;
             if *name == "provenance" {
                 promote_ambient_sentinels(conn)?;
             }
@@ -238,8 +270,8 @@ fn ensure_index(conn: &Connection, wanted: &Wanted) -> Result<()> {
     let existing = indexes(conn, wanted.table)?;
     let serving: Vec<&Existing> = existing.iter().filter(|i| i.matches(wanted)).collect();
     if serving.len() > 1 {
-        if let Some(former) = serving.iter().find(|i| i.name == wanted.former) {
-            conn.execute_batch(&format!("DROP INDEX \"{}\"", former.name))?;
+        if serving.iter().any(|i| i.name == wanted.former) {
+            run(conn, wanted.drop_former)?;
         }
         return Ok(());
     }
@@ -251,11 +283,12 @@ fn ensure_index(conn: &Connection, wanted: &Wanted) -> Result<()> {
         [wanted.name],
         |r| r.get(0),
     )?;
-    if taken {
-        let sql = wanted.sql.replacen(wanted.name, wanted.former, 1);
-        conn.execute_batch(&sql.replacen("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))?;
-    } else {
-        conn.execute_batch(wanted.sql)?;
-    }
-    Ok(())
+    run(
+        conn,
+        if taken {
+            wanted.create_former
+        } else {
+            wanted.create
+        },
+    )
 }
