@@ -116,6 +116,7 @@ pub fn configure(conn: &Connection, busy_timeout_ms: u32) -> Result<()> {
         true,
     )?;
     conn.busy_timeout(std::time::Duration::from_millis(u64::from(busy_timeout_ms)))?;
+    upgrade::refuse_foreign(conn)?;
     // WAL lets readers in other processes run beside a writer; where the file system cannot
     // hold a WAL (or for in-memory databases) SQLite keeps its answer and we accept it.
     let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;

@@ -196,10 +196,18 @@ fn a_foreign_table_of_the_same_name_is_refused_and_left_alone() {
         )
         .unwrap();
     let before = Snapshot::take(&Connection::open(&path).unwrap());
+    let bytes = std::fs::read(&path).unwrap();
     let err = Store::open(path.to_str().unwrap(), Options::default(), Hooks::default())
         .err()
         .expect("refused");
     assert_eq!(err.code(), "ERR_FOREIGN_SCHEMA");
+    // Not even the journal mode changed: the file is byte for byte as it was, with no WAL.
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    let beside: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(beside, ["other.sqlite"]);
     let conn = Connection::open(&path).unwrap();
     assert_eq!(Snapshot::take(&conn), before);
     assert_eq!(user_version(&conn), 7);

@@ -165,18 +165,8 @@ fn run(conn: &Connection, sql: &str) -> Result<()> {
 /// inside the caller's write transaction; on an error the caller rolls everything back.
 pub fn upgrade(conn: &Connection) -> Result<()> {
     for (table, columns) in COLUMNS {
-        let present = column_names(conn, table)?;
-        let missing: Vec<_> = columns
-            .iter()
-            .filter(|(name, _)| !present.iter().any(|p| p.eq_ignore_ascii_case(name)))
-            .collect();
-        if let Some((name, _)) = missing.iter().find(|(_, add)| add.is_none()) {
-            return Err(Error::ForeignSchema(format!(
-                "table {table} has no column {name}: no generation of this schema wrote it"
-            )));
-        }
-        for (name, add) in missing {
-            run(conn, add.expect("checked above"))?;
+        for (name, add) in missing(conn, table, columns)? {
+            run(conn, add.expect("missing() refuses the others"))?;
             if *name == "provenance" {
                 promote_ambient_sentinels(conn)?;
             }
@@ -186,6 +176,35 @@ pub fn upgrade(conn: &Connection) -> Result<()> {
         ensure_index(conn, wanted)?;
     }
     Ok(())
+}
+
+/// Refuses a file whose shared tables no generation wrote, before the store changes anything
+/// in it (its journal mode included). [`upgrade`] checks again inside its transaction.
+pub fn refuse_foreign(conn: &Connection) -> Result<()> {
+    for (table, columns) in COLUMNS {
+        missing(conn, table, columns)?;
+    }
+    Ok(())
+}
+
+/// The columns of the newest generation that `table` lacks, all of them appendable; an
+/// [`Error::ForeignSchema`] when one that cannot be appended is missing. A table that does not
+/// exist lacks nothing: it is created whole.
+fn missing<'a>(conn: &Connection, table: &str, columns: &'a [Column]) -> Result<Vec<&'a Column>> {
+    let present = column_names(conn, table)?;
+    if present.is_empty() {
+        return Ok(Vec::new());
+    }
+    let missing: Vec<&Column> = columns
+        .iter()
+        .filter(|(name, _)| !present.iter().any(|p| p.eq_ignore_ascii_case(name)))
+        .collect();
+    if let Some((name, _)) = missing.iter().find(|(_, add)| add.is_none()) {
+        return Err(Error::ForeignSchema(format!(
+            "table {table} has no column {name}: no generation of this schema wrote it"
+        )));
+    }
+    Ok(missing)
 }
 
 /// When `provenance` has just been appended to a cursors table of the first two generations,
