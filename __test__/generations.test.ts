@@ -7,7 +7,7 @@ import * as fs from 'node:fs'
 import * as path from 'node:path'
 
 import { inspectDatabase } from '../index'
-import { Clock, MINUTE, T0, fixture, rawDb } from './helpers'
+import { Clock, MINUTE, T0, codeOf, fixture, rawDb } from './helpers'
 
 const CLI = path.join(__dirname, '..', 'bin', 'session-awareness.js')
 const SCHEMAS = path.join(__dirname, '..', 'crates', 'core', 'tests', 'fixtures', 'openclaw-schema')
@@ -121,4 +121,17 @@ describe.each(['1-loose.sql', '2-strict.sql'])('a file of generation %s', (gener
       db.close()
     }
   })
+})
+
+test('a table of the same name that no generation wrote: the constructor throws ERR_FOREIGN_SCHEMA, the file is left as it was', () => {
+  const file = fx.file()
+  const db = rawDb(file)
+  db.exec(
+    'CREATE TABLE session_watch_cursors (session_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL DEFAULT 0, ' +
+      "updated_at TEXT NOT NULL); INSERT INTO session_watch_cursors VALUES ('s1', 4, '2026-11-30')",
+  )
+  db.close()
+  const bytes = fs.readFileSync(file).toString('base64')
+  expect(codeOf(() => fx.open(file))).toBe('ERR_FOREIGN_SCHEMA')
+  expect(fs.readFileSync(file).toString('base64')).toBe(bytes)
 })
