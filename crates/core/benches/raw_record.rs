@@ -144,7 +144,8 @@ impl Bed {
         let mut conn = schema::open(&path, 30_000).unwrap();
         for i in 0..w.watchers {
             conn.execute(
-                "INSERT INTO session_watch_cursors VALUES (?1, ?2, 0, 0, 0, 'explicit', ?3)",
+                "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
+                 updated_at) VALUES (?1, ?2, ?3)",
                 params![format!("agent:w{i}:main"), TARGET, now_ms()],
             )
             .unwrap();

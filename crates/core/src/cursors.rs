@@ -440,7 +440,9 @@ mod tests {
         for i in 0..25 {
             // Odd rows are stale (updated at 1), even rows fresh (updated at 100).
             conn.execute(
-                "INSERT INTO session_watch_cursors VALUES (?1, 't', 0, 0, 0, 'explicit', ?2)",
+                "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
+                 last_seen_sequence, notified_sequence, material_sequence, provenance, \
+                 updated_at) VALUES (?1, 't', 0, 0, 0, 'explicit', ?2)",
                 params![
                     format!("agent:w{i:02}:main"),
                     if i % 2 == 1 { 1 } else { 100 }

@@ -23,6 +23,9 @@ pub enum Error {
     /// `-wal`, `-shm` or `-journal` open: POSIX locks belong to the process, so the two would
     /// break each other's locks ([`crate::exclusive`]). Nothing was done.
     FileShared(String),
+    /// The file holds a table of this schema's name that no known generation wrote (a column
+    /// the store cannot add is missing); opening it changes nothing.
+    ForeignSchema(String),
 }
 
 /// The result type of the core.
@@ -38,6 +41,7 @@ impl Error {
             Error::UpstreamParse(_) => "ERR_UPSTREAM_PARSE",
             Error::NotSqlite(_) => "ERR_NOT_SQLITE",
             Error::FileShared(_) => "ERR_FILE_SHARED",
+            Error::ForeignSchema(_) => "ERR_FOREIGN_SCHEMA",
         }
     }
 
@@ -65,6 +69,7 @@ impl fmt::Display for Error {
             Error::Io(e) => write!(f, "file error: {e}"),
             Error::UpstreamParse(msg) => write!(f, "upstream transcript: {msg}"),
             Error::NotSqlite(msg) | Error::FileShared(msg) => f.write_str(msg),
+            Error::ForeignSchema(msg) => write!(f, "foreign schema: {msg}"),
         }
     }
 }
@@ -99,6 +104,10 @@ mod tests {
     fn codes_are_stable() {
         assert_eq!(Error::invalid("x").code(), "ERR_INVALID_ARG");
         assert_eq!(Error::Closed.code(), "ERR_CLOSED");
+        assert_eq!(
+            Error::ForeignSchema("x".into()).code(),
+            "ERR_FOREIGN_SCHEMA"
+        );
         assert_eq!(
             Error::Db(rusqlite::Error::QueryReturnedNoRows).code(),
             "ERR_DB"

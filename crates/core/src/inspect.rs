@@ -481,33 +481,59 @@ fn sessions(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SessionRow>> {
         .collect()
 }
 
+/// Every cursor row.
+const CURSORS: &str = "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
+     notified_sequence, material_sequence, provenance, updated_at \
+     FROM session_watch_cursors ORDER BY watcher_session_key, target_session_key";
+
+/// Every cursor row of a file without the provenance column, with the provenance the store's
+/// upgrade gives it: `ambient-group` when an ambient-group sentinel row (OpenClaw's encoding
+/// before the column) names it, else `explicit`.
+const CURSORS_BEFORE_PROVENANCE: &str = "SELECT watcher_session_key, target_session_key, \
+     last_seen_sequence, notified_sequence, material_sequence, \
+     CASE WHEN EXISTS (SELECT 1 FROM session_watch_cursors s \
+       WHERE s.watcher_session_key = 'ambient-group-watch:' || lower(hex(c.watcher_session_key)) \
+       AND s.target_session_key = c.target_session_key) \
+     THEN 'ambient-group' ELSE 'explicit' END, updated_at \
+     FROM session_watch_cursors c ORDER BY watcher_session_key, target_session_key";
+
 fn cursors(
     conn: &Connection,
     has_events: bool,
     has_heads: bool,
 ) -> rusqlite::Result<Vec<CursorRow>> {
-    let mut rows: Vec<CursorRow> = conn
-        .prepare(
-            "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
-             notified_sequence, material_sequence, provenance, updated_at \
-             FROM session_watch_cursors ORDER BY watcher_session_key, target_session_key",
-        )?
-        .query_map([], |r| {
-            let (last_seen, notified) = (r.get(2)?, r.get(3)?);
-            Ok(CursorRow {
-                watcher_key: r.get(0)?,
-                target_key: r.get(1)?,
-                last_seen,
-                notified,
-                material: r.get(4)?,
-                provenance: r.get(5)?,
-                updated_at: r.get(6)?,
-                target_version: 0,
-                lag: 0,
-                pending: notified != last_seen,
-            })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+    // A file of OpenClaw's first generations has no provenance column yet (the store appends
+    // it when it opens the file, §3): show what the store will read there.
+    let has_provenance: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_xinfo('session_watch_cursors') \
+         WHERE name = 'provenance')",
+        [],
+        |r| r.get(0),
+    )?;
+    let read = |sql: &str| -> rusqlite::Result<Vec<CursorRow>> {
+        conn.prepare(sql)?
+            .query_map([], |r| {
+                let (last_seen, notified) = (r.get(2)?, r.get(3)?);
+                Ok(CursorRow {
+                    watcher_key: r.get(0)?,
+                    target_key: r.get(1)?,
+                    last_seen,
+                    notified,
+                    material: r.get(4)?,
+                    provenance: r.get(5)?,
+                    updated_at: r.get(6)?,
+                    target_version: 0,
+                    lag: 0,
+                    pending: notified != last_seen,
+                })
+            })?
+            .collect()
+    };
+    let mut rows = read(if has_provenance {
+        CURSORS
+    } else {
+        CURSORS_BEFORE_PROVENANCE
+    })?;
     for c in &mut rows {
         // Cursors only exist on agent-qualified targets, whose events carry the key's agent.
         let agent = keys::resolve_agent(&c.target_key, None).unwrap_or_else(|_| "main".into());

@@ -6,47 +6,53 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Error, Result};
 
-/// The schema, created with `IF NOT EXISTS` so it coexists with any other tables in the file.
-/// `user_version` is never read or written: it belongs to the host application.
-const SCHEMA: &str = "
+pub mod upgrade;
+
+/// The tables the store shares with OpenClaw, created as OpenClaw's newest generation
+/// (2026.9.6) creates them: same names, same columns, same column definitions (OpenClaw
+/// compares each definition's text when it opens a file) and `STRICT`. Created with
+/// `IF NOT EXISTS` so they coexist with any other tables in the file; an existing table of an
+/// older generation is brought up to date by [`upgrade`]. `user_version` is never read or
+/// written: it belongs to the host application.
+const SHARED_TABLES: &str = "
 CREATE TABLE IF NOT EXISTS session_state_events (
-    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-    dedupe_key TEXT UNIQUE,
-    session_key TEXT NOT NULL,
-    session_id TEXT,
-    agent_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    actor_type TEXT NOT NULL,
-    actor_id TEXT,
-    run_id TEXT,
-    occurred_at INTEGER NOT NULL,
-    summary TEXT NOT NULL,
-    payload_json TEXT
+  sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+  dedupe_key TEXT UNIQUE,
+  session_key TEXT NOT NULL,
+  session_id TEXT,
+  agent_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  actor_type TEXT NOT NULL,
+  actor_id TEXT,
+  run_id TEXT,
+  occurred_at INTEGER NOT NULL,
+  summary TEXT NOT NULL,
+  payload_json TEXT
 ) STRICT;
-CREATE INDEX IF NOT EXISTS session_state_events_session_sequence
-    ON session_state_events (session_key, sequence DESC);
-CREATE INDEX IF NOT EXISTS session_state_events_occurred
-    ON session_state_events (occurred_at DESC, sequence DESC);
 CREATE TABLE IF NOT EXISTS session_state_heads (
-    session_key TEXT NOT NULL,
-    agent_id TEXT NOT NULL,
-    last_sequence INTEGER NOT NULL,
-    pruned_max_sequence INTEGER NOT NULL DEFAULT 0,
-    updated_at INTEGER NOT NULL,
-    PRIMARY KEY (session_key, agent_id)
+  session_key TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  last_sequence INTEGER NOT NULL,
+  pruned_max_sequence INTEGER NOT NULL DEFAULT 0,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (session_key, agent_id)
 ) STRICT;
 CREATE TABLE IF NOT EXISTS session_watch_cursors (
-    watcher_session_key TEXT NOT NULL,
-    target_session_key TEXT NOT NULL,
-    last_seen_sequence INTEGER NOT NULL,
-    notified_sequence INTEGER NOT NULL,
-    material_sequence INTEGER NOT NULL,
-    provenance TEXT NOT NULL,
-    updated_at INTEGER NOT NULL,
-    PRIMARY KEY (watcher_session_key, target_session_key)
+  watcher_session_key TEXT NOT NULL,
+  watcher_store_path TEXT,
+  target_session_key TEXT NOT NULL,
+  last_seen_sequence INTEGER NOT NULL DEFAULT 0,
+  notified_sequence INTEGER NOT NULL DEFAULT 0,
+  material_sequence INTEGER NOT NULL DEFAULT 0,
+  provenance TEXT NOT NULL DEFAULT 'explicit' CHECK (provenance IN ('explicit', 'ambient-group')),
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (watcher_session_key, target_session_key)
 ) STRICT;
-CREATE INDEX IF NOT EXISTS session_watch_cursors_target
-    ON session_watch_cursors (target_session_key);
+";
+
+/// The upstream-links table of §11 (its generations are handled by
+/// [`crate::upstream::links::upgrade_schema`]).
+const UPSTREAM_TABLE: &str = "
 CREATE TABLE IF NOT EXISTS session_upstream_links (
     session_key TEXT PRIMARY KEY,
     agent_id TEXT NOT NULL,
@@ -123,6 +129,7 @@ pub fn configure(conn: &Connection, busy_timeout_ms: u32) -> Result<()> {
         true,
     )?;
     conn.busy_timeout(std::time::Duration::from_millis(u64::from(busy_timeout_ms)))?;
+    upgrade::refuse_foreign(conn)?;
     // WAL lets readers in other processes run beside a writer; where the file system cannot
     // hold a WAL (or for in-memory databases) SQLite keeps its answer and we accept it.
     let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
@@ -133,13 +140,24 @@ pub fn configure(conn: &Connection, busy_timeout_ms: u32) -> Result<()> {
     // update) in 1 KiB heap chunks; with the default each one allocated and freed a 64 KiB
     // buffer per statement, and glibc grew and trimmed the heap with brk() around it.
     conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;")?;
-    // Creating the schema is a write: take the write lock up front so two processes opening a
-    // new file at once wait for each other instead of failing on a lock upgrade.
-    conn.execute_batch(&format!("BEGIN IMMEDIATE;{SCHEMA}COMMIT;"))
-        .inspect_err(|_| {
-            let _ = conn.execute_batch("ROLLBACK");
-        })?;
-    Ok(())
+    // Creating or upgrading the schema is a write: take the write lock up front so two
+    // processes opening a file at once wait for each other instead of failing on a lock
+    // upgrade, and the second one sees the first one's finished shape.
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let done = install(conn).and_then(|()| Ok(conn.execute_batch("COMMIT")?));
+    if done.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    done
+}
+
+/// Creates the missing tables and upgrades the existing ones, inside the caller's transaction.
+fn install(conn: &Connection) -> Result<()> {
+    for sql in [SHARED_TABLES, UPSTREAM_TABLE] {
+        conn.execute_batch(sql)?;
+    }
+    upgrade::upgrade(conn)?;
+    crate::upstream::links::upgrade_schema(conn)
 }
 
 #[cfg(unix)]

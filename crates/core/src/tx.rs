@@ -71,7 +71,8 @@ mod tests {
     #[test]
     fn commit_keeps_and_drop_rolls_back() -> Result<()> {
         let conn = schema::open(":memory:", 0)?;
-        let insert = "INSERT INTO session_watch_cursors VALUES (?1, 't', 0, 0, 0, 'explicit', 0)";
+        let insert = "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
+                      updated_at) VALUES (?1, 't', 0)";
         let tx = Tx::immediate(&conn)?;
         tx.execute(insert, ["a"])?;
         tx.commit()?;

@@ -473,7 +473,9 @@ fn delete_session_for_another_agent_leaves_cursors_alone() {
                         // Cursor rows carry no agent: a (legacy) row naming the bare key shows who deletes it.
     fx.conn()
         .execute(
-            "INSERT INTO session_watch_cursors VALUES (?1, 'global', 0, 1, 1, 'explicit', ?2)",
+            "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
+             last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) \
+             VALUES (?1, 'global', 0, 1, 1, 'explicit', ?2)",
             rusqlite::params![MAIN, T0],
         )
         .unwrap();

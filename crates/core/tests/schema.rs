@@ -187,6 +187,7 @@ fn tables_columns_and_indexes_follow_the_shipped_schema() {
         names,
         [
             "watcher_session_key",
+            "watcher_store_path",
             "target_session_key",
             "last_seen_sequence",
             "notified_sequence",
@@ -195,7 +196,7 @@ fn tables_columns_and_indexes_follow_the_shipped_schema() {
             "updated_at"
         ]
     );
-    assert_eq!((cursors[0].3, cursors[1].3), (1, 2));
+    assert_eq!((cursors[0].3, cursors[2].3), (1, 2));
 
     for table in [
         "session_state_events",

@@ -105,3 +105,11 @@ pub fn delete(conn: &Connection, session_key: &str) -> Result<bool> {
         .execute([session_key])?
         == 1)
 }
+
+/// The hook the schema upgrade calls (inside its write transaction, after creating the table
+/// when it was missing) to bring an existing `session_upstream_links` table of another
+/// generation to the shape this module reads and writes. The table this version creates is
+/// the only shape it knows yet, so there is nothing to change.
+pub fn upgrade_schema(_conn: &Connection) -> Result<()> {
+    Ok(())
+}
