@@ -7,7 +7,8 @@ use rusqlite::{Connection, OpenFlags};
 use crate::error::{Error, Result};
 
 /// The schema, created with `IF NOT EXISTS` so it coexists with any other tables in the file.
-/// `user_version` is never read or written: it belongs to the host application.
+/// `user_version` is never read or written: it belongs to the host application. The upstream
+/// link table is the upstream module's ([`crate::upstream::links::ensure_table`]).
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS session_state_events (
     sequence INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -47,19 +48,6 @@ CREATE TABLE IF NOT EXISTS session_watch_cursors (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS session_watch_cursors_target
     ON session_watch_cursors (target_session_key);
-CREATE TABLE IF NOT EXISTS session_upstream_links (
-    session_key TEXT PRIMARY KEY,
-    agent_id TEXT NOT NULL,
-    source TEXT NOT NULL,
-    transcript_path TEXT,
-    remote_id TEXT,
-    scan_offset INTEGER NOT NULL DEFAULT 0,
-    failure_count INTEGER NOT NULL DEFAULT 0,
-    own_messages_json TEXT NOT NULL DEFAULT '[]',
-    remote_cursor TEXT,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-) STRICT;
 ";
 
 /// How many prepared statements each connection keeps (record, drain and reads all hit it).
@@ -122,7 +110,10 @@ pub fn configure(conn: &Connection, busy_timeout_ms: u32) -> Result<()> {
     conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;")?;
     // Creating the schema is a write: take the write lock up front so two processes opening a
     // new file at once wait for each other instead of failing on a lock upgrade.
-    conn.execute_batch(&format!("BEGIN IMMEDIATE;{SCHEMA}COMMIT;"))
+    conn.execute_batch(&format!("BEGIN IMMEDIATE;{SCHEMA}"))
+        .map_err(Error::from)
+        .and_then(|()| crate::upstream::links::ensure_table(conn))
+        .and_then(|()| Ok(conn.execute_batch("COMMIT")?))
         .inspect_err(|_| {
             let _ = conn.execute_batch("ROLLBACK");
         })?;

@@ -333,6 +333,18 @@ impl Store {
 
     /// Records one event (§6). `Ok(None)` means `onlyIfWatched` found nobody watching.
     pub fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
+        self.record_with(input, now, |_| Ok(()))
+    }
+
+    /// [`Store::record`], with `also` run in the same write transaction once the event is in
+    /// (or found by its dedupe key): a failure of either leaves neither. `also` does not run
+    /// when `onlyIfWatched` finds nobody watching.
+    pub(crate) fn record_with(
+        &self,
+        input: RecordInput,
+        now: i64,
+        also: impl FnOnce(&Connection) -> Result<()>,
+    ) -> Result<Option<StateEvent>> {
         self.check_open()?;
         let v = event::validate(input, now)?;
         for w in &v.watchers {
@@ -359,6 +371,7 @@ impl Store {
         let sequence = match log::insert_event(&tx, &v)? {
             Inserted::New(seq) => seq,
             Inserted::Duplicate(first) => {
+                also(&tx)?;
                 tx.commit()?;
                 return Ok(Some(first));
             }
@@ -382,6 +395,7 @@ impl Store {
                 }
             }
         }
+        also(&tx)?;
         tx.commit()?;
         if !reseeded.is_empty() {
             let mut q = self.shared.queue.lock();

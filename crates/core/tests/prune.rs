@@ -399,8 +399,9 @@ fn reset_session_drops_the_watchers_cursors_and_notices_but_keeps_history() {
 fn link(fx: &Fixture, key: &str, agent: &str) {
     fx.conn()
         .execute(
-            "INSERT INTO session_upstream_links (session_key, agent_id, source, created_at, updated_at) \
-             VALUES (?1, ?2, 'claude-code', 0, 0)",
+            "INSERT INTO session_upstream_links (session_key, agent_id, catalog_id, host_id, \
+             thread_id, upstream_kind, created_at, updated_at) \
+             VALUES (?1, ?2, 'claude', 'gateway:local', '', 'claude-cli', 0, 0)",
             [key, agent],
         )
         .unwrap();
