@@ -13,7 +13,6 @@ use session_awareness_core::upstream::links::EXTRA_COLUMNS;
 use session_awareness_core::upstream::{AdoptInput, RemoteCheck};
 use session_awareness_core::{Error, ErrorSink, EventKind, Hooks, Options, Provenance, Store};
 
-const NOW: i64 = 1_800_000_000_000;
 const MAIN: &str = "agent:main:main";
 /// The links OpenClaw wrote into the fixture.
 const OC_LOCAL: &str = "agent:main:claude:fixture-local";
@@ -22,6 +21,21 @@ const OC_REMOTE_MARKER: &str = "c0ffee00-0000-4000-8000-000000000003";
 /// The highest sequence in the fixture.
 const OC_HEAD: i64 = 13;
 const THREAD: &str = "0d9e8f7a-6b5c-4d3e-8f21-a0b1c2d3e4f5";
+
+/// An hour after OpenClaw's last write to the fixture: the store's retention (30 days) keeps
+/// OpenClaw's rows, as it would in a gateway that moved to the store that day.
+fn now() -> i64 {
+    let report = fixture_json();
+    let rows = report["rows"].as_object().unwrap();
+    let last = rows
+        .values()
+        .flat_map(|t| t.as_array().unwrap())
+        .filter_map(|r| r.get("updated_at").or_else(|| r.get("occurred_at")))
+        .filter_map(Value::as_i64)
+        .max()
+        .unwrap();
+    last + 3_600_000
+}
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openclaw-2026.9.6.sqlite")
@@ -286,6 +300,7 @@ fn the_store_reads_the_links_openclaw_wrote() {
 
 /// adopt + JSONL scan + checkUpstream on one file; `base` is the file's highest sequence.
 fn adopt_scan_and_check(d: &Dir, base: i64) {
+    let t0 = now();
     const LOCAL: &str = "agent:main:claude:adopted-local";
     const REMOTE: &str = "agent:main:claude:adopted-remote";
     let store = d.open();
@@ -297,12 +312,12 @@ fn adopt_scan_and_check(d: &Dir, base: i64) {
         transcript_path: Some(transcript.to_str().unwrap().into()),
         ..Default::default()
     };
-    let ev = store.adopt(LOCAL, local, NOW).unwrap().unwrap();
+    let ev = store.adopt(LOCAL, local, t0).unwrap().unwrap();
     assert_eq!((ev.sequence, ev.kind), (base + 1, EventKind::Adopted));
-    assert!(store.watch(MAIN, LOCAL, Provenance::Explicit, NOW).unwrap());
+    assert!(store.watch(MAIN, LOCAL, Provenance::Explicit, t0).unwrap());
     append(&transcript, &human("typed in the terminal"));
     let end = std::fs::metadata(&transcript).unwrap().len() as i64;
-    let evs = store.scan_upstream(NOW + 1).unwrap();
+    let evs = store.scan_upstream(t0 + 1).unwrap();
     let mine: Vec<_> = evs.iter().filter(|e| e.session_key == LOCAL).collect();
     assert_eq!(mine.len(), 1);
     assert_eq!(mine[0].kind, EventKind::HumanDirectMessage);
@@ -314,16 +329,16 @@ fn adopt_scan_and_check(d: &Dir, base: i64) {
         host_id: Some("node:n1".into()),
         ..Default::default()
     };
-    store.adopt(REMOTE, remote, NOW + 2).unwrap().unwrap();
+    store.adopt(REMOTE, remote, t0 + 2).unwrap().unwrap();
     let seen = vec![human_item("u-1", "old")];
     assert!(store
-        .check_upstream(REMOTE, RemoteCheck::Found(seen.clone()), NOW + 3)
+        .check_upstream(REMOTE, RemoteCheck::Found(seen.clone()), t0 + 3)
         .unwrap()
         .is_none());
     let mut newer = seen;
     newer.push(human_item("u-2", "new from the node"));
     let ev = store
-        .check_upstream(REMOTE, RemoteCheck::Found(newer), NOW + 4)
+        .check_upstream(REMOTE, RemoteCheck::Found(newer), t0 + 4)
         .unwrap()
         .unwrap();
     assert_eq!(ev.kind, EventKind::HumanDirectMessage);
@@ -343,7 +358,7 @@ fn adopt_scan_and_check(d: &Dir, base: i64) {
             "claude-cli".into(),
             Some(json!({ "filePath": transcript.to_str().unwrap() }).to_string()),
             Some(format!("{{\"offset\":{end}}}")),
-            Some(NOW + 1),
+            Some(t0 + 1),
             Some(0),
             Some("[]".into())
         )
@@ -360,7 +375,7 @@ fn adopt_scan_and_check(d: &Dir, base: i64) {
             "claude-cli".into(),
             Some(json!({ "nodeId": "n1", "threadId": THREAD }).to_string()),
             Some("{\"uuid\":\"u-2\"}".into()),
-            Some(NOW + 4),
+            Some(t0 + 4),
             Some(0),
             Some("[]".into())
         )
@@ -371,12 +386,12 @@ fn adopt_scan_and_check(d: &Dir, base: i64) {
     let store = d.open();
     for i in 0..2 {
         assert!(store
-            .check_upstream(REMOTE, RemoteCheck::Missing, NOW + 10 + i)
+            .check_upstream(REMOTE, RemoteCheck::Missing, t0 + 10 + i)
             .unwrap()
             .is_none());
     }
     let gone = store
-        .check_upstream(REMOTE, RemoteCheck::Missing, NOW + 12)
+        .check_upstream(REMOTE, RemoteCheck::Missing, t0 + 12)
         .unwrap()
         .unwrap();
     assert_eq!(gone.kind, EventKind::UpstreamMissing);
@@ -402,6 +417,7 @@ fn adopt_scan_and_check_on_openclaws_file() {
 
 #[test]
 fn openclaws_links_are_scanned_and_checked_by_their_markers() {
+    let t0 = now();
     let d = Dir::new(true);
     let store = d.open();
     // OpenClaw's remote marker is honoured: only the item after it is new.
@@ -411,7 +427,7 @@ fn openclaws_links_are_scanned_and_checked_by_their_markers() {
         human_item("c0ffee00-0000-4000-8000-000000000004", "new"),
     ];
     let ev = store
-        .check_upstream(OC_REMOTE, RemoteCheck::Found(items), NOW)
+        .check_upstream(OC_REMOTE, RemoteCheck::Found(items), t0)
         .unwrap()
         .unwrap();
     assert_eq!(ev.sequence, OC_HEAD + 1);
@@ -420,9 +436,9 @@ fn openclaws_links_are_scanned_and_checked_by_their_markers() {
         json!({ "turns": 1 })
     );
     // OpenClaw's local transcript is absent here: three scans, then upstream_missing.
-    assert!(store.scan_upstream(NOW + 1).unwrap().is_empty());
-    assert!(store.scan_upstream(NOW + 2).unwrap().is_empty());
-    let evs = store.scan_upstream(NOW + 3).unwrap();
+    assert!(store.scan_upstream(t0 + 1).unwrap().is_empty());
+    assert!(store.scan_upstream(t0 + 2).unwrap().is_empty());
+    let evs = store.scan_upstream(t0 + 3).unwrap();
     assert_eq!(evs.len(), 1);
     assert_eq!(
         (evs[0].session_key.as_str(), evs[0].kind, evs[0].sequence),
@@ -441,6 +457,7 @@ fn openclaws_links_are_scanned_and_checked_by_their_markers() {
 
 /// A link insert refused by a trigger: `adopt` leaves no event, no head and no link.
 fn adopt_is_one_transaction(d: &Dir, base: i64) {
+    let t0 = now();
     const KEY: &str = "agent:main:claude:refused";
     d.open().close();
     d.conn()
@@ -459,7 +476,7 @@ fn adopt_is_one_transaction(d: &Dir, base: i64) {
                 remote_id: Some(THREAD.into()),
                 ..Default::default()
             },
-            NOW,
+            t0,
         )
         .unwrap_err();
     assert_eq!(err.code(), "ERR_DB");
@@ -480,7 +497,7 @@ fn adopt_is_one_transaction(d: &Dir, base: i64) {
                 summary: "after".into(),
                 ..Default::default()
             },
-            NOW,
+            t0,
         )
         .unwrap()
         .unwrap();
@@ -522,6 +539,7 @@ INSERT INTO session_upstream_links VALUES
 
 #[test]
 fn the_stores_earlier_link_table_is_upgraded_additively() {
+    let t0 = now();
     let d = Dir::new(false);
     d.conn().execute_batch(EARLIER).unwrap();
     let store = d.open();
@@ -567,7 +585,7 @@ fn the_stores_earlier_link_table_is_upgraded_additively() {
     // Writes keep working on the earlier primary key and its NOT NULL `source`.
     let items = vec![human_item("u-7", "seen"), human_item("u-8", "new")];
     let ev = store
-        .check_upstream("agent:main:old-remote", RemoteCheck::Found(items), NOW)
+        .check_upstream("agent:main:old-remote", RemoteCheck::Found(items), t0)
         .unwrap()
         .unwrap();
     assert_eq!(ev.kind, EventKind::HumanDirectMessage);
@@ -579,7 +597,7 @@ fn the_stores_earlier_link_table_is_upgraded_additively() {
                 remote_id: Some("r-10".into()),
                 ..Default::default()
             },
-            NOW,
+            t0,
         )
         .unwrap()
         .unwrap();
