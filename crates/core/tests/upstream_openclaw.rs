@@ -621,3 +621,58 @@ fn the_stores_earlier_link_table_is_upgraded_additively() {
         .unwrap();
     assert_eq!(n, 3);
 }
+
+#[test]
+fn members_the_store_does_not_use_survive_and_uuidless_items_get_an_identity() {
+    let t0 = now();
+    let d = Dir::new(true);
+    // OpenClaw's local link gets a transcript on this machine and members of its own.
+    let transcript = d.transcript();
+    append(&transcript, &human("already seen"));
+    let seen = std::fs::metadata(&transcript).unwrap().len();
+    d.conn()
+        .execute(
+            "UPDATE session_upstream_links SET upstream_ref_json = ?1, last_marker_json = ?2 \
+             WHERE session_key = ?3",
+            [
+                json!({ "filePath": transcript.to_str().unwrap(), "project": "demo" }).to_string(),
+                json!({ "size": seen, "note": "kept" }).to_string(),
+                OC_LOCAL.to_owned(),
+            ],
+        )
+        .unwrap();
+    let store = d.open();
+    append(&transcript, &human("new"));
+    let end = std::fs::metadata(&transcript).unwrap().len();
+    let evs = store.scan_upstream(t0).unwrap();
+    assert_eq!(
+        evs.iter()
+            .map(|e| e.session_key.as_str())
+            .collect::<Vec<_>>(),
+        [OC_LOCAL]
+    );
+    // A remote item without a uuid is remembered by a hash of its JSON.
+    let plain = json!({"type": "user", "message": {"role": "user", "content": "no uuid"}});
+    store
+        .check_upstream(OC_REMOTE, RemoteCheck::Found(vec![plain]), t0)
+        .unwrap();
+    store.close();
+    let all = rows(&d.conn());
+    let local = all.iter().find(|r| r.0 == OC_LOCAL).unwrap();
+    assert_eq!(
+        local.6.as_deref(),
+        Some(&*json!({ "filePath": transcript.to_str().unwrap(), "project": "demo" }).to_string())
+    );
+    assert_eq!(
+        local.7.as_deref(),
+        Some(&*json!({ "note": "kept", "offset": end }).to_string())
+    );
+    let remote = all.iter().find(|r| r.0 == OC_REMOTE).unwrap();
+    let marker: Value = serde_json::from_str(remote.7.as_deref().unwrap()).unwrap();
+    let identity = marker["identity"].as_str().unwrap();
+    assert_eq!(marker.as_object().unwrap().len(), 1);
+    assert!(
+        identity.starts_with("fnv:") && identity.len() == 20,
+        "{identity}"
+    );
+}

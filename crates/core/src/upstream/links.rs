@@ -20,8 +20,8 @@
 //! type, the one form of extra column OpenClaw's schema check accepts (no `NOT NULL`, no
 //! `DEFAULT`); NULL reads as the default: `failure_count INTEGER` (consecutive failed checks;
 //! OpenClaw counts them in memory) and `own_messages_json TEXT` (the gateway's last user
-//! messages, for self-echo checks). Members of the ref and marker objects the store does not
-//! use are kept as they are when it writes the row back.
+//! messages, for self-echo checks). The ref is written back as it was read (the store never
+//! edits one), and members of the marker the store does not use are kept.
 
 use rusqlite::{params, Connection};
 use serde_json::{json, Map, Value};
@@ -163,8 +163,8 @@ pub struct Link {
     pub remote_cursor: Option<String>,
     /// When the upstream was last scanned or checked successfully (epoch ms).
     pub last_scanned_at: Option<i64>,
-    /// `upstream_ref_json` as read, so members the store does not use survive a write.
-    pub upstream_ref: Option<Value>,
+    /// `upstream_ref_json` as read (written back unchanged: the store never edits a ref).
+    pub upstream_ref_json: Option<String>,
     /// `last_marker_json` as read, likewise.
     pub marker: Option<Value>,
 }
@@ -195,14 +195,15 @@ impl Link {
                 .map(str::to_owned)
         });
         let thread_id = remote_id.clone().or(stem).unwrap_or_default();
-        let upstream_ref = match (&transcript_path, &remote_id) {
+        let upstream_ref_json = match (&transcript_path, &remote_id) {
             (Some(p), _) => Some(json!({ "filePath": p })),
             (None, Some(r)) => match host_id.strip_prefix("node:") {
                 Some(node) => Some(json!({ "nodeId": node, "threadId": r })),
                 None => Some(json!({ "threadId": r })),
             },
             (None, None) => None,
-        };
+        }
+        .map(|v| v.to_string());
         Link {
             session_key,
             agent_id,
@@ -217,7 +218,7 @@ impl Link {
             own_messages: Vec::new(),
             remote_cursor: None,
             last_scanned_at: None,
-            upstream_ref,
+            upstream_ref_json,
             marker: None,
         }
     }
@@ -266,7 +267,8 @@ fn parse(text: Option<String>) -> Option<Value> {
 }
 
 fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<Link> {
-    let upstream_ref = parse(r.get(6)?);
+    let upstream_ref_json: Option<String> = r.get(6)?;
+    let upstream_ref = parse(upstream_ref_json.clone());
     let marker = parse(r.get(7)?);
     // NULL only in the store's earlier table, in a row an earlier version wrote after the
     // upgrade (the next open fills it).
@@ -278,7 +280,7 @@ fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<Link> {
         .map(str::to_owned);
     let remote_id = (transcript_path.is_none() && !thread_id.is_empty()).then(|| thread_id.clone());
     let m = marker.as_ref();
-    // OpenClaw has read `size` where it now writes `offset`.
+    // As OpenClaw does, `size` stands in for a missing `offset`.
     let scan_offset = m
         .and_then(|m| m.get("offset").or_else(|| m.get("size")))
         .and_then(Value::as_i64)
@@ -309,7 +311,7 @@ fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<Link> {
             .unwrap_or_default(),
         remote_cursor,
         last_scanned_at: r.get(8)?,
-        upstream_ref,
+        upstream_ref_json,
         marker,
     })
 }
@@ -384,7 +386,7 @@ pub fn put(conn: &Connection, link: &Link, now: i64) -> Result<()> {
         link.host_id,
         link.thread_id,
         link.upstream_kind,
-        link.upstream_ref.as_ref().map(Value::to_string),
+        link.upstream_ref_json,
         link.marker_json(),
         link.last_scanned_at,
         link.failure_count,
