@@ -795,8 +795,9 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes the session's events and head for `agent_id`; for its own agent also every
-    /// cursor where it is watcher or target, their notices, and its upstream link (§10).
+    /// Deletes the session's events, head and upstream link for `agent_id` (the link's
+    /// identity is the session and agent, as in OpenClaw); for its own agent also every cursor
+    /// where it is watcher or target, and their notices (§10).
     pub fn delete_session(&self, session_key: &str, agent_id: Option<&str>) -> Result<()> {
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
@@ -805,11 +806,10 @@ impl Store {
         let conn = guard.as_mut().expect("checked open");
         let tx = Tx::immediate(conn)?;
         log::delete_session(&tx, session_key, &agent)?;
+        crate::upstream::links::delete(&tx, session_key, &agent)?;
         if own {
             cursors::delete_watcher(&tx, session_key)?;
             cursors::delete_target(&tx, session_key)?;
-            tx.prepare_cached("DELETE FROM session_upstream_links WHERE session_key = ?1")?
-                .execute([session_key])?;
         }
         tx.commit()?;
         if own {
