@@ -373,8 +373,9 @@ impl Store {
             link.last_scanned_at = Some(now);
         }
         let event = if turns > 0 {
-            // The byte range makes the event idempotent: a scan repeated after a crash between
-            // the record and the offset update returns the first row instead of a second one.
+            // The event and the new offset commit together; the byte range still makes the
+            // event idempotent where the offset moves back under the store (a copy of the file
+            // restored from before the scan): the first row is returned, not a second one.
             let dedupe = format!(
                 "upstream:{}:{}:{}-{}",
                 link.session_key, link.agent_id, from_offset, committed
