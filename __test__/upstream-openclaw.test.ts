@@ -173,3 +173,17 @@ describe.each([
     expect(linkRows()).toEqual(before)
   })
 })
+
+test('hostId must be a string: null and one ERR_INVALID_ARG, nothing written; empty means the default', () => {
+  const now = { t: T }
+  const errors: string[] = []
+  const s = open(now, errors)
+  expect(s.adopt(REMOTE, { source: 'claude', remoteId: THREAD, hostId: 5 as unknown as string })).toBeNull()
+  expect(errors).toEqual(['ERR_INVALID_ARG'])
+  expect(s.stateVersion(REMOTE)).toBe(0)
+  expect(s.adopt(REMOTE, { source: 'claude', remoteId: THREAD, hostId: '' })?.sequence).toBe(1)
+  s.close()
+  expect(linkRows().map((r) => [r.host_id, r.upstream_ref_json, r.last_marker_json])).toEqual([
+    ['remote', JSON.stringify({ threadId: THREAD }), null],
+  ])
+})
