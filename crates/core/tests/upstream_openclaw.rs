@@ -411,7 +411,7 @@ fn adopt_scan_and_check_on_a_fresh_file() {
 fn adopt_scan_and_check_on_openclaws_file() {
     let d = Dir::new(true);
     // The transcript of OpenClaw's own local link is not on this machine: that link fails
-    // the scans, which the helper ignores by session, and the OpenClaw-written rows stay.
+    // the scans (`adopt_scan_and_check` looks at its own sessions only), and its rows stay.
     adopt_scan_and_check(&d, OC_HEAD);
 }
 
