@@ -5,9 +5,9 @@
 # .tmp/openclaw/node_modules, above its dist/. Node 24 (OpenClaw needs node:sqlite) comes from
 # scripts/node24.sh. Everything is cached: a second run checks the marker file and returns.
 #
-# The package is not `npm install`ed: its ~60 dependencies include browser drivers and model-provider SDKs,
-# and none of them is reached by the chunks used here except the few installed below, at the
-# versions openclaw's own package.json pins.
+# The package is not `npm install`ed: its ~60 dependencies include browser drivers and
+# model-provider SDKs, and none of them is reached by the chunks used here except the few
+# installed below, at the versions openclaw's own package.json pins.
 #
 # Prints the Node 24 binary and the package directory on its last two lines
 # (`node24=…`, `openclaw=…`); scripts/openclaw/load.mjs loads the chunks from there.
