@@ -512,6 +512,11 @@ export interface UpstreamLink {
   remoteId?: string
   /** The agent of the session; defaults to the key's own, else `main`. */
   agentId?: string
+  /**
+   * Where the upstream session lives, in OpenClaw's terms: `gateway:local` (the default with
+   * `transcriptPath`) or `node:<id>` for a paired node (`remote` when not given).
+   */
+  hostId?: string
 }
 
 /** Options of `startUpstreamMonitor`. */

@@ -7,7 +7,8 @@
 # same package) and every process of the run resolves better-sqlite3 to it.
 #
 # Extra arguments go to Jest. Writes .tmp/jest-node24.json and prints a closing
-# "N passed, N failed" line.
+# "N passed, N failed" line. `--install-only` stops once Node 24 is in place (other scripts
+# use it to get the binary at .tmp/node24/node/bin/node).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -39,6 +40,9 @@ if [ "$("$node24" --version 2>/dev/null || true)" != "v$version" ]; then
   rm -rf "$cache/download"
 fi
 echo "node24: $("$node24" --version) (ABI $("$node24" -p process.versions.modules))"
+if [ "${1:-}" = "--install-only" ]; then
+  exit 0
+fi
 
 if ! "$node24" -e "require(process.argv[1])(':memory:').close()" "$deps/better-sqlite3" 2>/dev/null; then
   echo "node24: compiling better-sqlite3 against Node $version's headers (once)"

@@ -26,6 +26,9 @@ pub struct UpstreamLink {
     pub remote_id: Option<String>,
     /// The agent of the session; defaults to the key's own, else `main`.
     pub agent_id: Option<String>,
+    /// Where the upstream session lives, in OpenClaw's terms: `gateway:local` (the default with
+    /// `transcriptPath`) or `node:<id>` for a paired node (`remote` when not given).
+    pub host_id: Option<String>,
 }
 
 /// Options of `startUpstreamMonitor`.
@@ -45,6 +48,7 @@ fn parse_link(link: Unknown<'_>) -> session_awareness_core::Result<AdoptInput> {
         transcript_path: convert::opt_string(&obj, "transcriptPath")?,
         remote_id: convert::opt_string(&obj, "remoteId")?,
         agent_id: convert::opt_string(&obj, "agentId")?,
+        host_id: convert::opt_string(&obj, "hostId")?,
     })
 }
 

@@ -50,24 +50,6 @@ CREATE TABLE IF NOT EXISTS session_watch_cursors (
 ) STRICT;
 ";
 
-/// The upstream-links table of §11 (its generations are handled by
-/// [`crate::upstream::links::upgrade_schema`]).
-const UPSTREAM_TABLE: &str = "
-CREATE TABLE IF NOT EXISTS session_upstream_links (
-    session_key TEXT PRIMARY KEY,
-    agent_id TEXT NOT NULL,
-    source TEXT NOT NULL,
-    transcript_path TEXT,
-    remote_id TEXT,
-    scan_offset INTEGER NOT NULL DEFAULT 0,
-    failure_count INTEGER NOT NULL DEFAULT 0,
-    own_messages_json TEXT NOT NULL DEFAULT '[]',
-    remote_cursor TEXT,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
-) STRICT;
-";
-
 /// How many prepared statements each connection keeps (record, drain and reads all hit it).
 const STATEMENT_CACHE: usize = 64;
 
@@ -153,11 +135,10 @@ pub fn configure(conn: &Connection, busy_timeout_ms: u32) -> Result<()> {
 
 /// Creates the missing tables and upgrades the existing ones, inside the caller's transaction.
 fn install(conn: &Connection) -> Result<()> {
-    for sql in [SHARED_TABLES, UPSTREAM_TABLE] {
-        conn.execute_batch(sql)?;
-    }
+    conn.execute_batch(SHARED_TABLES)?;
     upgrade::upgrade(conn)?;
-    crate::upstream::links::upgrade_schema(conn)
+    // The upstream link table and its generations are the upstream module's.
+    crate::upstream::links::ensure_table(conn)
 }
 
 #[cfg(unix)]

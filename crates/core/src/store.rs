@@ -353,6 +353,18 @@ impl Store {
 
     /// Records one event (§6). `Ok(None)` means `onlyIfWatched` found nobody watching.
     pub fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
+        self.record_with(input, now, |_| Ok(()))
+    }
+
+    /// [`Store::record`], with `also` run in the same write transaction once the event is in
+    /// (or found by its dedupe key): a failure of either leaves neither. `also` does not run
+    /// when `onlyIfWatched` finds nobody watching.
+    pub(crate) fn record_with(
+        &self,
+        input: RecordInput,
+        now: i64,
+        also: impl FnOnce(&Connection) -> Result<()>,
+    ) -> Result<Option<StateEvent>> {
         self.check_open()?;
         let v = event::validate(input, now)?;
         for w in &v.watchers {
@@ -379,6 +391,7 @@ impl Store {
         let sequence = match log::insert_event(&tx, &v)? {
             Inserted::New(seq) => seq,
             Inserted::Duplicate(first) => {
+                also(&tx)?;
                 tx.commit()?;
                 return Ok(Some(first));
             }
@@ -402,6 +415,7 @@ impl Store {
                 }
             }
         }
+        also(&tx)?;
         tx.commit()?;
         if !reseeded.is_empty() {
             let mut q = self.shared.queue.lock();
@@ -802,8 +816,9 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes the session's events and head for `agent_id`; for its own agent also every
-    /// cursor where it is watcher or target, their notices, and its upstream link (§10).
+    /// Deletes the session's events, head and upstream link for `agent_id` (the link's
+    /// identity is the session and agent, as in OpenClaw); for its own agent also every cursor
+    /// where it is watcher or target, and their notices (§10).
     pub fn delete_session(&self, session_key: &str, agent_id: Option<&str>) -> Result<()> {
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
@@ -812,11 +827,10 @@ impl Store {
         let conn = guard.as_mut().expect("checked open");
         let tx = Tx::immediate(conn)?;
         log::delete_session(&tx, session_key, &agent)?;
+        crate::upstream::links::delete(&tx, session_key, &agent)?;
         if own {
             cursors::delete_watcher(&tx, session_key)?;
             cursors::delete_target(&tx, session_key)?;
-            tx.prepare_cached("DELETE FROM session_upstream_links WHERE session_key = ?1")?
-                .execute([session_key])?;
         }
         tx.commit()?;
         if own {

@@ -399,8 +399,9 @@ fn reset_session_drops_the_watchers_cursors_and_notices_but_keeps_history() {
 fn link(fx: &Fixture, key: &str, agent: &str) {
     fx.conn()
         .execute(
-            "INSERT INTO session_upstream_links (session_key, agent_id, source, created_at, updated_at) \
-             VALUES (?1, ?2, 'claude-code', 0, 0)",
+            "INSERT INTO session_upstream_links (session_key, agent_id, catalog_id, host_id, \
+             thread_id, upstream_kind, created_at, updated_at) \
+             VALUES (?1, ?2, 'claude', 'gateway:local', '', 'claude-cli', 0, 0)",
             [key, agent],
         )
         .unwrap();
@@ -479,13 +480,18 @@ fn delete_session_for_another_agent_leaves_cursors_alone() {
             rusqlite::params![MAIN, T0],
         )
         .unwrap();
+    link(&fx, "global", "ops");
+    link(&fx, "global", "main");
     fx.store.delete_session("global", Some("ops")).unwrap();
+    // The link is the session's and agent's, as in OpenClaw: main's stays.
+    assert_eq!(links(&fx), ["global"]);
     assert_eq!(fx.sequences(), [1]);
     assert_eq!(fx.store.state_version("global", Some("ops")).unwrap(), 0);
     assert_eq!(fx.store.state_version("global", None).unwrap(), 1);
     assert_eq!(fx.lnm(MAIN, "global"), (0, 1, 1));
     // The key's own agent (main, for a bare key) takes the cursors too.
     fx.store.delete_session("global", None).unwrap();
+    assert_eq!(links(&fx), Vec::<String>::new());
     assert_eq!(fx.sequences(), Vec::<i64>::new());
     assert!(fx.cursor(MAIN, "global").is_none());
 }

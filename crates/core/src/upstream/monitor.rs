@@ -40,6 +40,9 @@ pub struct AdoptInput {
     pub remote_id: Option<String>,
     /// The agent of the session; defaults to the key's own, else `main`.
     pub agent_id: Option<String>,
+    /// Where the upstream session lives, in OpenClaw's terms (`gateway:local`, `node:<id>`);
+    /// defaults to `gateway:local` for a transcript, `remote` otherwise.
+    pub host_id: Option<String>,
 }
 
 /// A host's probe of a remote upstream.
@@ -104,8 +107,9 @@ fn item_identity(item: &Value) -> String {
 
 impl Store {
     /// Adopts `session_key` (§11): records `adopted` (log only) and stores a new link,
-    /// replacing any earlier one. A local transcript is scanned from its current end: what it
-    /// held before adoption is history, not a change behind the watcher's back.
+    /// replacing the earlier one of the same session and agent, in one transaction: a failure
+    /// leaves neither. A local transcript is scanned from its current end: what it held before
+    /// adoption is history, not a change behind the watcher's back.
     pub fn adopt(
         &self,
         session_key: &str,
@@ -118,6 +122,7 @@ impl Store {
         let agent_id = keys::resolve_agent(session_key, input.agent_id.as_deref())?;
         let transcript_path = input.transcript_path.filter(|p| !p.is_empty());
         let remote_id = input.remote_id.filter(|r| !r.is_empty());
+        let host_id = input.host_id.filter(|h| !h.is_empty());
         let offset = transcript_path
             .as_deref()
             .and_then(|p| std::fs::metadata(p).ok())
@@ -127,30 +132,29 @@ impl Store {
         if let Some(r) = &remote_id {
             payload.insert("remoteId".into(), json!(r));
         }
-        let event = self.record(
+        let summary = format!("adopted from {}", input.source);
+        let mut link = Link::new(
+            session_key.to_owned(),
+            agent_id.clone(),
+            input.source,
+            host_id,
+            transcript_path,
+            remote_id,
+        );
+        link.scan_offset = offset;
+        let event = self.record_with(
             RecordInput {
                 session_key: session_key.to_owned(),
-                agent_id: Some(agent_id.clone()),
+                agent_id: Some(agent_id),
                 kind: "adopted".into(),
                 actor_type: "system".into(),
-                summary: format!("adopted from {}", input.source),
+                summary,
                 payload: Some(Value::Object(payload)),
                 ..Default::default()
             },
             now,
+            |tx| links::put(tx, &link, now),
         )?;
-        let link = Link {
-            session_key: session_key.to_owned(),
-            agent_id,
-            source: input.source,
-            transcript_path,
-            remote_id,
-            scan_offset: offset,
-            failure_count: 0,
-            own_messages: Vec::new(),
-            remote_cursor: None,
-        };
-        self.with_conn(|conn| links::put(conn, &link, now))?;
         self.shared.monitor.lock().scanners.remove(session_key);
         Ok(event)
     }
@@ -180,14 +184,14 @@ impl Store {
     }
 
     /// Records the outcome of a failed check; the third in a row records `upstream_missing`
-    /// and drops the link.
+    /// and drops the link, in one transaction.
     fn upstream_failed(&self, mut link: Link, now: i64) -> Result<Option<StateEvent>> {
         link.failure_count += 1;
         if link.failure_count < MISSING_AFTER_FAILURES {
             self.with_conn(|conn| links::put(conn, &link, now))?;
             return Ok(None);
         }
-        let event = self.record(
+        let event = self.record_with(
             RecordInput {
                 session_key: link.session_key.clone(),
                 agent_id: Some(link.agent_id.clone()),
@@ -198,8 +202,8 @@ impl Store {
                 ..Default::default()
             },
             now,
+            |tx| links::delete(tx, &link.session_key, &link.agent_id).map(drop),
         )?;
-        self.with_conn(|conn| links::delete(conn, &link.session_key))?;
         self.shared
             .monitor
             .lock()
@@ -208,6 +212,8 @@ impl Store {
         Ok(event)
     }
 
+    /// Records the human turns of one check or scan and writes the link back, in one
+    /// transaction.
     fn record_human_turns(
         &self,
         link: &Link,
@@ -219,7 +225,7 @@ impl Store {
         let mut payload = Map::new();
         payload.insert("turns".into(), json!(turns));
         payload.extend(extra);
-        self.record(
+        self.record_with(
             RecordInput {
                 session_key: link.session_key.clone(),
                 agent_id: Some(link.agent_id.clone()),
@@ -231,6 +237,7 @@ impl Store {
                 ..Default::default()
             },
             now,
+            |tx| links::put(tx, link, now),
         )
     }
 
@@ -274,26 +281,21 @@ impl Store {
             }
         }
         link.failure_count = 0;
+        link.last_scanned_at = Some(now);
         if let Some(last) = items.last() {
             link.remote_cursor = Some(item_identity(last));
         } else if first_check {
             link.remote_cursor = Some(String::new());
         }
-        let event = if turns > 0 || (overflow && !fresh.is_empty()) {
+        if turns > 0 {
             let mut extra = Map::new();
             if overflow {
                 extra.insert("windowOverflow".into(), json!(true));
             }
-            if turns > 0 {
-                self.record_human_turns(&link, turns, extra, None, now)?
-            } else {
-                None
-            }
-        } else {
-            None
-        };
+            return self.record_human_turns(&link, turns, extra, None, now);
+        }
         self.with_conn(|conn| links::put(conn, &link, now))?;
-        Ok(event)
+        Ok(None)
     }
 
     /// One scan of every watched adopted session with a local transcript (§11): at most
@@ -362,24 +364,29 @@ impl Store {
             }
         }
         let committed = base + scanner.committed();
-        let event = if turns > 0 {
-            // The byte range makes the event idempotent: a scan repeated after a crash between
-            // the record and the offset update returns the first row instead of a second one.
-            let dedupe = format!(
-                "upstream:{}:{}:{}-{}",
-                link.session_key, link.agent_id, link.scan_offset, committed
-            );
-            self.record_human_turns(&link, turns, Map::new(), Some(dedupe), now)?
-        } else {
-            None
-        };
         let moved = committed as i64 != link.scan_offset;
         let changed = moved || link.failure_count != 0 || turns > 0;
+        let from_offset = link.scan_offset;
         link.scan_offset = committed as i64;
         link.failure_count = 0;
         if changed {
-            self.with_conn(|conn| links::put(conn, &link, now))?;
+            link.last_scanned_at = Some(now);
         }
+        let event = if turns > 0 {
+            // The event and the new offset commit together; the byte range still makes the
+            // event idempotent where the offset moves back under the store (a copy of the file
+            // restored from before the scan): the first row is returned, not a second one.
+            let dedupe = format!(
+                "upstream:{}:{}:{}-{}",
+                link.session_key, link.agent_id, from_offset, committed
+            );
+            self.record_human_turns(&link, turns, Map::new(), Some(dedupe), now)?
+        } else {
+            if changed {
+                self.with_conn(|conn| links::put(conn, &link, now))?;
+            }
+            None
+        };
         // The scanner resumes next interval only if the durable offset is still where it left it.
         self.shared
             .monitor
