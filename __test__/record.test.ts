@@ -98,7 +98,7 @@ describe('agent ids and sequences', () => {
     expect(must(s.record({ ...base, sessionKey: 'global', agentId: 'ops' })).agentId).toBe('ops')
     expect(must(s.record({ ...base, sessionKey: 'global', agentId: 'ops' })).sequence).toBe(5)
     expect(s.stateVersion('global')).toBe(2)
-    expect(s.stateVersion('global', 'ops')).toBe(5)
+    expect(s.stateVersion('global', { agentId: 'ops' })).toBe(5)
     expect(s.stateVersion('agent:ops:x')).toBe(1)
     expect(s.changesSince('global', 0, { agentId: 'ops' }).stateChanges.events.map((e) => e.sequence)).toEqual([4, 5])
     expect(s.changesSince('global', 0).stateChanges.events.map((e) => e.sequence)).toEqual([2])

@@ -7,7 +7,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState } from '../../index'
+import { SessionState } from '../../lib'
 import { rawDb, tempDir } from './support'
 
 let dir = ''
