@@ -280,7 +280,7 @@ export class SessionState {
       }
       this.#served.add(watcherKey)
     }
-    return rows === null ? [] : packed.notices(watcherKey, rows)
+    return rows === null ? [] : packed.notices(stored(watcherKey), rows)
   }
 
   #initSignal(): void {
@@ -293,7 +293,7 @@ export class SessionState {
   peek(watcherKey: string): Notice[] {
     a.str(watcherKey, 'watcherKey')
     try {
-      return packed.notices(watcherKey, this.#native.peek(watcherKey))
+      return packed.notices(stored(watcherKey), this.#native.peek(watcherKey))
     } catch (e) {
       throw fromNative(e)
     }
@@ -469,6 +469,11 @@ export class SessionState {
   stopUpstreamMonitor(): void {
     this.#native.stopUpstreamMonitor()
   }
+}
+
+/** A key as the addon stores it: a lone surrogate becomes U+FFFD, as in every string it takes. */
+function stored(key: string): string {
+  return key.isWellFormed() ? key : key.toWellFormed()
 }
 
 /** `checkUpstream`'s result as the addon takes it: `found` as a word, the items as JSON. */
