@@ -186,7 +186,8 @@ console.log(JSON.stringify({
   resolved: import.meta.resolve('session-awareness'),
   natives: Object.keys(require.cache).filter((f) => f.endsWith('.node')),
   sameAsRequire: binding === require('session-awareness') && SessionState === binding.SessionState,
-  esmNames: Object.keys(namespace).filter((k) => k !== 'default').sort(),
+  // __esModule: the interop marker of the compiled CommonJS entry, not an API name.
+  esmNames: Object.keys(namespace).filter((k) => k !== 'default' && k !== '__esModule').sort(),
   cjsNames: Object.keys(require('session-awareness')).sort(),
   woken, notices: drained.length, contextKey: drained[0].contextKey === encodeNoticeContextKey('agent:main:subagent:c'),
 }))
@@ -227,6 +228,10 @@ test('import loads the same objects through dist/index.mjs, with the same names,
   expect(out.natives.map((f: string) => fs.realpathSync(f))).toEqual([expectedNative()])
   expect(out.sameAsRequire).toBe(true)
   expect(out.esmNames).toEqual(out.cjsNames)
+  expect(out.cjsNames).toEqual([
+    'ActorType', 'EventKind', 'Provenance', 'SessionState', 'SessionStateError', '__napiBindingTarget',
+    'decodeNoticeContextKey', 'encodeNoticeContextKey', 'inspectDatabase', 'readEvents',
+  ])
   expect(out.woken).toEqual([{
     source: 'session-state', intent: 'immediate', reason: 'session-state:agent:main:subagent:c',
     sessionKey: 'agent:main:main',
