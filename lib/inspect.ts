@@ -22,7 +22,8 @@ export type {
  * Reads a report of the database at `path` without changing it: sessions with their state
  * version and pruned watermark, cursors with L/N/M and lag, pending notices, row counts and
  * the oldest retained event. Never creates the file. Throws `ERR_DB` for a missing or
- * unreadable file and `ERR_NOT_SQLITE` for one that is not a SQLite database.
+ * unreadable file, `ERR_NOT_SQLITE` for one that is not a SQLite database, and
+ * `ERR_FILE_SHARED` when another SQLite library of this process has it open.
  */
 export function inspectDatabase(path: string): DatabaseInspection {
   a.str(path, 'path')

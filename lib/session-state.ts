@@ -100,11 +100,14 @@ export class SessionState {
   readonly #served = new Set<string>()
 
   /**
-   * Opens (creating if needed) the store at `path`: a SQLite file, usually the gateway's
-   * shared state database. Other tables in it and its `user_version` are left alone. A new
-   * file is created with mode 0600 and a missing directory with mode 0700. Opening never
-   * prunes. Throws `ERR_INVALID_ARG` for a bad option and `ERR_DB` when the file cannot be
-   * opened as a database.
+   * Opens (creating if needed) the store at `path`: a SQLite file of its own (for a gateway,
+   * `<stateDir>/state/session-state.sqlite`). Other tables in it and its `user_version` are
+   * left alone. A new file is created with mode 0600 and a missing directory with mode 0700.
+   * Opening never prunes. Throws `ERR_INVALID_ARG` for a bad option, `ERR_DB` when the file
+   * cannot be opened as a database, and `ERR_FILE_SHARED` when another SQLite library of this
+   * process (`node:sqlite`, better-sqlite3) has the file open; a handle that appears later
+   * makes every call that touches the file fail with `ERR_FILE_SHARED` (`record`: null and
+   * `onError`) until the store is reopened.
    */
   constructor(path: string, options?: SessionStateOptions | null) {
     a.str(path, 'path')
