@@ -10,144 +10,86 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
- * Session state awareness over one SQLite file: a durable signal log, watch cursors with one
- * coalesced stale-state notice per (watcher, target), and `changesSince` reconciliation.
+ * The native store under the public `SessionState` of `lib/session-state.ts`, which checks
+ * the arguments, builds the results from their packed form and owns the best-effort rules.
  */
-export declare class SessionState {
+export declare class NativeSessionState {
   /**
-   * Opens (creating if needed) the store at `path`: a SQLite file of its own (for a
-   * gateway, `<stateDir>/state/session-state.sqlite`). Other tables in it and its
-   * `user_version` are left alone. A new file is created with mode 0600 and a missing
-   * directory with mode 0700. Opening never prunes. Throws `ERR_INVALID_ARG` for a bad
-   * option, `ERR_DB` when the file cannot be opened as a database, and `ERR_FILE_SHARED`
-   * when another SQLite library of this process (`node:sqlite`, better-sqlite3) has the
-   * file open; a handle that appears later makes every call that touches the file fail
-   * with `ERR_FILE_SHARED` (`record`: null and `onError`) until the store is reopened.
+   * Opens (creating if needed) the store at `path`. Throws `ERR_INVALID_ARG` for a bad
+   * option and `ERR_DB` when the file cannot be opened as a database.
    */
-  constructor(path: string, options?: SessionStateOptions | undefined | null)
+  constructor(path: string, options: NativeOptions)
   /**
-   * Records one event (§6) in one write transaction: insert, head, cursors; then queues the
-   * notices and schedules the wakes. Best-effort: never throws (unless `strict`); returns
-   * null when nothing was recorded, with exactly one `onError` call giving the reason
-   * (`ERR_INVALID_ARG`, `ERR_CLOSED`, `ERR_DB`). With `onlyIfWatched` and nobody watching it
-   * returns null silently. A repeated `dedupeKey` returns the first row and changes nothing.
+   * Records one event (§6) in one write transaction and returns it packed, or null when
+   * `onlyIfWatched` found nobody watching. The payload is its JSON text. Throws every
+   * failure: the TypeScript layer reports it.
    */
-  record(input: RecordInput): StateEvent | null
+  record(sessionKey: string, agentId: string | undefined | null, sessionId: string | undefined | null, kind: string, actorType: string, actorId: string | undefined | null, runId: string | undefined | null, summary: string, payloadJson: string | undefined | null, occurredAt: number | undefined | null, dedupeKey: string | undefined | null, watchers: Array<string> | undefined | null, onlyIfWatched: boolean): string | PackedRows | null
   /**
-   * Registers `watcherKey` as a watcher of `targetKey`, seeded at the target's current
-   * version (earlier history never notifies). An existing cursor is kept (an
-   * `ambient-group` one is promoted to `explicit`, never the reverse) and its expiry
-   * refreshed. Returns false for a bare watcher or target, or watcher == target.
+   * The notice queue's two signal words as an `Int32Array` over the addon's own memory,
+   * for the empty-drain answer of the TypeScript layer; null where the runtime refuses
+   * external buffers (every drain then calls the addon).
    */
-  watch(watcherKey: string, targetKey: string, options?: WatchOptions | undefined | null): boolean
+  drainSignal(): Int32Array | null
+  /** Registers `watcherKey` as a watcher of `targetKey` (`provenance` default `explicit`). */
+  watch(watcherKey: string, targetKey: string, provenance?: string | undefined | null): boolean
   /** Removes the cursor and its pending notice. True if a cursor was removed. */
   unwatch(watcherKey: string, targetKey: string): boolean
-  /** The session's state version: the largest sequence recorded for it, 0 when none. */
+  /** The session's state version, 0 when none. */
   stateVersion(sessionKey: string, agentId?: string | undefined | null): number
-  /** The state versions of many sessions, in the order given; sessions at 0 are left out. */
-  stateVersions(refs: Array<SessionRef>): Array<SessionVersion>
+  /** The state versions of many sessions, packed; sessions at 0 are left out. */
+  stateVersions(refs: Array<SessionRef>): PackedRows
+  /** The events of a session after version `after`, packed. */
+  changesSince(sessionKey: string, after: number, agentId?: string | undefined | null, limit?: number | undefined | null): PackedChanges
   /**
-   * The exact typed delta of a session after version `after` (a non-negative safe
-   * integer), ascending, at most `limit` (clamped to [1, 200]). `historyGap` is true when
-   * `after` predates retained history. Moves no cursor.
+   * The watcher's pending notices, acknowledged, packed; null (and no SQL) when nothing is
+   * pending.
    */
-  changesSince(sessionKey: string, after: number, options?: ChangesSinceOptions | undefined | null): ChangesSince
-  /**
-   * The watcher's pending notices in queue order, acknowledged: the turn consumes them. If
-   * material events arrived since a notice was queued, exactly one fresh notice reopens
-   * with `changesSince` = the old notified position. With nothing pending it runs no SQL.
-   */
-  drain(watcherKey: string): Array<Notice>
-  /** The watcher's pending notices in queue order, nothing acknowledged. */
-  peek(watcherKey: string): Array<Notice>
-  /**
-   * Acknowledges the watcher's pending notices on `targetKeys`, for hosts that route
-   * notices through their own queue. Returns how many pending notices were acknowledged
-   * (a repeated target counts once).
-   */
+  drain(watcherKey: string): PackedRows | null
+  /** The watcher's pending notices, nothing acknowledged, packed. */
+  peek(watcherKey: string): PackedRows
+  /** Acknowledges the watcher's pending notices on `targetKeys`; returns how many. */
   acknowledge(watcherKey: string, targetKeys: Array<string>): number
   /**
-   * Gateway start: re-freezes every cursor with unacknowledged material history whose
-   * watcher still exists and re-queues its notice (one already queued is neither
-   * duplicated nor woken again), then prunes.
+   * Gateway start: re-queues the notices of cursors with unacknowledged material history
+   * whose watcher still exists (`watcherExists`, default all), then prunes.
    */
-  sweep(options?: { watcherExists?: (watcherKey: string) => boolean }): SweepReport
-  /**
-   * Prunes now: events older than `retentionMs`, then all but the newest `maxEvents`
-   * (watermarks raised first, heads kept), and cursors not updated within `retentionMs`.
-   */
+  sweep(watcherExists?: ((arg: string) => boolean) | undefined | null): SweepReport
+  /** Prunes now. */
   prune(): PruneReport
-  /** The watcher session was reset: its cursors and pending notices go; its history stays. */
+  /** The watcher session was reset: its cursors and pending notices go. */
   resetSession(sessionKey: string): void
-  /**
-   * Deletes the session's events and head for the agent (default: the key's own, else
-   * `main`). For its own agent also every cursor where it is watcher or target, their
-   * pending notices, and its upstream link.
-   */
+  /** Deletes the session's events and head for the agent. */
   deleteSession(sessionKey: string, agentId?: string | undefined | null): void
-  /**
-   * True once `close()` has run. It does nothing else, which also makes it the cheapest
-   * call into the addon (the benchmarks compare `drain` with nothing pending against it).
-   */
+  /** True once `close()` has run; the cheapest call into the addon. */
   get isClosed(): boolean
-  /**
-   * Closes the store, cancels scheduled wakes and stops the poll for other processes'
-   * notices. Idempotent; later calls throw
-   * `ERR_CLOSED` (`record`: null and `onError`).
-   */
+  /** Closes the store. Idempotent. */
   close(): void
   /**
-   * Adopts a session from another tool's catalog (§11): records `adopted` (log only) and
-   * stores its upstream link, replacing any earlier one. A local transcript is scanned from
-   * its current end. Best-effort like `record`: null plus one `onError` call on failure.
+   * Adopts a session (§11): records `adopted` (log only) and stores its upstream link.
+   * Returns the event packed; throws every failure (the TypeScript layer reports it).
    */
-  adopt(sessionKey: string, link: UpstreamLink): StateEvent | null
-  /**
-   * Tells the monitor about a user message the gateway itself sent into an adopted
-   * session, so its echo upstream is not taken for a human. The last 10 per session are
-   * kept (across restarts); compared after trimming, collapsing whitespace and Unicode NFC.
-   * Does nothing for a session that is not adopted.
-   */
+  adopt(sessionKey: string, link: UpstreamLink): string | PackedRows | null
+  /** Tells the monitor about a user message the gateway itself sent into an adopted session. */
   noteOwnUserMessage(sessionKey: string, text: string): void
   /**
-   * The result of the host's probe of a remote upstream. `found: true` with the newest
-   * transcript rows (the last 50 are classified; the first check sets the baseline);
-   * `found: false` is a failed check (the third in a row records `upstream_missing` and
-   * drops the link); `found: 'unknown'` changes nothing. Returns the event recorded, if any.
+   * The result of the host's probe of a remote upstream: `found` is `true`, `false` or
+   * `unknown`; with `true`, `itemsJson` is the JSON array of the newest transcript rows.
+   * Returns the event recorded, packed; throws every failure.
    */
-  checkUpstream(sessionKey: string, result: { found: true; items: Array<Record<string, unknown>> } | { found: false } | { found: 'unknown' }): StateEvent | null
+  checkUpstream(sessionKey: string, found: string, itemsJson?: string | undefined | null): string | PackedRows | null
   /**
    * Scans every watched adopted session's local transcript once, now; returns the events
-   * recorded. The monitor does the same on its interval.
+   * recorded, packed.
    */
-  scanUpstream(): Array<StateEvent>
+  scanUpstream(): PackedRows
   /**
-   * Starts scanning watched adopted sessions' local transcripts in the background every
-   * `intervalMs` (default 5000), restarting the scan if it runs. It never keeps the process
-   * alive; failures go to `onError`.
+   * Starts the background scan every `intervalMs` (default 5000; a positive integer up to
+   * 2^31 - 1).
    */
-  startUpstreamMonitor(options?: UpstreamMonitorOptions | undefined | null): void
+  startUpstreamMonitor(intervalMs?: number | undefined | null): void
   /** Stops the background scan. Idempotent. */
   stopUpstreamMonitor(): void
-}
-
-/** Who caused an event. */
-export type ActorType = 'human' | 'agent' | 'system'
-
-/** The result of `changesSince`. */
-export interface ChangesSince {
-  /** The session's state version. */
-  stateVersion: number
-  /** The delta. */
-  stateChanges: StateChanges
-}
-
-/** Options of `changesSince`. */
-export interface ChangesSinceOptions {
-  /** The agent of the session; defaults to the key's own, else `main`. */
-  agentId?: string
-  /** At most this many events: floored and clamped to [1, 200]; default 200. */
-  limit?: number
 }
 
 /** The read-only report of one database file. */
@@ -185,8 +127,7 @@ export interface DatabaseInspection {
 
 /**
  * The target key of a notice context key, or null unless it is exactly what
- * `encodeNoticeContextKey` produces (prefix, non-empty even-length lowercase hex, valid
- * UTF-8; a leading U+FEFF is kept).
+ * `encodeNoticeContextKey` produces.
  */
 export declare function decodeNoticeContextKey(contextKey: string): string | null
 
@@ -197,18 +138,9 @@ export declare function decodeNoticeContextKey(contextKey: string): string | nul
 export declare function encodeNoticeContextKey(targetKey: string): string
 
 /**
- * The kind of a state event. `human_direct_message`, `goal_changed` and `upstream_missing`
- * notify watchers; `child_spawned` seeds the producer-named watchers' cursors; the rest are
- * log only.
- */
-export type EventKind = 'human_direct_message' | 'goal_changed' | 'upstream_missing' | 'child_spawned' | 'run_completed' | 'run_failed' | 'compacted' | 'adopted' | 'created'
-
-/**
- * Reads a report of the database at `path` without changing it: sessions with their state
- * version and pruned watermark, cursors with L/N/M and lag, pending notices, row counts and
- * the oldest retained event. Never creates the file. Throws `ERR_DB` for a missing or
- * unreadable file, `ERR_NOT_SQLITE` for one that is not a SQLite database, and
- * `ERR_FILE_SHARED` when another SQLite library of this process has it open.
+ * Reads a report of the database at `path` without changing it. Never creates the file.
+ * Throws `ERR_DB` for a missing or unreadable file and `ERR_NOT_SQLITE` for one that is not a
+ * SQLite database.
  */
 export declare function inspectDatabase(path: string): DatabaseInspection
 
@@ -225,7 +157,7 @@ export interface InspectedCursor {
   /** M: the latest material event. */
   material: number
   /** The provenance, as stored. */
-  provenance: Provenance | (string & {})
+  provenance: string
   /** Last seed, material update, acknowledge or re-watch (epoch ms). */
   updatedAt: number
   /** The target's state version. */
@@ -248,9 +180,9 @@ export interface InspectedEvent {
   /** The agent. */
   agentId: string
   /** The kind, as stored. */
-  kind: EventKind | (string & {})
+  kind: string
   /** The actor type, as stored. */
-  actorType: ActorType | (string & {})
+  actorType: string
   /** The causing session or person. */
   actorId?: string
   /** The run that produced it. */
@@ -283,25 +215,98 @@ export interface InspectedSession {
   earliestRetainedSequence?: number
 }
 
-/** A pending stale-state notice for a watcher. */
+/** A best-effort failure as the addon reports it: the stable code and the message. */
+export interface NativeError {
+  /** The stable code (`ERR_DB`, `ERR_WAKE_CALLBACK`, …). */
+  code: string
+  /** The message, with its source chain. */
+  message: string
+}
+
+/** The options of the native store, checked and completed by the TypeScript layer. */
+export interface NativeOptions {
+  /** Events and cursors older than this are pruned; an integer in [1, 9e12]. */
+  retentionMs?: number
+  /** At most this many events are kept; a positive safe integer. */
+  maxEvents?: number
+  /** How long a write waits for another process's lock; [0, 2^31 - 1]. */
+  busyTimeoutMs?: number
+  /** Called on the JS thread to wake a main-like watcher. */
+  wake?: (req: WakeRequest) => void
+  /** How long a due wake waits to coalesce with others; [0, 60000]. */
+  wakeCoalesceMs?: number
+  /** Receives every best-effort failure. */
+  onError: (err: NativeError) => void
+  /** The clock, in epoch ms; default the system clock. */
+  clock?: () => number
+  /** How often other processes' notices are looked for; [0, 60000], 0 is off. */
+  syncIntervalMs?: number
+  /** Watchers served from the start. */
+  serveWatchers?: Array<string>
+}
+
+/** A pending notice, as `inspectDatabase` reports it. */
 export interface Notice {
   /** The watcher session. */
   watcherKey: string
   /** The session that changed. */
   targetKey: string
-  /** The version to reconcile from: pass it to `changesSince`. */
+  /** The version to reconcile from. */
   changesSince: number
-  /** The one-line, byte-stable notice text. */
+  /** The notice text. */
   text: string
-  /** `session-state:` + hex of the target key, for hosts that dedupe on a context key. */
+  /** The notice's context key. */
   contextKey: string
 }
 
-/**
- * Where a cursor came from: `explicit` watchers that are main-like are woken;
- * `ambient-group` cursors are queue-only.
- */
-export type Provenance = 'explicit' | 'ambient-group'
+/** The packed result of `changesSince`. */
+export interface PackedChanges {
+  /** The event rows. */
+  rows: PackedRows
+  /** The session's state version. */
+  stateVersion: number
+  /** More events exist past `limit`. */
+  truncated: boolean
+  /** The smallest retained sequence (see `StateChanges`). */
+  earliestAvailableSequence: number
+  /** `after` predates retained history. */
+  historyGap: boolean
+}
+
+/** The constants of the packed layout. */
+export declare function packedLayout(): PackedLayout
+
+/** The packed layout's constants, for the test that checks `lib/packed.ts` against them. */
+export interface PackedLayout {
+  /** [`EVENT_STRIDE`]. */
+  eventStride: number
+  /** [`VERSION_STRIDE`]. */
+  versionStride: number
+  /** [`NOTICE_STRIDE`]. */
+  noticeStride: number
+  /** [`ABSENT`]. */
+  absent: number
+  /** [`SAME`]. */
+  same: number
+  /** [`EVENT_SLOTS`]. */
+  eventSlots: number
+  /** [`EVENT_SLOT_ABSENT`]. */
+  eventSlotAbsent: number
+  /** The order in which a packed single event's fields follow its slots, as slot indexes. */
+  eventFieldOrder: Array<number>
+  /** The first signal word when nothing is queued ([`QueueSignal::EMPTY`]). */
+  signalEmpty: number
+}
+
+/** Rows packed as text and numbers; what each row holds depends on the call. */
+export interface PackedRows {
+  /** The rows' strings, back to back. */
+  text: string
+  /** The rows' numbers and string lengths. */
+  numbers: Float64Array
+  /** Event rows only: every present payload, as one JSON array text; null when none. */
+  payloads?: string
+}
 
 /** What a prune removed. */
 export interface PruneReport {
@@ -311,11 +316,7 @@ export interface PruneReport {
   cursorsDeleted: number
 }
 
-/**
- * Reads a session's events after `options.since`, ascending, without changing the file.
- * Throws `ERR_INVALID_ARG` for an empty key, a bad agent or `since`, and otherwise as
- * `inspectDatabase`.
- */
+/** Reads a session's events after `options.since`, ascending, without changing the file. */
 export declare function readEvents(path: string, sessionKey: string, options?: ReadEventsOptions | undefined | null): SessionEvents
 
 /** Options of `readEvents`. */
@@ -324,48 +325,6 @@ export interface ReadEventsOptions {
   since?: number
   /** The agent of the session; defaults to the key's own, else `main`. */
   agentId?: string
-}
-
-/**
- * What `record` stores (§5). Read field by field so that a malformed input is reported
- * through `onError` instead of thrown.
- */
-export interface RecordInput {
-  /** The session the event belongs to (non-empty). */
-  sessionKey: string
-  /**
-   * The agent; defaults to the key's own, else `main`. For a qualified key it must equal
-   * the key's agent.
-   */
-  agentId?: string
-  /** The session id (transcript), if known. */
-  sessionId?: string
-  /** What happened. */
-  kind: EventKind
-  /** Who caused it. */
-  actorType: ActorType
-  /** The causing session: a watcher equal to it is not notified (self-suppression). */
-  actorId?: string
-  /** The run that produced it. */
-  runId?: string
-  /**
-   * One line: CRLF, CR, LF, U+2028 and U+2029 each become one space; the first 240
-   * Unicode scalar values are kept; no trim.
-   */
-  summary: string
-  /** Metadata only: a JSON object of at most 4096 UTF-8 bytes as compact JSON; null is absent. */
-  payload?: Record<string, unknown> | null
-  /** Epoch ms: floored and clamped to [now - 24h, now]; missing or non-finite is now. */
-  occurredAt?: number
-  /** A second record with the same key returns the first row and changes nothing; '' is absent. */
-  dedupeKey?: string
-  /** Producer-named watchers (the spawning parent). Bare keys and the target itself are dropped. */
-  watchers?: Array<string>
-  /**
-   * Write nothing, and return null silently, when no cursor targets the session and no
-   * usable watcher is given.
-   */
-  onlyIfWatched?: boolean
 }
 
 /** Row counts of the four tables (0 for a missing table). */
@@ -404,96 +363,6 @@ export interface SessionRef {
   agentId?: string
 }
 
-/** Options of the `SessionState` constructor. Every field is optional. */
-export interface SessionStateOptions {
-  /** Events and cursors older than this are pruned. Default 30 days; an integer in [1, 9e12]. */
-  retentionMs?: number
-  /** At most this many events are kept. Default 50,000; a positive safe integer. */
-  maxEvents?: number
-  /** How long a write waits for another process's lock. Default 30,000; [0, 2^31 - 1]. */
-  busyTimeoutMs?: number
-  /** Called on the JS thread, after the call that made it due, to wake a main-like watcher. */
-  wake?: (req: WakeRequest) => void
-  /** How long a due wake waits to coalesce with others for the same watcher. Default 250; [0, 60000]. */
-  wakeCoalesceMs?: number
-  /**
-   * Receives best-effort failures (a `record` that returned null, a throwing `wake`, a
-   * background prune). Default: one line on stderr.
-   */
-  onError?: (err: Error & { code: string }) => void
-  /** The clock, in epoch ms. Default: the system clock. Tests use it to travel in time. */
-  clock?: () => number
-  /** `record` throws instead of reporting. For tests and development. */
-  strict?: boolean
-  /**
-   * How often, in ms, this process looks for notices opened by other processes sharing the
-   * database file: a poll of `PRAGMA data_version`, nearly free when nothing changed.
-   * Default 100; an integer in [0, 60000]; 0 turns cross-process delivery off.
-   */
-  syncIntervalMs?: number
-  /**
-   * Watchers this process serves from the start: notices opened for them by other
-   * processes reach this process's `drain`/`peek` and `wake`. A watcher is also served
-   * once this process drains, peeks or acknowledges for it, watches for it, or names it in
-   * a record's `watchers`. Bare keys are ignored; an empty key is `ERR_INVALID_ARG`.
-   */
-  serveWatchers?: Array<string>
-}
-
-/** One entry of `stateVersions`. */
-export interface SessionVersion {
-  /** The session key. */
-  sessionKey: string
-  /** The agent. */
-  agentId: string
-  /** Its state version (always > 0 here). */
-  stateVersion: number
-}
-
-/** The events of one session after a version. */
-export interface StateChanges {
-  /** Events with `sequence > after`, ascending, at most `limit`. */
-  events: Array<StateEvent>
-  /** True when more events exist past `limit`. */
-  truncated: boolean
-  /** The smallest retained sequence of the session, else head + 1 when head > 0, else 0. */
-  earliestAvailableSequence: number
-  /** True when `after` predates retained history: refresh the whole session state instead. */
-  historyGap: boolean
-}
-
-/** One event of the signal log. Absent optional fields are omitted, never null. */
-export interface StateEvent {
-  /** The global sequence (unique, increasing, never reused). */
-  sequence: number
-  /** The session it belongs to. */
-  sessionKey: string
-  /** The agent it belongs to. */
-  agentId: string
-  /** What happened. */
-  kind: EventKind
-  /** Who caused it. */
-  actorType: ActorType
-  /** The causing session or person. */
-  actorId?: string
-  /** The run that produced it. */
-  runId?: string
-  /** The session id of the session. */
-  sessionId?: string
-  /** When it happened (epoch ms). */
-  occurredAt: number
-  /** One line of at most 240 characters. */
-  summary: string
-  /** Metadata, if any. */
-  payload?: Record<string, unknown>
-}
-
-/** Options of `sweep`. */
-export interface SweepOptions {
-  /** Asked once per watcher with unacknowledged history; false skips it. Default: all exist. */
-  watcherExists?: (watcherKey: string) => boolean
-}
-
 /** The result of `sweep`. */
 export interface SweepReport {
   /** Cursors whose notice is pending after the sweep. */
@@ -504,7 +373,7 @@ export interface SweepReport {
 
 /** Where an adopted session lives upstream. */
 export interface UpstreamLink {
-  /** The catalog it came from, such as `claude`; used in summaries (`human message via claude`). */
+  /** The catalog it came from, such as `claude`. */
   source: string
   /** A local JSONL transcript, scanned by the upstream monitor. */
   transcriptPath?: string
@@ -519,12 +388,6 @@ export interface UpstreamLink {
   hostId?: string
 }
 
-/** Options of `startUpstreamMonitor`. */
-export interface UpstreamMonitorOptions {
-  /** How often watched adopted sessions are scanned. Default 5000; a positive integer up to 2^31 - 1. */
-  intervalMs?: number
-}
-
 /** The request passed to the `wake` callback. */
 export interface WakeRequest {
   /** Always `session-state`. */
@@ -535,10 +398,4 @@ export interface WakeRequest {
   reason: string
   /** The watcher session to wake. */
   sessionKey: string
-}
-
-/** Options of `watch`. */
-export interface WatchOptions {
-  /** `explicit` (default) or `ambient-group`. */
-  provenance?: Provenance
 }

@@ -835,11 +835,9 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
-module.exports.SessionState = nativeBinding.SessionState
-module.exports.ActorType = nativeBinding.ActorType
+module.exports.NativeSessionState = nativeBinding.NativeSessionState
 module.exports.decodeNoticeContextKey = nativeBinding.decodeNoticeContextKey
 module.exports.encodeNoticeContextKey = nativeBinding.encodeNoticeContextKey
-module.exports.EventKind = nativeBinding.EventKind
 module.exports.inspectDatabase = nativeBinding.inspectDatabase
-module.exports.Provenance = nativeBinding.Provenance
+module.exports.packedLayout = nativeBinding.packedLayout
 module.exports.readEvents = nativeBinding.readEvents

@@ -6,7 +6,7 @@ import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 
-import { SessionState, encodeNoticeContextKey, inspectDatabase, readEvents } from '../index'
+import { SessionState, encodeNoticeContextKey, inspectDatabase, readEvents } from '../lib'
 
 const CLI = path.join(__dirname, '..', 'bin', 'session-awareness.js')
 const T = Date.UTC(2030, 0, 1)
@@ -255,6 +255,7 @@ describe('failures', () => {
     expect(help.status).toBe(0)
     expect(help.stdout).toMatch(/^Usage:\n {2}session-awareness inspect <db> \[--json\]\n/)
     const version = cli('--version')
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
     expect(version.stdout).toBe(`${require('../package.json').version}\n`)
   })
 })

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { inspectDatabase } from '../index'
+import { inspectDatabase } from '../lib'
 import { Clock, MINUTE, T0, codeOf, fixture, rawDb } from './helpers'
 
 const CLI = path.join(__dirname, '..', 'bin', 'session-awareness.js')

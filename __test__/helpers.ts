@@ -11,7 +11,7 @@ import {
   encodeNoticeContextKey,
   type SessionStateOptions,
   type WakeRequest,
-} from '../index'
+} from '../lib'
 
 export { SessionState, decodeNoticeContextKey, encodeNoticeContextKey }
 export type { SessionStateOptions, WakeRequest }

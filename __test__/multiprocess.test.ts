@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import { Notice, SessionState, WakeRequest } from '../index'
+import { Notice, SessionState, WakeRequest } from '../lib'
 
 // better-sqlite3 reads the cursor rows directly, as a third party to the file.
 // eslint-disable-next-line @typescript-eslint/no-require-imports

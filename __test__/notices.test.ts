@@ -232,16 +232,16 @@ describe('resetSession and deleteSession', () => {
     const s = fx.open(file)
     must(s.record({ sessionKey: 'global', kind: 'created', actorType: 'system', summary: 'm' })) // 1, main
     must(s.record({ sessionKey: 'global', agentId: 'ops', kind: 'created', actorType: 'system', summary: 'o' })) // 2
-    s.deleteSession('global', 'ops')
-    expect(s.stateVersion('global', 'ops')).toBe(0)
+    s.deleteSession('global', { agentId: 'ops' })
+    expect(s.stateVersion('global', { agentId: 'ops' })).toBe(0)
     expect(s.stateVersion('global')).toBe(1)
 
     // A qualified key can only name its own agent.
     s.watch(PARENT, CHILD)
     must(s.record(human(CHILD))) // 3
-    expect(codeOf(() => s.deleteSession(CHILD, 'ops'))).toBe('ERR_INVALID_ARG')
+    expect(codeOf(() => s.deleteSession(CHILD, { agentId: 'ops' }))).toBe('ERR_INVALID_ARG')
     expect(s.peek(PARENT)).toHaveLength(1)
-    s.deleteSession('global', 'main')
+    s.deleteSession('global', { agentId: 'main' })
     expect(s.stateVersion('global')).toBe(0)
     expect(s.peek(PARENT)).toHaveLength(1)
     expect(cursorRow(file, PARENT, CHILD)).toEqual({ l: 0, n: 3, m: 3, provenance: 'explicit' })

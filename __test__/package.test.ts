@@ -105,11 +105,15 @@ afterAll(() => {
   if (work) fs.rmSync(work, { recursive: true, force: true })
 })
 
-test('the root tarball ships the loaders, types, CLI, license and changelog, and no binary', () => {
+/** The modules of lib/, each shipped compiled with its declarations. */
+const MODULES = ['args', 'context-key', 'errors', 'index', 'inspect', 'packed', 'payload', 'session-state', 'types']
+
+test('the root tarball ships the TypeScript layer, the loader, types, CLI, license and changelog, and no binary', () => {
   expect(packed.root.files).toEqual([
-    'CHANGELOG.md', 'LICENSE', 'README.md', 'bin/session-awareness.js', 'index.d.mts',
-    'index.d.ts', 'index.js', 'index.mjs', 'package.json',
-  ])
+    'CHANGELOG.md', 'LICENSE', 'README.md', 'bin/session-awareness.js',
+    ...MODULES.flatMap((m) => [`dist/${m}.d.ts`, `dist/${m}.js`]), 'dist/index.d.mts', 'dist/index.mjs',
+    'index.d.ts', 'index.js', 'package.json',
+  ].sort())
   expect(packed.platform.files).toEqual([BINARY, 'README.md', 'package.json'].sort())
   const installed = path.join(consumer, 'node_modules', 'session-awareness')
   expect(filesUnder(installed).filter((f) => f.endsWith('.node'))).toEqual([])
@@ -182,7 +186,8 @@ console.log(JSON.stringify({
   resolved: import.meta.resolve('session-awareness'),
   natives: Object.keys(require.cache).filter((f) => f.endsWith('.node')),
   sameAsRequire: binding === require('session-awareness') && SessionState === binding.SessionState,
-  esmNames: Object.keys(namespace).filter((k) => k !== 'default').sort(),
+  // __esModule: the interop marker of the compiled CommonJS entry, not an API name.
+  esmNames: Object.keys(namespace).filter((k) => k !== 'default' && k !== '__esModule').sort(),
   cjsNames: Object.keys(require('session-awareness')).sort(),
   woken, notices: drained.length, contextKey: drained[0].contextKey === encodeNoticeContextKey('agent:main:subagent:c'),
 }))
@@ -196,7 +201,7 @@ test('require() loads the platform package binary and records, watches and drain
   fs.writeFileSync(path.join(consumer, 'check.cjs'), CJS_CHECK)
   const out = JSON.parse(mustRun(process.execPath, ['check.cjs', consumer], { cwd: consumer }))
   expect(fs.realpathSync(out.resolved)).toBe(
-    fs.realpathSync(path.join(consumer, 'node_modules', 'session-awareness', 'index.js')),
+    fs.realpathSync(path.join(consumer, 'node_modules', 'session-awareness', 'dist', 'index.js')),
   )
   expect(out.natives.map((f: string) => fs.realpathSync(f))).toEqual([expectedNative()])
   expect(out.target).toBe('native')
@@ -214,15 +219,19 @@ test('require() loads the platform package binary and records, watches and drain
   expect(out.delta).toEqual([[2, 'human_direct_message']])
 })
 
-test('import loads the same binding through index.mjs, with the same names, and wakes', () => {
+test('import loads the same objects through dist/index.mjs, with the same names, and wakes', () => {
   fs.writeFileSync(path.join(consumer, 'check.mjs'), ESM_CHECK)
   const out = JSON.parse(mustRun(process.execPath, ['check.mjs', consumer], { cwd: consumer }))
   expect(fs.realpathSync(new URL(out.resolved).pathname)).toBe(
-    fs.realpathSync(path.join(consumer, 'node_modules', 'session-awareness', 'index.mjs')),
+    fs.realpathSync(path.join(consumer, 'node_modules', 'session-awareness', 'dist', 'index.mjs')),
   )
   expect(out.natives.map((f: string) => fs.realpathSync(f))).toEqual([expectedNative()])
   expect(out.sameAsRequire).toBe(true)
   expect(out.esmNames).toEqual(out.cjsNames)
+  expect(out.cjsNames).toEqual([
+    'ActorType', 'EventKind', 'Provenance', 'SessionState', 'SessionStateError', '__napiBindingTarget',
+    'decodeNoticeContextKey', 'encodeNoticeContextKey', 'inspectDatabase', 'readEvents',
+  ])
   expect(out.woken).toEqual([{
     source: 'session-state', intent: 'immediate', reason: 'session-state:agent:main:subagent:c',
     sessionKey: 'agent:main:main',
@@ -261,42 +270,49 @@ test('the installed types compile a gateway usage file as CommonJS and as an ES 
   expect(out.status).toBe(0)
   const listed = out.stdout.split('\n').map((f) => path.relative(consumer, f))
   expect(listed).toEqual(expect.arrayContaining([
-    'node_modules/session-awareness/index.d.ts', 'node_modules/session-awareness/index.d.mts',
+    'node_modules/session-awareness/dist/index.d.ts', 'node_modules/session-awareness/dist/index.d.mts',
+    'node_modules/session-awareness/dist/session-state.d.ts', 'node_modules/session-awareness/dist/errors.d.ts',
   ]))
 })
 
-test('index.d.ts documents every export and member, and has no any', () => {
-  const file = path.join(consumer, 'node_modules', 'session-awareness', 'index.d.ts')
-  const source = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true)
+test('the declarations document every export and member, and have no any', () => {
   const undocumented: string[] = []
   const anys: string[] = []
-  const name = (n: ts.Node) => (n as ts.Node & { name?: ts.Node }).name?.getText(source) ?? ts.SyntaxKind[n.kind]
-  const documented = (n: ts.Node) => ts.getJSDocCommentsAndTags(n).length > 0
-  for (const statement of source.statements) {
-    if (!documented(statement)) undocumented.push(name(statement))
-    if (ts.isInterfaceDeclaration(statement) || ts.isClassDeclaration(statement)) {
-      for (const member of statement.members) {
-        if (!documented(member)) undocumented.push(`${name(statement)}.${name(member)}`)
+  for (const m of MODULES) {
+    const file = path.join(consumer, 'node_modules', 'session-awareness', 'dist', `${m}.d.ts`)
+    const source = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true)
+    const name = (n: ts.Node) => `${m}:${(n as ts.Node & { name?: ts.Node }).name?.getText(source) ?? ts.SyntaxKind[n.kind]}`
+    const documented = (n: ts.Node) => ts.getJSDocCommentsAndTags(n).length > 0
+    for (const statement of source.statements) {
+      // Imports and re-exports carry the documentation of what they name.
+      if (ts.isImportDeclaration(statement) || ts.isExportDeclaration(statement)) continue
+      if (!documented(statement)) undocumented.push(name(statement))
+      if (ts.isInterfaceDeclaration(statement) || ts.isClassDeclaration(statement)) {
+        for (const member of statement.members) {
+          // Private fields (`#x`) are not API.
+          if (ts.isPropertyDeclaration(member) && ts.isPrivateIdentifier(member.name)) continue
+          if (!documented(member)) undocumented.push(`${name(statement)}.${name(member)}`)
+        }
       }
     }
+    const visit = (n: ts.Node): void => {
+      if (n.kind === ts.SyntaxKind.AnyKeyword) anys.push(`${m}: ${n.parent.getText(source)}`)
+      ts.forEachChild(n, visit)
+    }
+    visit(source)
   }
-  const visit = (n: ts.Node): void => {
-    if (n.kind === ts.SyntaxKind.AnyKeyword) anys.push(n.parent.getText(source))
-    ts.forEachChild(n, visit)
-  }
-  visit(source)
   expect(undocumented).toEqual([])
   expect(anys).toEqual([])
-  // The string unions of the API.
-  const aliases = Object.fromEntries(
-    source.statements.filter(ts.isTypeAliasDeclaration).map((s) => [s.name.text, s.type.getText(source)]),
-  )
-  expect(aliases).toMatchObject({
-    ActorType: "'human' | 'agent' | 'system'",
-    Provenance: "'explicit' | 'ambient-group'",
-  })
-  expect(aliases.EventKind.split(' | ')).toEqual([
-    "'human_direct_message'", "'goal_changed'", "'upstream_missing'", "'child_spawned'",
-    "'run_completed'", "'run_failed'", "'compacted'", "'adopted'", "'created'",
+})
+
+test('the string unions of the API are exported as objects of their values', () => {
+  const out = JSON.parse(mustRun(process.execPath, ['-e',
+    "const sa = require('session-awareness'); console.log(JSON.stringify([sa.EventKind, sa.ActorType, sa.Provenance].map(Object.values)))"],
+  { cwd: consumer }))
+  expect(out).toEqual([
+    ['human_direct_message', 'goal_changed', 'upstream_missing', 'child_spawned', 'run_completed', 'run_failed',
+      'compacted', 'adopted', 'created'],
+    ['human', 'agent', 'system'],
+    ['explicit', 'ambient-group'],
   ])
 })

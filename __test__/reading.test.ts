@@ -30,7 +30,7 @@ describe('stateVersion and stateVersions', () => {
     expect(s.stateVersion(A)).toBe(4)
     expect(s.stateVersion(B)).toBe(3)
     expect(s.stateVersion('global')).toBe(0)
-    expect(s.stateVersion('global', 'ops')).toBe(5)
+    expect(s.stateVersion('global', { agentId: 'ops' })).toBe(5)
     expect(
       s.stateVersions([
         { sessionKey: B },
@@ -50,8 +50,8 @@ describe('stateVersion and stateVersions', () => {
   test('bad keys and agents throw ERR_INVALID_ARG', () => {
     const s = fx.open(fx.file())
     expect(codeOf(() => s.stateVersion(''))).toBe('ERR_INVALID_ARG')
-    expect(codeOf(() => s.stateVersion('agent:ops:x', 'main'))).toBe('ERR_INVALID_ARG')
-    expect(codeOf(() => s.stateVersion('global', 'OPS'))).toBe('ERR_INVALID_ARG')
+    expect(codeOf(() => s.stateVersion('agent:ops:x', { agentId: 'main' }))).toBe('ERR_INVALID_ARG')
+    expect(codeOf(() => s.stateVersion('global', { agentId: 'OPS' }))).toBe('ERR_INVALID_ARG')
     expect(codeOf(() => s.stateVersions([{ sessionKey: A }, { sessionKey: '' }]))).toBe('ERR_INVALID_ARG')
     expect(codeOf(() => s.changesSince('', 0))).toBe('ERR_INVALID_ARG')
     expect(codeOf(() => s.changesSince('agent:ops:x', 0, { agentId: 'main' }))).toBe('ERR_INVALID_ARG')

@@ -6,7 +6,7 @@ import { appendFileSync, copyFileSync, mkdtempSync, readFileSync, rmSync, statSy
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import { SessionState, StateEvent } from '../index'
+import { SessionState, StateEvent } from '../lib'
 import { rawDb } from './helpers'
 
 const FIXTURE = join(__dirname, '../crates/core/tests/fixtures/openclaw-2026.9.6.sqlite')

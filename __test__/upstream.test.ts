@@ -2,7 +2,7 @@ import { appendFileSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from '
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-import { SessionState, StateEvent } from '../index'
+import { SessionState, StateEvent } from '../lib'
 
 const KEY = 'agent:main:adopted'
 const WATCHER = 'agent:main:main'

@@ -300,7 +300,7 @@ async function checkRecordRules(makeStore, tmpDir) {
 
   // Agents: defaults, bare keys per agent, mismatches.
   assert.equal(s.record({ sessionKey: 'global', agentId: 'ops', kind: 'compacted', actorType: 'system', summary: 'c' }).agentId, 'ops');
-  assert.equal(s.stateVersion('global', 'ops'), 15);
+  assert.equal(s.stateVersion('global', { agentId: 'ops' }), 15);
   assert.equal(s.stateVersion('global'), 10);
   assert.equal(s.record({ sessionKey: 'agent:MAIN:x', kind: 'compacted', actorType: 'system', summary: 'c' }).agentId, 'main');
 
@@ -390,10 +390,10 @@ function checkLifecycle(makeStore, tmpDir) {
 
   rec('global', 'compacted'); // 8
   rec('global', 'compacted', { agentId: 'ops' }); // 9
-  s.deleteSession('global', 'ops');
-  assert.equal(s.stateVersion('global', 'ops'), 0);
+  s.deleteSession('global', { agentId: 'ops' });
+  assert.equal(s.stateVersion('global', { agentId: 'ops' }), 0);
   assert.equal(s.stateVersion('global'), 8);
-  assertCode(() => s.deleteSession(T, 'ops'), 'ERR_INVALID_ARG');
+  assertCode(() => s.deleteSession(T, { agentId: 'ops' }), 'ERR_INVALID_ARG');
   assert.deepEqual(h.errors, []);
   s.close();
 }

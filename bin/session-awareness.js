@@ -3,7 +3,7 @@
 // watch cursors or changesSince. Read-only: the file is opened read-only and never changed.
 'use strict'
 
-const { inspectDatabase, readEvents } = require('../index.js')
+const { inspectDatabase, readEvents } = require('..')
 
 const USAGE = `Usage:
   session-awareness inspect <db> [--json]

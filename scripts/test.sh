@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test gate, in order: Rust format and lints, Rust tests, the release addon (also
-# placed in its platform package), the type checks, the gateway example, then Jest under
-# Node 20 (the suite, then the package test) and the same again under Node 24. Every step
+# placed in its platform package) and the TypeScript layer (dist/), the type checks, ESLint,
+# the gateway example, then Jest under Node 20 (the suite, then the package test) and the same again under Node 24. Every step
 # must pass; the Jest runs all run even when one fails, and the last line sums them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,8 +17,12 @@ echo "== cargo test"
 cargo test --workspace
 echo "== napi build"
 npm run build --silent
+echo "== tsc --strict --noEmit (lib/)"
+npx tsc -p lib --strict --noEmit
 echo "== tsc --noEmit (tests, types/usage.ts)"
 npx tsc -p tsconfig.json
+echo "== eslint"
+npx eslint .
 echo "== examples/gateway.ts (type-check, emit, run)"
 npx tsc -p examples/tsconfig.json
 node .tmp/examples/gateway.js

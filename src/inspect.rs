@@ -1,18 +1,16 @@
 //! Read-only inspection of a database file: what the `session-awareness` command-line tool
 //! prints, as plain objects.
 
-use napi::bindgen_prelude::Unknown;
 use napi::Result;
 use napi_derive::napi;
 use session_awareness_core::inspect as core;
 
-use crate::convert;
 use crate::error::{Code, IntoJs};
 use crate::types::Notice;
 
 /// One stored event, every column as stored: `kind` and `actorType` are an `EventKind` and an
 /// `ActorType` for rows this version wrote, and kept verbatim otherwise.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct InspectedEvent {
     /// The global sequence.
     pub sequence: i64,
@@ -21,10 +19,10 @@ pub struct InspectedEvent {
     /// The agent.
     pub agent_id: String,
     /// The kind, as stored.
-    #[napi(ts_type = "EventKind | (string & {})")]
+    #[napi(ts_type = "string")]
     pub kind: String,
     /// The actor type, as stored.
-    #[napi(ts_type = "ActorType | (string & {})")]
+    #[napi(ts_type = "string")]
     pub actor_type: String,
     /// The causing session or person.
     pub actor_id: Option<String>,
@@ -59,7 +57,7 @@ impl From<core::EventRow> for InspectedEvent {
 }
 
 /// One session head, with what is retained of its log.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct InspectedSession {
     /// The session.
     pub session_key: String,
@@ -78,7 +76,7 @@ pub struct InspectedSession {
 }
 
 /// One watch cursor, with the target's version and the watcher's lag.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct InspectedCursor {
     /// The watching session.
     pub watcher_key: String,
@@ -91,7 +89,7 @@ pub struct InspectedCursor {
     /// M: the latest material event.
     pub material: i64,
     /// The provenance, as stored.
-    #[napi(ts_type = "Provenance | (string & {})")]
+    #[napi(ts_type = "string")]
     pub provenance: String,
     /// Last seed, material update, acknowledge or re-watch (epoch ms).
     pub updated_at: i64,
@@ -104,7 +102,7 @@ pub struct InspectedCursor {
 }
 
 /// Row counts of the four tables (0 for a missing table).
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct RowCounts {
     /// `session_state_events`.
     pub events: i64,
@@ -117,7 +115,7 @@ pub struct RowCounts {
 }
 
 /// The read-only report of one database file.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct DatabaseInspection {
     /// The path as given.
     pub path: String,
@@ -195,8 +193,6 @@ impl From<core::Inspection> for DatabaseInspection {
 
 /// Options of `readEvents`.
 #[napi(object, object_to_js = false)]
-// Only its type is used: `readEvents` reads the object member by member, as every method does.
-#[allow(dead_code)]
 pub struct ReadEventsOptions {
     /// Only events with a greater sequence: a non-negative safe integer; default 0 (all).
     pub since: Option<f64>,
@@ -205,7 +201,7 @@ pub struct ReadEventsOptions {
 }
 
 /// A session's retained events after a version, read-only and unbounded.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct SessionEvents {
     /// The session.
     pub session_key: String,
@@ -221,37 +217,22 @@ pub struct SessionEvents {
     pub events: Vec<InspectedEvent>,
 }
 
-/// Reads a report of the database at `path` without changing it: sessions with their state
-/// version and pruned watermark, cursors with L/N/M and lag, pending notices, row counts and
-/// the oldest retained event. Never creates the file. Throws `ERR_DB` for a missing or
-/// unreadable file, `ERR_NOT_SQLITE` for one that is not a SQLite database, and
-/// `ERR_FILE_SHARED` when another SQLite library of this process has it open.
-#[napi(ts_args_type = "path: string")]
-pub fn inspect_database(path: Unknown<'_>) -> Result<DatabaseInspection, Code> {
-    let path = convert::string(path, "path").js()?;
+/// Reads a report of the database at `path` without changing it. Never creates the file.
+/// Throws `ERR_DB` for a missing or unreadable file and `ERR_NOT_SQLITE` for one that is not a
+/// SQLite database.
+#[napi]
+pub fn inspect_database(path: String) -> Result<DatabaseInspection, Code> {
     core::inspect(&path).map(Into::into).js()
 }
 
 /// Reads a session's events after `options.since`, ascending, without changing the file.
-/// Throws `ERR_INVALID_ARG` for an empty key, a bad agent or `since`, and otherwise as
-/// `inspectDatabase`.
-#[napi(
-    ts_args_type = "path: string, sessionKey: string, options?: ReadEventsOptions | undefined | null"
-)]
+#[napi]
 pub fn read_events(
-    path: Unknown<'_>,
-    session_key: Unknown<'_>,
-    options: Option<Unknown<'_>>,
+    path: String,
+    session_key: String,
+    options: Option<ReadEventsOptions>,
 ) -> Result<SessionEvents, Code> {
-    let path = convert::string(path, "path").js()?;
-    let session_key = convert::string(session_key, "sessionKey").js()?;
-    let (since, agent_id) = match convert::options(options, "options").js()? {
-        Some(o) => (
-            convert::opt_number(&o, "since").js()?,
-            convert::opt_string(&o, "agentId").js()?,
-        ),
-        None => (None, None),
-    };
+    let (since, agent_id) = options.map_or((None, None), |o| (o.since, o.agent_id));
     let r = core::read_events(
         &path,
         &session_key,

@@ -4,7 +4,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState, decodeNoticeContextKey, encodeNoticeContextKey } from '../../index'
+import { SessionState, decodeNoticeContextKey, encodeNoticeContextKey } from '../../lib'
 import { LONE_STORED, MIB, QUOTED, T, W, matrix, type Param } from './bad-values'
 import { codeOf, tempDir } from './support'
 
@@ -45,7 +45,8 @@ const params: Param[] = [
   keyParam('unwatch(watcherKey)', (s, v) => s.unwatch(v as string, T), false, false),
   keyParam('unwatch(targetKey)', (s, v) => s.unwatch(W, v as string), false, false),
   keyParam('stateVersion(sessionKey)', (s, v) => s.stateVersion(v as string), 0, 0),
-  { call: 'stateVersion(agentId)', run: (s, v) => s.stateVersion(T, v as string), ok: { undefined: 2, null: 2 } },
+  { call: 'stateVersion(options)', run: (s, v) => s.stateVersion(T, v as never), ok: { undefined: 2, null: 2, object: 2, deep: 2, cyclic: 2 } },
+  { call: 'stateVersion(agentId)', run: (s, v) => s.stateVersion(T, { agentId: v as string }), ok: { undefined: 2, null: 2 } },
   { call: 'stateVersions(refs)', run: (s, v) => s.stateVersions(v as never), ok: {} },
   { call: 'stateVersions([ref])', run: (s, v) => s.stateVersions([v as never]), ok: {} },
   keyParam('stateVersions([{sessionKey}])', (s, v) => s.stateVersions([{ sessionKey: v as string }]), [], []),
@@ -93,7 +94,8 @@ const params: Param[] = [
   },
   keyParam('resetSession(sessionKey)', (s, v) => s.resetSession(v as string), stillPending, stillPending),
   keyParam('deleteSession(sessionKey)', (s, v) => s.deleteSession(v as string), stillPending, stillPending),
-  { call: 'deleteSession(agentId)', run: (s, v) => s.deleteSession('agent:main:subagent:gone', v as string), ok: { undefined: stillPending, null: stillPending } },
+  { call: 'deleteSession(options)', run: (s, v) => s.deleteSession('agent:main:subagent:gone', v as never), ok: { undefined: stillPending, null: stillPending, object: stillPending, deep: stillPending, cyclic: stillPending } },
+  { call: 'deleteSession(agentId)', run: (s, v) => s.deleteSession('agent:main:subagent:gone', { agentId: v as string }), ok: { undefined: stillPending, null: stillPending } },
   keyParam('noteOwnUserMessage(sessionKey)', (s, v) => s.noteOwnUserMessage(v as string, 'hi'), undefined, undefined),
   {
     call: 'noteOwnUserMessage(text)',

@@ -4,7 +4,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState } from '../../index'
+import { SessionState } from '../../lib'
 import { LONE, LONE_STORED, QUOTED, matrix, type Param } from './bad-values'
 import { tempDir } from './support'
 

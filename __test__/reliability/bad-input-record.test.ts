@@ -5,7 +5,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState, type StateEvent } from '../../index'
+import { SessionState, type StateEvent } from '../../lib'
 import { BAD, DAY, LONE, LONE_STORED, NOW, QUOTED, T, W, matrix, type BadName, type Param } from './bad-values'
 import { codeOf, tempDir, type CodedError } from './support'
 

@@ -7,7 +7,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState, type SessionStateOptions } from '../../index'
+import { SessionState, type SessionStateOptions } from '../../lib'
 import { Snapshots, codeOf, tempDir, type CodedError } from './support'
 
 function nest(depth: number): Record<string, unknown> {

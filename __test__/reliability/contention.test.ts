@@ -4,7 +4,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState } from '../../index'
+import { SessionState } from '../../lib'
 import { reportFigures, startChild, tempDir, withRaw, type LineChild } from './support'
 
 const WRITERS = 4

@@ -5,7 +5,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState } from '../../index'
+import { SessionState } from '../../lib'
 import { delay, prng, rawDb, reportFigures, seedFromEnv, startChild, tempDir, withRaw, type CodedError } from './support'
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState, type StateEvent } from '../../index'
+import { SessionState, type StateEvent } from '../../lib'
 import { codeOf, prng, reportFigures, startChild, tempDir, type CodedError } from './support'
 
 const KEY = 'agent:main:subagent:c'

@@ -8,7 +8,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState, inspectDatabase, readEvents, type RecordInput } from '../../index'
+import { SessionState, inspectDatabase, readEvents, type RecordInput } from '../../lib'
 import { codeOf, rawDb, tempDir, withRaw, type CodedError } from './support'
 
 /** The calls the tests make on the host's own handle. */

@@ -4,7 +4,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState, decodeNoticeContextKey, type WakeRequest } from '../../index'
+import { SessionState, decodeNoticeContextKey, type WakeRequest } from '../../lib'
 import { ROOT, delay, tempDir, type CodedError } from './support'
 
 const W = 'agent:main:main'
@@ -15,6 +15,7 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
 
 /** Everything any common reader takes for the end of a line. */
+// eslint-disable-next-line no-control-regex -- vertical tab and form feed are the point
 const LINE_BREAKS = /[\n\r\u000b\u000c\u0085\u2028\u2029]/
 
 describe('the notice text', () => {

@@ -3,7 +3,9 @@
 // (an unused one is itself an error). The package test compiles this same file against the
 // installed package, as CommonJS (.cts) and as an ES module (.mts).
 import {
+  EventKind as EventKinds,
   SessionState,
+  SessionStateError,
   decodeNoticeContextKey,
   encodeNoticeContextKey,
   inspectDatabase,
@@ -11,6 +13,7 @@ import {
   type ActorType,
   type ChangesSince,
   type DatabaseInspection,
+  type ErrorCode,
   type EventKind,
   type Notice,
   type Provenance,
@@ -31,9 +34,12 @@ const state = new SessionState('/tmp/state.sqlite', {
     woken.push({ source, intent, reason: req.reason, sessionKey: req.sessionKey })
   },
   onError: (err) => {
-    const code: string = err.code
+    const code: ErrorCode = err.code
     const message: string = err.message
-    return [code, message]
+    const typed: SessionStateError = err
+    // @ts-expect-error a code outside the union
+    const bogus: typeof code = 'ERR_BOGUS'
+    return [code, message, typed, bogus]
   },
   clock: () => Date.now(),
   strict: false,
@@ -60,6 +66,12 @@ if (event) {
   void [kind, actor, sequence, payload, wrong]
 }
 
+state.record({ sessionKey: 'k', kind: EventKinds.GoalChanged, actorType: 'human', summary: 's' })
+try {
+  state.watch('agent:main:main', 'agent:main:subagent:c')
+} catch (e) {
+  if (e instanceof SessionStateError && e.code === 'ERR_CLOSED') throw e
+}
 // @ts-expect-error an unknown kind
 state.record({ sessionKey: 'k', kind: 'bogus', actorType: 'human', summary: 's' })
 // @ts-expect-error an unknown actor type
@@ -82,7 +94,7 @@ for (const n of notices) {
 }
 const peeked: Notice[] = state.peek('agent:main:main')
 const acked: number = state.acknowledge('agent:main:main', ['agent:main:subagent:c'])
-const version: number = state.stateVersion('agent:main:subagent:c', 'main')
+const version: number = state.stateVersion('agent:main:subagent:c', { agentId: 'main' })
 const versions = state.stateVersions([{ sessionKey: 'agent:main:subagent:c' }])
 const agentOfFirst: string | undefined = versions[0]?.agentId
 const swept = state.sweep({ watcherExists: (key) => key.startsWith('agent:') })
@@ -105,6 +117,11 @@ state.stopUpstreamMonitor()
 void [adopted, probed, scanned]
 state.resetSession('agent:main:main')
 state.deleteSession('agent:main:subagent:c')
+state.deleteSession('agent:ops:subagent:c', { agentId: 'ops' })
+// @ts-expect-error the agent is an option, not a positional argument
+state.stateVersion('agent:main:subagent:c', 'main')
+// @ts-expect-error the agent is an option, not a positional argument
+state.deleteSession('agent:main:subagent:c', 'main')
 state.close()
 
 const context: string = encodeNoticeContextKey('agent:main:subagent:c')

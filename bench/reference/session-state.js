@@ -521,7 +521,8 @@ class ReferenceSessionState {
 
   // --- reading (§9) ---------------------------------------------------------------------------
 
-  stateVersion(sessionKey, agentId) {
+  stateVersion(sessionKey, options) {
+    const agentId = options == null ? undefined : options.agentId;
     return this._guard(() => {
       requireKey(sessionKey, 'sessionKey');
       const head = this._stmt.head.get(sessionKey, resolveAgent(sessionKey, agentId));
@@ -625,7 +626,8 @@ class ReferenceSessionState {
     });
   }
 
-  deleteSession(sessionKey, agentId) {
+  deleteSession(sessionKey, options) {
+    const agentId = options == null ? undefined : options.agentId;
     this._guard(() => {
       requireKey(sessionKey, 'sessionKey');
       const parsed = parseKey(sessionKey);

@@ -1,0 +1,92 @@
+/**
+ * The one error class of the package, and the mapping of native failures onto it.
+ * @packageDocumentation
+ */
+
+/**
+ * Every stable code a {@link SessionStateError} can carry. Match on these, never on the
+ * message text, which is for people and may change.
+ */
+export type ErrorCode =
+  /** An argument broke a documented rule: a wrong type, a bad key, an unknown kind, an oversized payload, a bad option. */
+  | 'ERR_INVALID_ARG'
+  /** The store was closed; nothing was done. */
+  | 'ERR_CLOSED'
+  /** SQLite or the file system failed: busy beyond the busy timeout, a read-only or full disk, a corrupt file. */
+  | 'ERR_DB'
+  /**
+   * Another SQLite library (or other code) of this process has the database file, its `-wal`,
+   * `-shm` or `-journal` open: the two would break each other's locks and lose events. Give the
+   * store its own file, or open the shared one from another process. Nothing was done.
+   */
+  | 'ERR_FILE_SHARED'
+  /** A table of the store's name in the file has a shape no known generation wrote; the file was left as it was. */
+  | 'ERR_FOREIGN_SCHEMA'
+  /** A file given to `inspectDatabase` or `readEvents` is not a SQLite database. */
+  | 'ERR_NOT_SQLITE'
+  /** A line of an upstream transcript could not be classified; the scan goes on. */
+  | 'ERR_UPSTREAM_PARSE'
+  /** The `wake` callback threw; reported through `onError`, never fatal. */
+  | 'ERR_WAKE_CALLBACK'
+
+/** The codes of {@link ErrorCode}, for checking a native code at run time. */
+const CODES: ReadonlySet<string> = new Set<ErrorCode>([
+  'ERR_INVALID_ARG',
+  'ERR_CLOSED',
+  'ERR_DB',
+  'ERR_FILE_SHARED',
+  'ERR_FOREIGN_SCHEMA',
+  'ERR_NOT_SQLITE',
+  'ERR_UPSTREAM_PARSE',
+  'ERR_WAKE_CALLBACK',
+])
+
+/** The error thrown by every call of the package and passed to every `onError`. */
+export class SessionStateError extends Error {
+  /** The stable machine code. */
+  readonly code: ErrorCode
+
+  /**
+   * @param code - the stable machine code
+   * @param message - a description for people
+   */
+  constructor(code: ErrorCode, message: string) {
+    super(message)
+    this.code = code
+  }
+
+  /** The class name, also in stack traces. */
+  override get name(): string {
+    return 'SessionStateError'
+  }
+}
+
+/** True when `code` is one of {@link ErrorCode}. */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && CODES.has(code)
+}
+
+/**
+ * Builds a {@link SessionStateError} from a code and message given by the addon. A code
+ * outside {@link ErrorCode} can only be one of napi's own statuses for an argument it could
+ * not convert, which is an argument error to the caller.
+ */
+export function fromCode(code: string, message: string): SessionStateError {
+  return new SessionStateError(isErrorCode(code) ? code : 'ERR_INVALID_ARG', message)
+}
+
+/** Turns whatever a native call threw into a {@link SessionStateError}. */
+export function fromNative(e: unknown): SessionStateError {
+  if (e instanceof SessionStateError) return e
+  // Not `instanceof Error`: the addon's errors come from the realm it was loaded in.
+  if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string') {
+    const { code, message } = e as { code?: unknown; message: string }
+    return fromCode(String(code), message)
+  }
+  return new SessionStateError('ERR_INVALID_ARG', String(e))
+}
+
+/** An `ERR_INVALID_ARG` error with the core's message prefix. */
+export function invalid(message: string): SessionStateError {
+  return new SessionStateError('ERR_INVALID_ARG', `invalid argument: ${message}`)
+}

@@ -1,0 +1,249 @@
+/**
+ * The public shapes of the API, each written once.
+ * @packageDocumentation
+ */
+
+/**
+ * The kinds of a state event. `human_direct_message`, `goal_changed` and `upstream_missing`
+ * notify watchers; `child_spawned` seeds the producer-named watchers' cursors; the rest are
+ * log only.
+ */
+export const EventKind = {
+  /** A human wrote into the session directly. Notifies. */
+  HumanDirectMessage: 'human_direct_message',
+  /** The session's goal changed. Notifies. */
+  GoalChanged: 'goal_changed',
+  /** The session's upstream is gone. Notifies. */
+  UpstreamMissing: 'upstream_missing',
+  /** The session was spawned by another; seeds the named watchers' cursors. */
+  ChildSpawned: 'child_spawned',
+  /** A run completed. Log only. */
+  RunCompleted: 'run_completed',
+  /** A run failed. Log only. */
+  RunFailed: 'run_failed',
+  /** The transcript was compacted. Log only. */
+  Compacted: 'compacted',
+  /** The session was adopted from another tool's catalog. Log only. */
+  Adopted: 'adopted',
+  /** The session was created. Log only. */
+  Created: 'created',
+} as const
+
+/** The kind of a state event: one of the values of {@link EventKind}. */
+export type EventKind = (typeof EventKind)[keyof typeof EventKind]
+
+/** Who caused an event. */
+export const ActorType = {
+  /** A person. */
+  Human: 'human',
+  /** An agent session. */
+  Agent: 'agent',
+  /** The gateway itself. */
+  System: 'system',
+} as const
+
+/** Who caused an event: one of the values of {@link ActorType}. */
+export type ActorType = (typeof ActorType)[keyof typeof ActorType]
+
+/**
+ * Where a cursor came from: `explicit` watchers that are main-like are woken;
+ * `ambient-group` cursors are queue-only.
+ */
+export const Provenance = {
+  /** A watch the host asked for, or a producer-named watcher. */
+  Explicit: 'explicit',
+  /** A watch implied by a group; queue-only. */
+  AmbientGroup: 'ambient-group',
+} as const
+
+/** Where a cursor came from: one of the values of {@link Provenance}. */
+export type Provenance = (typeof Provenance)[keyof typeof Provenance]
+
+/** One event of the signal log. Absent optional fields are omitted, never null. */
+export interface StateEvent {
+  /** The global sequence (unique, increasing, never reused). */
+  sequence: number
+  /** The session it belongs to. */
+  sessionKey: string
+  /** The agent it belongs to. */
+  agentId: string
+  /** What happened. */
+  kind: EventKind
+  /** Who caused it. */
+  actorType: ActorType
+  /** The causing session or person. */
+  actorId?: string
+  /** The run that produced it. */
+  runId?: string
+  /** The session id of the session. */
+  sessionId?: string
+  /** When it happened (epoch ms). */
+  occurredAt: number
+  /** One line of at most 240 characters. */
+  summary: string
+  /** Metadata, if any. */
+  payload?: Record<string, unknown>
+}
+
+/** What `record` stores (§5). `null` for an optional field means absent. */
+export interface RecordInput {
+  /** The session the event belongs to (non-empty). */
+  sessionKey: string
+  /** The agent; defaults to the key's own, else `main`. For a qualified key it must equal the key's agent. */
+  agentId?: string | null
+  /** The session id (transcript), if known. */
+  sessionId?: string | null
+  /** What happened. */
+  kind: EventKind
+  /** Who caused it. */
+  actorType: ActorType
+  /** The causing session: a watcher equal to it is not notified (self-suppression). */
+  actorId?: string | null
+  /** The run that produced it. */
+  runId?: string | null
+  /** One line: CRLF, CR, LF, U+2028 and U+2029 each become one space; the first 240 Unicode scalar values are kept; no trim. */
+  summary: string
+  /** Metadata only: a JSON object of at most 4096 UTF-8 bytes as compact JSON; null is absent. */
+  payload?: Record<string, unknown> | null
+  /** Epoch ms: floored and clamped to [now - 24h, now]; missing or non-finite is now. */
+  occurredAt?: number | null
+  /** A second record with the same key returns the first row and changes nothing; '' is absent. */
+  dedupeKey?: string | null
+  /** Producer-named watchers (the spawning parent). Bare keys and the target itself are dropped. */
+  watchers?: string[] | null
+  /** Write nothing, and return null silently, when no cursor targets the session and no usable watcher is given. */
+  onlyIfWatched?: boolean | null
+}
+
+/** A pending stale-state notice for a watcher. */
+export interface Notice {
+  /** The watcher session. */
+  watcherKey: string
+  /** The session that changed. */
+  targetKey: string
+  /** The version to reconcile from: pass it to `changesSince`. */
+  changesSince: number
+  /** The one-line, byte-stable notice text. */
+  text: string
+  /** `session-state:` + hex of the target key, for hosts that dedupe on a context key. */
+  contextKey: string
+}
+
+/** The events of one session after a version. */
+export interface StateChanges {
+  /** Events with `sequence > after`, ascending, at most `limit`. */
+  events: StateEvent[]
+  /** True when more events exist past `limit`. */
+  truncated: boolean
+  /** The smallest retained sequence of the session, else head + 1 when head > 0, else 0. */
+  earliestAvailableSequence: number
+  /** True when `after` predates retained history: refresh the whole session state instead. */
+  historyGap: boolean
+}
+
+/** The result of `changesSince`. */
+export interface ChangesSince {
+  /** The session's state version. */
+  stateVersion: number
+  /** The delta. */
+  stateChanges: StateChanges
+}
+
+/** Names the agent of a session: the key's own agent by default, else `main`. */
+export interface AgentOptions {
+  /** The agent of the session; defaults to the key's own, else `main`. */
+  agentId?: string | null
+}
+
+/** Options of `changesSince`. */
+export interface ChangesSinceOptions extends AgentOptions {
+  /** At most this many events: floored and clamped to [1, 200]; default 200. */
+  limit?: number | null
+}
+
+/** Options of `watch`. */
+export interface WatchOptions {
+  /** `explicit` (default) or `ambient-group`. */
+  provenance?: Provenance | null
+}
+
+/** A session named for `stateVersions`. */
+export interface SessionRef {
+  /** The session key. */
+  sessionKey: string
+  /** The agent; defaults to the key's own, else `main`. */
+  agentId?: string | null
+}
+
+/** One entry of `stateVersions`. */
+export interface SessionVersion {
+  /** The session key. */
+  sessionKey: string
+  /** The agent. */
+  agentId: string
+  /** Its state version (always > 0 here). */
+  stateVersion: number
+}
+
+/** The request passed to the `wake` callback. */
+export interface WakeRequest {
+  /** Always `session-state`. */
+  source: 'session-state'
+  /** Always `immediate`. */
+  intent: 'immediate'
+  /** `session-state:<target>`: the target whose notice made the wake due. */
+  reason: string
+  /** The watcher session to wake. */
+  sessionKey: string
+}
+
+/** What a prune removed. */
+export interface PruneReport {
+  /** Events deleted. */
+  eventsDeleted: number
+  /** Cursors expired. */
+  cursorsDeleted: number
+}
+
+/** The result of `sweep`. */
+export interface SweepReport {
+  /** Cursors whose notice is pending after the sweep. */
+  notices: number
+  /** The prune that followed. */
+  prune: PruneReport
+}
+
+/** Options of `sweep`. */
+export interface SweepOptions {
+  /** Asked once per watcher with unacknowledged history; false skips it. Default: all exist. */
+  watcherExists?: ((watcherKey: string) => boolean) | null
+}
+
+/** Where an adopted session lives upstream. */
+export interface UpstreamLink {
+  /** The catalog it came from, such as `claude`; used in summaries (`human message via claude`). */
+  source: string
+  /** A local JSONL transcript, scanned by the upstream monitor. */
+  transcriptPath?: string | null
+  /** A session on a paired node, checked by the host and reported with `checkUpstream`. */
+  remoteId?: string | null
+  /** The agent of the session; defaults to the key's own, else `main`. */
+  agentId?: string | null
+  /**
+   * Where the upstream session lives, in OpenClaw's terms: `gateway:local` (the default with
+   * `transcriptPath`) or `node:<id>` for a paired node (`remote` when not given).
+   */
+  hostId?: string | null
+}
+
+/** The result of the host's probe of a remote upstream. */
+export type RemoteCheckResult =
+  | { found: true; items: Array<Record<string, unknown>> }
+  | { found: false }
+  | { found: 'unknown' }
+
+/** Options of `startUpstreamMonitor`. */
+export interface UpstreamMonitorOptions {
+  /** How often watched adopted sessions are scanned. Default 5000; a positive integer up to 2^31 - 1. */
+  intervalMs?: number | null
+}

@@ -1,0 +1,282 @@
+//! Results that cross the boundary many at a time (`changesSince`'s events, `stateVersions`,
+//! `drain`/`peek`'s notices) or on every turn (`record`), packed for the TypeScript layer.
+//!
+//! Objects made through Node-API grow one property at a time, which costs about as much per
+//! event as reading it from SQLite; object literals in JavaScript cost a fraction of that. So
+//! the rows go out as one string plus one `Float64Array` (lengths in UTF-16 units, numbers,
+//! flags) and `lib/packed.ts` builds the objects. The layout is defined by the constants below
+//! and mirrored by `lib/packed.ts`; `packedLayout()` hands these values to the Jest test that
+//! checks the two agree.
+
+use napi::bindgen_prelude::{Either, Float64Array, Latin1String, Utf16String};
+use napi_derive::napi;
+use session_awareness_core::queue::QueueSignal;
+use session_awareness_core::{Changes, Notice, StateEvent};
+
+/// Numbers per event row of [`PackedRows`].
+pub const EVENT_STRIDE: u32 = 11;
+/// Numbers per `stateVersions` row.
+pub const VERSION_STRIDE: u32 = 3;
+/// Numbers per notice row.
+pub const NOTICE_STRIDE: u32 = 4;
+/// A length slot of a row: the field is absent.
+pub const ABSENT: i32 = -1;
+/// A length slot of a row: the same value as the row before (nothing in the text).
+pub const SAME: i32 = -2;
+/// Length slots at the head of a packed single event.
+pub const EVENT_SLOTS: u32 = 11;
+/// A length slot of a packed single event: the field is absent.
+pub const EVENT_SLOT_ABSENT: u32 = 0xffff;
+
+/// The packed layout's constants, for the test that checks `lib/packed.ts` against them.
+#[napi(object, object_from_js = false)]
+pub struct PackedLayout {
+    /// [`EVENT_STRIDE`].
+    pub event_stride: u32,
+    /// [`VERSION_STRIDE`].
+    pub version_stride: u32,
+    /// [`NOTICE_STRIDE`].
+    pub notice_stride: u32,
+    /// [`ABSENT`].
+    pub absent: i32,
+    /// [`SAME`].
+    pub same: i32,
+    /// [`EVENT_SLOTS`].
+    pub event_slots: u32,
+    /// [`EVENT_SLOT_ABSENT`].
+    pub event_slot_absent: u32,
+    /// The order in which a packed single event's fields follow its slots, as slot indexes.
+    pub event_field_order: Vec<u32>,
+    /// The first signal word when nothing is queued ([`QueueSignal::EMPTY`]).
+    pub signal_empty: i32,
+}
+
+/// The slots of a packed single event: session key, agent, kind, actor type, actor id, run
+/// id, session id, summary, the digits of `sequence`, of `occurredAt`, the payload JSON.
+/// The numbers come first in the text so the built object keeps its documented key order.
+const EVENT_FIELD_ORDER: [usize; 11] = [8, 9, 0, 1, 2, 3, 4, 5, 6, 7, 10];
+
+/// The constants of the packed layout.
+#[napi]
+pub fn packed_layout() -> PackedLayout {
+    PackedLayout {
+        event_stride: EVENT_STRIDE,
+        version_stride: VERSION_STRIDE,
+        notice_stride: NOTICE_STRIDE,
+        absent: ABSENT,
+        same: SAME,
+        event_slots: EVENT_SLOTS,
+        event_slot_absent: EVENT_SLOT_ABSENT,
+        event_field_order: EVENT_FIELD_ORDER.iter().map(|&i| i as u32).collect(),
+        signal_empty: QueueSignal::EMPTY,
+    }
+}
+
+/// Rows packed as text and numbers; what each row holds depends on the call.
+#[napi(object, object_from_js = false)]
+pub struct PackedRows {
+    /// The rows' strings, back to back.
+    #[napi(ts_type = "string")]
+    pub text: Either<Latin1String, String>,
+    /// The rows' numbers and string lengths.
+    pub numbers: Float64Array,
+    /// Event rows only: every present payload, as one JSON array text; null when none.
+    pub payloads: Option<String>,
+}
+
+/// The packed result of `changesSince`.
+#[napi(object, object_from_js = false)]
+pub struct PackedChanges {
+    /// The event rows.
+    pub rows: PackedRows,
+    /// The session's state version.
+    pub state_version: i64,
+    /// More events exist past `limit`.
+    pub truncated: bool,
+    /// The smallest retained sequence (see `StateChanges`).
+    pub earliest_available_sequence: i64,
+    /// `after` predates retained history.
+    pub history_gap: bool,
+}
+
+/// One event, packed: a string for the usual event, rows for one with a string too long for
+/// a slot.
+pub type PackedEvent = Either<Utf16String, PackedRows>;
+
+/// Collects the text and numbers of rows.
+struct Packer {
+    text: String,
+    m: Vec<f64>,
+}
+
+impl Packer {
+    fn with_capacity(numbers: usize) -> Self {
+        Packer {
+            text: String::with_capacity(numbers * 16),
+            m: Vec::with_capacity(numbers),
+        }
+    }
+
+    fn num(&mut self, v: f64) {
+        self.m.push(v);
+    }
+
+    /// Appends `s` and records its length in UTF-16 units (what `String.prototype.slice`
+    /// counts).
+    fn text(&mut self, s: &str) {
+        self.text.push_str(s);
+        let units = if s.is_ascii() {
+            s.len()
+        } else {
+            s.encode_utf16().count()
+        };
+        self.m.push(units as f64);
+    }
+
+    fn finish(self, payloads: Option<String>) -> PackedRows {
+        // ASCII is Latin-1 too, and V8 copies Latin-1 without decoding it.
+        let text = if self.text.is_ascii() {
+            Either::A(Latin1String::from(self.text))
+        } else {
+            Either::B(self.text)
+        };
+        PackedRows {
+            text,
+            numbers: Float64Array::new(self.m),
+            payloads,
+        }
+    }
+}
+
+/// Event rows: [`EVENT_STRIDE`] numbers per event (sequence, occurredAt, the lengths of
+/// session key, agent, kind, actor type ([`SAME`] when equal to the row before), of actor id,
+/// run id, session id ([`ABSENT`] when absent), of the summary, then 1 when a payload follows
+/// in `payloads`, else 0).
+pub fn events(events: &[StateEvent]) -> PackedRows {
+    let mut p = Packer::with_capacity(events.len() * EVENT_STRIDE as usize);
+    let mut payloads = String::from("[");
+    let mut prev: Option<&StateEvent> = None;
+    for e in events {
+        p.num(e.sequence as f64);
+        p.num(e.occurred_at as f64);
+        let same = |f: fn(&StateEvent) -> &str| prev.is_some_and(|x| f(x) == f(e));
+        for f in [
+            (|x: &StateEvent| x.session_key.as_str()) as fn(&StateEvent) -> &str,
+            |x| x.agent_id.as_str(),
+            |x| x.kind.as_str(),
+            |x| x.actor_type.as_str(),
+        ] {
+            if same(f) {
+                p.num(f64::from(SAME));
+            } else {
+                p.text(f(e));
+            }
+        }
+        for v in [&e.actor_id, &e.run_id, &e.session_id] {
+            match v {
+                Some(v) => p.text(v),
+                None => p.num(f64::from(ABSENT)),
+            }
+        }
+        p.text(&e.summary);
+        match payload_json(e) {
+            Some(json) => {
+                if payloads.len() > 1 {
+                    payloads.push(',');
+                }
+                payloads.push_str(json);
+                p.num(1.0);
+            }
+            None => p.num(0.0),
+        }
+        prev = Some(e);
+    }
+    payloads.push(']');
+    p.finish((payloads.len() > 2).then_some(payloads))
+}
+
+/// One event as a string: [`EVENT_SLOTS`] UTF-16 length slots ([`EVENT_SLOT_ABSENT`] for an
+/// absent field), then the fields in [`EVENT_FIELD_ORDER`]. An event with a field too long for
+/// a slot goes out as one event row instead.
+pub fn event(e: &StateEvent) -> PackedEvent {
+    let sequence = e.sequence.to_string();
+    let occurred_at = e.occurred_at.to_string();
+    let fields = [
+        Some(e.session_key.as_str()),
+        Some(e.agent_id.as_str()),
+        Some(e.kind.as_str()),
+        Some(e.actor_type.as_str()),
+        e.actor_id.as_deref(),
+        e.run_id.as_deref(),
+        e.session_id.as_deref(),
+        Some(e.summary.as_str()),
+        Some(sequence.as_str()),
+        Some(occurred_at.as_str()),
+        payload_json(e),
+    ];
+    let slots = EVENT_SLOTS as usize;
+    let mut text: Vec<u16> = Vec::with_capacity(slots + 160);
+    text.resize(slots, EVENT_SLOT_ABSENT as u16);
+    for i in EVENT_FIELD_ORDER {
+        if let Some(f) = fields[i] {
+            let start = text.len();
+            text.extend(f.encode_utf16());
+            match u16::try_from(text.len() - start) {
+                Ok(len) if u32::from(len) < EVENT_SLOT_ABSENT => text[i] = len,
+                _ => return Either::B(events(std::slice::from_ref(e))),
+            }
+        }
+    }
+    Either::A(Utf16String::from(text))
+}
+
+/// The `changesSince` result.
+pub fn changes(c: &Changes) -> PackedChanges {
+    PackedChanges {
+        rows: events(&c.events),
+        state_version: c.state_version,
+        truncated: c.truncated,
+        earliest_available_sequence: c.earliest_available_sequence,
+        history_gap: c.history_gap,
+    }
+}
+
+/// `stateVersions` rows: the lengths of the session key and the agent ([`SAME`] when equal to
+/// the row before), then the version.
+pub fn versions(rows: &[(String, String, i64)]) -> PackedRows {
+    let mut p = Packer::with_capacity(rows.len() * VERSION_STRIDE as usize);
+    let mut last_agent: Option<&str> = None;
+    for (key, agent, version) in rows {
+        p.text(key);
+        if last_agent == Some(agent.as_str()) {
+            p.num(f64::from(SAME));
+        } else {
+            p.text(agent);
+            last_agent = Some(agent);
+        }
+        p.num(*version as f64);
+    }
+    p.finish(None)
+}
+
+/// Notice rows of one watcher: the lengths of the target key, then `changesSince`, the
+/// lengths of the text and the context key.
+pub fn notices(notices: &[Notice]) -> PackedRows {
+    let mut p = Packer::with_capacity(notices.len() * NOTICE_STRIDE as usize);
+    for n in notices {
+        p.text(&n.target_key);
+        p.num(n.changes_since as f64);
+        p.text(&n.text);
+        p.text(&n.context_key);
+    }
+    p.finish(None)
+}
+
+/// The stored payload if it is JSON, else `None` (only another writer could store such a row;
+/// it was always left out). Checked without building it.
+fn payload_json(e: &StateEvent) -> Option<&str> {
+    let json = e.payload_json.as_deref()?;
+    serde_json::from_str::<&serde_json::value::RawValue>(json)
+        .ok()
+        .map(|_| json)
+}
