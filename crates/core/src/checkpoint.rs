@@ -24,8 +24,8 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Error, Result};
 use crate::exclusive::FileGuard;
+use crate::hooks::ErrorSink;
 use crate::runtime;
-use crate::store::ErrorSink;
 
 /// New WAL frames after which a background checkpoint is due: SQLite's own default for its
 /// automatic one.
