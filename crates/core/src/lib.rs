@@ -36,6 +36,7 @@ pub mod checkpoint;
 pub mod cursors;
 pub mod error;
 pub mod event;
+pub mod inert;
 pub mod inspect;
 pub mod keys;
 pub mod log;

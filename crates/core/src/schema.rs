@@ -83,6 +83,7 @@ pub fn open(path: &str, busy_timeout_ms: u32) -> Result<Connection> {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     configure(&conn, busy_timeout_ms)?;
+    crate::inert::register(&conn)?;
     Ok(conn)
 }
 

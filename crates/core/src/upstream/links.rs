@@ -57,7 +57,10 @@ pub fn get(conn: &Connection, session_key: &str) -> Result<Option<Link>> {
         .optional()?)
 }
 
-/// The links with a local transcript whose session is watched (a cursor targets it).
+/// The links with a local transcript whose session is watched (a cursor targets it). A row
+/// the store would never write (§3: NULL where it writes a value, text that is not valid
+/// UTF-8, a number where it writes text) is left out: one bad row never stops the scan of
+/// the others.
 pub fn watched_local(conn: &Connection) -> Result<Vec<Link>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM session_upstream_links l WHERE transcript_path IS NOT NULL \
@@ -65,8 +68,17 @@ pub fn watched_local(conn: &Connection) -> Result<Vec<Link>> {
          ORDER BY session_key"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map([], read)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        match read(r) {
+            Ok(link) => out.push(link),
+            Err(rusqlite::Error::FromSqlConversionFailure(..))
+            | Err(rusqlite::Error::InvalidColumnType(..)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(out)
 }
 
 /// Inserts or replaces the link.
