@@ -480,14 +480,15 @@ pub const EXPIRE_CHUNK: i64 = 5000;
 
 /// Deletes the cursors not updated since `cutoff` (§10) among the rows with a rowid in
 /// `(after, after + span]`; a row without a numeric `updated_at` counts as never updated.
-/// Returns the (watcher, target) pairs deleted whose keys are text (only those can have a
-/// queued notice), and the `after` of the next chunk while rows remain past this one.
+/// Returns the (watcher, target) pairs deleted whose keys are valid UTF-8 text (only those
+/// can have a queued notice), how many rows it deleted in all, and the `after` of the next
+/// chunk while rows remain past this one.
 pub fn expire_chunk(
     conn: &Connection,
     cutoff: i64,
     after: i64,
     span: i64,
-) -> Result<(Vec<Pair>, Option<i64>)> {
+) -> Result<(Vec<Pair>, u64, Option<i64>)> {
     let end = after.saturating_add(span);
     let mut stmt = conn.prepare_cached(
         "DELETE FROM session_watch_cursors WHERE rowid > ?2 AND rowid <= ?3 \
@@ -495,8 +496,10 @@ pub fn expire_chunk(
          RETURNING watcher_session_key, target_session_key",
     )?;
     let mut expired = Vec::new();
+    let mut deleted = 0;
     let mut rows = stmt.query(params![cutoff, after, end])?;
     while let Some(r) = rows.next()? {
+        deleted += 1;
         let pair = (inert::text(r.get_ref(0)?), inert::text(r.get_ref(1)?));
         if let (Some(w), Some(t)) = pair {
             expired.push((w.to_owned(), t.to_owned()));
@@ -506,7 +509,7 @@ pub fn expire_chunk(
     let more = conn
         .prepare_cached("SELECT 1 FROM session_watch_cursors WHERE rowid > ?1 LIMIT 1")?
         .exists([end])?;
-    Ok((expired, more.then_some(end)))
+    Ok((expired, deleted, more.then_some(end)))
 }
 
 #[cfg(test)]
@@ -531,7 +534,7 @@ mod tests {
         let mut chunks = 0;
         let mut expired = Vec::new();
         loop {
-            let (gone, next) = expire_chunk(&conn, 50, after, 10)?;
+            let (gone, _, next) = expire_chunk(&conn, 50, after, 10)?;
             expired.extend(gone.into_iter().map(|(w, _)| w));
             chunks += 1;
             match next {

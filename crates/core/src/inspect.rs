@@ -489,9 +489,9 @@ fn cursors(
     let mut rows: Vec<CursorRow> = conn
         .prepare(concat!(
             "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
-             notified_sequence, material_sequence, provenance, updated_at, ",
+             notified_sequence, material_sequence, provenance, updated_at, coalesce((",
             crate::inert::live_cursor!(),
-            " FROM session_watch_cursors ORDER BY watcher_session_key, target_session_key"
+            "), 0) FROM session_watch_cursors ORDER BY watcher_session_key, target_session_key"
         ))?
         .query_map([], |r| {
             live.push(r.get::<_, bool>(7)?);

@@ -510,7 +510,7 @@ impl Store {
             let mut guard = self.lock_conn()?;
             let conn = guard.as_mut().expect("checked open");
             let tx = Tx::immediate(conn)?;
-            let (expired, next) =
+            let (expired, deleted, next) =
                 cursors::expire_chunk(&tx, age_cutoff, after, cursors::EXPIRE_CHUNK)?;
             tx.commit()?;
             {
@@ -523,7 +523,7 @@ impl Store {
             if background {
                 self.yield_to_waiters();
             }
-            report.cursors_deleted += expired.len() as u64;
+            report.cursors_deleted += deleted;
             match next {
                 Some(n) => after = n,
                 None => break,
