@@ -441,3 +441,66 @@ fn the_row_cap_deletes_rows_that_never_age_out() {
     assert_eq!(fx.head_row(T, "main"), Some((3, 2)));
     fx.assert_no_error();
 }
+
+#[test]
+fn the_upstream_scan_skips_link_rows_it_cannot_read() {
+    use session_awareness_core::upstream::AdoptInput;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.sqlite");
+    let transcript = dir.path().join("session.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let human = "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n";
+    {
+        let fx = Fixture::open(path.to_str().unwrap(), Some(path.clone()), opts());
+        let link = AdoptInput {
+            source: "claude".into(),
+            transcript_path: Some(transcript.to_str().unwrap().into()),
+            ..Default::default()
+        };
+        assert_eq!(fx.store.adopt(T, link, T0).unwrap().unwrap().sequence, 1);
+        assert!(fx.store.watch(W, T, Provenance::Explicit, T0).unwrap());
+        fx.store.close();
+    }
+    let raw = Connection::open(&path).unwrap();
+    // Two watched sessions whose links hold text that is not valid UTF-8.
+    for (key, source, transcript) in [
+        (
+            "agent:main:u",
+            "'claude'",
+            "CAST(x'2f746d702f78ff' AS TEXT)",
+        ),
+        (
+            "agent:main:v",
+            "CAST(x'636cff' AS TEXT)",
+            "'/tmp/none.jsonl'",
+        ),
+    ] {
+        raw.execute(
+            &format!(
+                "INSERT INTO session_upstream_links (session_key, agent_id, source, \
+                 transcript_path, created_at, updated_at) \
+                 VALUES ('{key}', 'main', {source}, {transcript}, ?1, ?1)"
+            ),
+            [T0],
+        )
+        .unwrap();
+        raw.execute(
+            "INSERT INTO session_watch_cursors VALUES (?1, ?2, 0, 0, 0, 'explicit', ?3)",
+            rusqlite::params![W, key, T0],
+        )
+        .unwrap();
+    }
+    let links_before = snapshot(&raw, "session_upstream_links");
+    drop(raw);
+    let fx = Fixture::open(path.to_str().unwrap(), Some(path.clone()), opts());
+    std::fs::write(&transcript, human).unwrap();
+    let events = fx.store.scan_upstream(T0).unwrap();
+    assert_eq!(seqs(&events), [2], "the readable link is still scanned");
+    assert_eq!(events[0].session_key, T);
+    fx.assert_no_error();
+    fx.store.close();
+    let raw = Connection::open(&path).unwrap();
+    let links_after = snapshot(&raw, "session_upstream_links");
+    // The readable link moved its offset; the two unreadable ones are as written.
+    assert_eq!(links_after[1..], links_before[1..]);
+}

@@ -71,11 +71,9 @@ pub fn watched_local(conn: &Connection) -> Result<Vec<Link>> {
     let mut rows = stmt.query([])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
-        match read(r) {
-            Ok(link) => out.push(link),
-            Err(rusqlite::Error::FromSqlConversionFailure(..))
-            | Err(rusqlite::Error::InvalidColumnType(..)) => {}
-            Err(e) => return Err(e.into()),
+        // The row is already read: an error here is one of its values, not of the database.
+        if let Ok(link) = read(r) {
+            out.push(link);
         }
     }
     Ok(out)
