@@ -132,6 +132,19 @@ fn exists(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
         .exists([watcher, target])?)
 }
 
+/// True when a live cursor (§3) targets `target` (`onlyIfWatched`, §5).
+pub fn is_watched(conn: &Connection, target: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(concat!(
+            "SELECT 1 FROM session_watch_cursors WHERE target_session_key = ?1 AND ",
+            live_cursor!(),
+            " AND ",
+            within_head!(),
+            " LIMIT 1"
+        ))?
+        .exists([target])?)
+}
+
 /// Spawn edge (§6 step 5): L = N = M = `sequence`, provenance kept or `explicit`.
 /// Returns true when a cursor existed (its pending notice, if any, must be dropped).
 ///
@@ -447,12 +460,17 @@ pub fn on_target(conn: &Connection, target: &str) -> Result<Vec<Pending>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Deletes one cursor. Returns true if it existed.
+/// Deletes one cursor (`unwatch`). Returns true if it existed. An inert row of the pair (§3)
+/// is no cursor: it is left for retention, and gives false.
 pub fn delete(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
     Ok(conn
-        .prepare_cached(
-            "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
-        )?
+        .prepare_cached(concat!(
+            "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 \
+             AND target_session_key = ?2 AND ",
+            live_cursor!(),
+            " AND ",
+            within_head!()
+        ))?
         .execute([watcher, target])?
         == 1)
 }

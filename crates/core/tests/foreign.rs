@@ -241,8 +241,21 @@ fn run(loose: bool, h: &Hostile) -> usize {
         0,
         "{ctx}"
     );
+    for (watcher, target) in [
+        ("global", T),
+        (T, T),
+        ("agent:main:w2", T),
+        ("agent:main:w4", T),
+        (W, "global"),
+    ] {
+        assert!(
+            !fx.store.unwatch(watcher, target).unwrap(),
+            "{ctx} {watcher} -> {target}"
+        );
+    }
     step("peek");
     step("acknowledge");
+    step("unwatch");
     // A cursor without a usable updated_at counts as never updated: the automatic prune of
     // the first record expired it.
     let expires_now = h.name == "null updated_at";
@@ -407,8 +420,8 @@ fn every_path_leaves_hostile_rows_inert() {
     }
     // The matrix: hostile rows (both table variants) × paths.
     assert_eq!(rows, 2 * 13 + 2 * 18 + 6 + 6);
-    assert_eq!(cells, rows * 16);
-    println!("foreign-row matrix: {rows} rows x 16 paths = {cells} cells");
+    assert_eq!(cells, rows * 17);
+    println!("foreign-row matrix: {rows} rows x 17 paths = {cells} cells");
 }
 
 #[test]
@@ -503,4 +516,48 @@ fn the_upstream_scan_skips_link_rows_it_cannot_read() {
     let links_after = snapshot(&raw, "session_upstream_links");
     // The readable link moved its offset; the two unreadable ones are as written.
     assert_eq!(links_after[1..], links_before[1..]);
+}
+
+#[test]
+fn watch_and_a_spawn_edge_replace_an_inert_row_of_their_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.sqlite");
+    let h = CURSORS
+        .iter()
+        .find(|h| h.name == "unknown provenance")
+        .unwrap();
+    build(&path, false, h);
+    let fx = Fixture::open(path.to_str().unwrap(), Some(path.clone()), opts());
+    // The pair is named explicitly: the row becomes a cursor seeded at T's head (1).
+    assert!(fx
+        .store
+        .watch("agent:main:w2", T, Provenance::AmbientGroup, T0 + 5)
+        .unwrap());
+    let c = fx.cursor("agent:main:w2", T).unwrap();
+    assert_eq!(
+        (
+            c.last_seen,
+            c.notified,
+            c.material,
+            c.provenance,
+            c.updated_at
+        ),
+        (1, 1, 1, Provenance::AmbientGroup, T0 + 5)
+    );
+    // An unknown provenance under a spawn edge becomes explicit.
+    fx.conn()
+        .execute(
+            "INSERT INTO session_watch_cursors VALUES ('agent:main:w3', ?1, 0, 0, 0, 'bogus', ?2)",
+            rusqlite::params![T, T0],
+        )
+        .unwrap();
+    let mut spawn = input(T, "child_spawned");
+    spawn.watchers = vec!["agent:main:w3".into()];
+    let seq = fx.record(spawn, T0).sequence;
+    let c = fx.cursor("agent:main:w3", T).unwrap();
+    assert_eq!(
+        (c.last_seen, c.notified, c.material, c.provenance),
+        (seq, seq, seq, Provenance::Explicit)
+    );
+    fx.assert_no_error();
 }
