@@ -5,11 +5,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
 use crate::inert::{self, live_cursor, within_head};
 use crate::keys::{self, SessionKey};
+use crate::log;
 
 /// Where a cursor came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -138,7 +140,6 @@ pub fn is_watched(conn: &Connection, target: &str) -> Result<bool> {
         .prepare_cached(concat!(
             "SELECT 1 FROM session_watch_cursors WHERE target_session_key = ?1 AND ",
             live_cursor!(),
-            " AND ",
             within_head!(),
             " LIMIT 1"
         ))?
@@ -187,11 +188,9 @@ pub fn material_update(
         "UPDATE session_watch_cursors SET \
          notified_sequence = CASE WHEN notified_sequence = last_seen_sequence THEN ?2 ELSE notified_sequence END, \
          material_sequence = ?2, updated_at = ?4 \
-         WHERE target_session_key = ?1 AND watcher_session_key IS NOT ?3 \
-         AND min(last_seen_sequence, notified_sequence, material_sequence) >= 0 \
-         AND max(last_seen_sequence, notified_sequence, material_sequence) < ?2 AND ",
+         WHERE target_session_key = ?1 AND watcher_session_key IS NOT ?3 AND ",
         live_cursor!(),
-        " RETURNING watcher_session_key, last_seen_sequence, notified_sequence, provenance"
+        "?2 - 1) RETURNING watcher_session_key, last_seen_sequence, notified_sequence, provenance"
     ))?;
     let rows = stmt.query_map(params![&**target, sequence, actor_id, now], |r| {
         Ok(Pending {
@@ -256,7 +255,6 @@ pub fn watch(
                  provenance = CASE WHEN ?4 = 'explicit' THEN 'explicit' ELSE provenance END \
                  WHERE watcher_session_key = ?1 AND target_session_key = ?2 AND ",
             live_cursor!(),
-            " AND ",
             within_head!()
         ))?
         .execute(params![watcher, target, now, provenance.as_str()])?;
@@ -324,7 +322,6 @@ pub fn watchers_behind(conn: &Connection) -> Result<Vec<String>> {
         "SELECT DISTINCT watcher_session_key FROM session_watch_cursors \
          WHERE material_sequence > last_seen_sequence AND ",
         live_cursor!(),
-        " AND ",
         within_head!(),
         " ORDER BY 1"
     ))?;
@@ -336,77 +333,89 @@ pub fn watchers_behind(conn: &Connection) -> Result<Vec<String>> {
 /// `only`. Returns the pending cursors in ascending order of N. Inert rows (§3) are neither
 /// written nor returned.
 ///
-/// Only the cursors whose N moves are written: a gateway that restarts with many notices
-/// already frozen re-queues them without rewriting the table.
+/// The rows are checked here, not in SQL, with each target's head read once: a sweep over
+/// 100,000 cursors costs one pass over them. Only the cursors whose N moves are written: a
+/// gateway that restarts with many notices already frozen re-queues them without rewriting
+/// the table.
 pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pending>> {
+    const COLUMNS: &str = "SELECT rowid, watcher_session_key, target_session_key, \
+         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at \
+         FROM session_watch_cursors WHERE material_sequence > last_seen_sequence";
     // The cursors of one target share one string, as they do when a record queues them.
-    let mut targets: HashMap<String, Arc<str>> = HashMap::new();
-    let mut map = |r: &rusqlite::Row<'_>| {
-        let target: String = r.get(1)?;
-        let target = match targets.get(&target) {
-            Some(t) => Arc::clone(t),
+    let mut targets: HashMap<String, (Arc<str>, i64)> = HashMap::new();
+    let mut out = Vec::new();
+    let mut moved = Vec::new();
+    let mut visit = |r: &rusqlite::Row<'_>| -> Result<()> {
+        let (watcher, target) = (r.get_ref(1)?, r.get_ref(2)?);
+        let Some(t) = inert::text(target) else {
+            return Ok(());
+        };
+        let (shared, head) = match targets.get(t) {
+            Some((shared, head)) => (Arc::clone(shared), *head),
             None => {
-                let t: Arc<str> = Arc::from(target.as_str());
-                targets.insert(target, Arc::clone(&t));
-                t
+                let head = match SessionKey::classify(t).agent() {
+                    Some(agent) => log::head(conn, t, agent)?.last_sequence,
+                    None => 0,
+                };
+                let shared: Arc<str> = Arc::from(t);
+                targets.insert(t.to_owned(), (Arc::clone(&shared), head));
+                (shared, head)
             }
         };
-        Ok(Pending {
-            watcher: r.get(0)?,
-            target,
-            last_seen: r.get(2)?,
-            notified: r.get(3)?,
-            provenance: provenance_col(r.get(4)?)?,
-        })
+        let positions = [r.get_ref(3)?, r.get_ref(4)?, r.get_ref(5)?];
+        let provenance = r.get_ref(6)?;
+        if !inert::live(
+            [watcher, target],
+            positions,
+            provenance,
+            r.get_ref(7)?,
+            head,
+        ) {
+            return Ok(());
+        }
+        let (notified, material): (i64, i64) = (r.get(4)?, r.get(5)?);
+        if notified != material {
+            moved.push(r.get::<_, i64>(0)?);
+        }
+        out.push(Pending {
+            watcher: r.get(1)?,
+            target: shared,
+            last_seen: r.get(3)?,
+            notified: material,
+            provenance: match provenance {
+                ValueRef::Text(b"ambient-group") => Provenance::AmbientGroup,
+                _ => Provenance::Explicit,
+            },
+        });
+        Ok(())
     };
-    let mut out = Vec::new();
     match only {
         None => {
-            conn.prepare_cached(concat!(
-                "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
-                 WHERE material_sequence > last_seen_sequence \
-                 AND notified_sequence != material_sequence AND ",
-                live_cursor!(),
-                " AND ",
-                within_head!()
-            ))?
-            .execute([])?;
-            let mut select = conn.prepare_cached(concat!(
-                "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
-                 material_sequence, provenance FROM session_watch_cursors \
-                 WHERE material_sequence > last_seen_sequence AND ",
-                live_cursor!(),
-                " AND ",
-                within_head!()
-            ))?;
-            for p in select.query_map([], &mut map)? {
-                out.push(p?);
+            let mut select = conn.prepare_cached(COLUMNS)?;
+            let mut rows = select.query([])?;
+            while let Some(r) = rows.next()? {
+                visit(r)?;
             }
         }
         Some(watchers) => {
-            let mut freeze = conn.prepare_cached(concat!(
-                "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
-                 WHERE watcher_session_key = ?1 AND material_sequence > last_seen_sequence \
-                 AND notified_sequence != material_sequence AND ",
-                live_cursor!(),
-                " AND ",
-                within_head!()
-            ))?;
-            let mut select = conn.prepare_cached(concat!(
-                "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
-                 material_sequence, provenance FROM session_watch_cursors \
-                 WHERE watcher_session_key = ?1 AND material_sequence > last_seen_sequence AND ",
-                live_cursor!(),
-                " AND ",
-                within_head!()
-            ))?;
+            let mut select =
+                conn.prepare_cached(&format!("{COLUMNS} AND watcher_session_key = ?1"))?;
             for w in watchers {
-                freeze.execute([w])?;
-                for p in select.query_map([w], &mut map)? {
-                    out.push(p?);
+                let mut rows = select.query([w])?;
+                while let Some(r) = rows.next()? {
+                    visit(r)?;
                 }
             }
         }
+    }
+    if !moved.is_empty() {
+        // One statement for every row that moves, however many.
+        let rowids = serde_json::to_string(&moved).map_err(|e| Error::invalid(e.to_string()))?;
+        conn.prepare_cached(
+            "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
+             WHERE rowid IN (SELECT value FROM json_each(?1))",
+        )?
+        .execute([rowids])?;
     }
     out.sort_by(|a, b| {
         (a.notified, &a.watcher, &a.target).cmp(&(b.notified, &b.watcher, &b.target))
@@ -421,7 +430,6 @@ pub fn pending_of(conn: &Connection, watcher: &str) -> Result<Vec<Pending>> {
          FROM session_watch_cursors WHERE watcher_session_key = ?1 \
          AND notified_sequence != last_seen_sequence AND ",
         live_cursor!(),
-        " AND ",
         within_head!(),
         " ORDER BY notified_sequence, target_session_key"
     ))?;
@@ -443,7 +451,6 @@ pub fn on_target(conn: &Connection, target: &str) -> Result<Vec<Pending>> {
         "SELECT watcher_session_key, last_seen_sequence, notified_sequence, provenance \
          FROM session_watch_cursors WHERE target_session_key = ?1 AND ",
         live_cursor!(),
-        " AND ",
         within_head!(),
         " ORDER BY watcher_session_key"
     ))?;
@@ -468,7 +475,6 @@ pub fn delete(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
             "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 \
              AND target_session_key = ?2 AND ",
             live_cursor!(),
-            " AND ",
             within_head!()
         ))?
         .execute([watcher, target])?

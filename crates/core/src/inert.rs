@@ -4,9 +4,9 @@
 //! summary or payload the store would not accept, `payload_json` that is not a JSON object.
 //!
 //! They are never notified, advanced, acknowledged or re-queued, and no read fails on them.
-//! Cursor rows are filtered in SQL ([`LIVE_CURSOR`], [`WITHIN_HEAD`]), with the key shape
-//! checked by a function registered on each connection ([`register`]); event rows are read
-//! as raw values and checked here ([`event_of`]).
+//! Cursor rows are filtered in SQL by a function registered on each connection
+//! ([`register`], [`LIVE_CURSOR`]), or read as raw values and checked with [`live`]; event
+//! rows are read as raw values and checked with [`event_of`].
 
 use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
@@ -19,52 +19,68 @@ use crate::keys;
 /// hold a cursor (agent-qualified, §4), else 0 (bare, empty, NULL, a number or a blob).
 pub const WATCHABLE_FN: &str = "session_state_watchable";
 
-/// The SQL of [`LIVE_CURSOR`], for `concat!` into the store's cached statements.
+/// The SQL function `session_state_live(watcher, target, L, N, M, provenance, updated_at,
+/// bound)`: 1 when a cursor row is one the store could have written (see [`live`]), else 0.
+pub const LIVE_FN: &str = "session_state_live";
+
+/// The start of a call of [`LIVE_FN`] on the columns of `session_watch_cursors`
+/// (unqualified), for `concat!` into the store's cached statements: the caller appends the
+/// bound and the closing parenthesis, as [`within_head!`] does.
 macro_rules! live_cursor {
     () => {
-        "typeof(last_seen_sequence) = 'integer' \
-         AND typeof(notified_sequence) = 'integer' AND typeof(material_sequence) = 'integer' \
-         AND typeof(updated_at) = 'integer' AND provenance IN ('explicit', 'ambient-group') \
-         AND watcher_session_key != target_session_key \
-         AND session_state_watchable(watcher_session_key) \
-         AND session_state_watchable(target_session_key)"
+        "session_state_live(watcher_session_key, target_session_key, last_seen_sequence, \
+         notified_sequence, material_sequence, provenance, updated_at, "
     };
 }
 pub(crate) use live_cursor;
 
-/// The SQL of [`WITHIN_HEAD`], for `concat!` into the store's cached statements.
+/// The bound of [`live_cursor!`] that most paths use, and the closing parenthesis: the
+/// target's head under the target key's own agent (the text between `agent:` and the next
+/// colon), 0 when it has none.
 macro_rules! within_head {
     () => {
-        "min(last_seen_sequence, notified_sequence, material_sequence) >= 0 \
-         AND max(last_seen_sequence, notified_sequence, material_sequence) <= coalesce(( \
-         SELECT h.last_sequence FROM session_state_heads h \
+        "coalesce((SELECT h.last_sequence FROM session_state_heads h \
          WHERE h.session_key = target_session_key \
          AND h.agent_id = substr(target_session_key, 7, instr(substr(target_session_key, 7), ':') - 1) \
-         AND typeof(h.last_sequence) = 'integer'), 0)"
+         AND typeof(h.last_sequence) = 'integer'), 0))"
     };
 }
 pub(crate) use within_head;
 
-/// The conditions a row of `session_watch_cursors` meets when the store could have written
-/// it (columns unqualified): integer positions and time, a known provenance, two different
-/// agent-qualified keys. Needs [`register`] on the connection.
-pub const LIVE_CURSOR: &str = live_cursor!();
+/// The condition a row of `session_watch_cursors` meets when the store could have written
+/// it, positions bounded by the target's head. Needs [`register`] on the connection.
+pub const LIVE_CURSOR: &str = concat!(live_cursor!(), within_head!());
 
-/// A live cursor's positions lie in `[0, head]`, the head being the target's under the
-/// target key's own agent (the text between `agent:` and the next colon).
-pub const WITHIN_HEAD: &str = within_head!();
-
-/// Registers [`WATCHABLE_FN`] on `conn`. Every connection that runs the store's cursor
-/// queries needs it.
+/// Registers [`WATCHABLE_FN`] and [`LIVE_FN`] on `conn`. Every connection that runs the
+/// store's cursor queries needs them.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
-    conn.create_scalar_function(
-        WATCHABLE_FN,
-        1,
-        FunctionFlags::SQLITE_UTF8
-            | FunctionFlags::SQLITE_DETERMINISTIC
-            | FunctionFlags::SQLITE_INNOCUOUS,
-        |ctx| Ok(watchable(ctx.get_raw(0))),
-    )
+    let flags = FunctionFlags::SQLITE_UTF8
+        | FunctionFlags::SQLITE_DETERMINISTIC
+        | FunctionFlags::SQLITE_INNOCUOUS;
+    conn.create_scalar_function(WATCHABLE_FN, 1, flags, |ctx| Ok(watchable(ctx.get_raw(0))))?;
+    conn.create_scalar_function(LIVE_FN, 8, flags, |ctx| {
+        let v = |i| ctx.get_raw(i);
+        let bound = integer(v(7)).unwrap_or(-1);
+        Ok(live([v(0), v(1)], [v(2), v(3), v(4)], v(5), v(6), bound))
+    })
+}
+
+/// True when a cursor row is one the store could have written: two different
+/// agent-qualified UTF-8 keys, integer positions in `[0, bound]`, a known provenance and an
+/// integer `updated_at`.
+pub fn live(
+    keys: [ValueRef<'_>; 2],
+    positions: [ValueRef<'_>; 3],
+    provenance: ValueRef<'_>,
+    updated_at: ValueRef<'_>,
+    bound: i64,
+) -> bool {
+    let in_range = |p: ValueRef<'_>| integer(p).is_some_and(|p| (0..=bound).contains(&p));
+    positions.into_iter().all(in_range)
+        && matches!(provenance, ValueRef::Text(b"explicit" | b"ambient-group"))
+        && matches!(updated_at, ValueRef::Integer(_))
+        && keys[0] != keys[1]
+        && keys.into_iter().all(watchable)
 }
 
 /// True when a stored key may hold a cursor: valid UTF-8 text, agent-qualified.

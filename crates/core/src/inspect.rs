@@ -491,7 +491,7 @@ fn cursors(
             "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
              notified_sequence, material_sequence, provenance, updated_at, coalesce((",
             crate::inert::live_cursor!(),
-            "), 0) FROM session_watch_cursors ORDER BY watcher_session_key, target_session_key"
+            "9223372036854775807)), 0) FROM session_watch_cursors ORDER BY watcher_session_key, target_session_key"
         ))?
         .query_map([], |r| {
             live.push(r.get::<_, bool>(7)?);
