@@ -342,7 +342,8 @@ pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pendin
          last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at \
          FROM session_watch_cursors WHERE material_sequence > last_seen_sequence";
     // The cursors of one target share one string, as they do when a record queues them.
-    let mut targets: HashMap<String, (Arc<str>, i64)> = HashMap::new();
+    let mut targets: HashMap<String, (Arc<str>, i64), foldhash::fast::RandomState> =
+        HashMap::default();
     let mut out = Vec::new();
     let mut moved = Vec::new();
     let mut visit = |r: &rusqlite::Row<'_>| -> Result<()> {
@@ -378,7 +379,8 @@ pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pendin
             moved.push(r.get::<_, i64>(0)?);
         }
         out.push(Pending {
-            watcher: r.get(1)?,
+            // Valid UTF-8: `live` checked it.
+            watcher: inert::text(watcher).unwrap_or_default().to_owned(),
             target: shared,
             last_seen: r.get(3)?,
             notified: material,
