@@ -377,12 +377,7 @@ impl Store {
         if v.only_if_watched && v.watchers.is_empty() {
             // A read outside the write lock: a watch racing with this record simply lands
             // after it.
-            let watched = watchable
-                && conn
-                    .prepare_cached(
-                        "SELECT 1 FROM session_watch_cursors WHERE target_session_key = ?1 LIMIT 1",
-                    )?
-                    .exists([target])?;
+            let watched = watchable && cursors::is_watched(conn, target)?;
             if !watched {
                 return Ok(None);
             }
@@ -545,7 +540,7 @@ impl Store {
             let mut guard = self.lock_conn()?;
             let conn = guard.as_mut().expect("checked open");
             let tx = Tx::immediate(conn)?;
-            let (expired, next) =
+            let (expired, deleted, next) =
                 cursors::expire_chunk(&tx, age_cutoff, after, cursors::EXPIRE_CHUNK)?;
             tx.commit()?;
             {
@@ -558,7 +553,7 @@ impl Store {
             if background {
                 self.yield_to_waiters();
             }
-            report.cursors_deleted += expired.len() as u64;
+            report.cursors_deleted += deleted;
             match next {
                 Some(n) => after = n,
                 None => break,
