@@ -5,9 +5,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
+use crate::inert::{self, live_cursor, within_head};
+use crate::keys::{self, SessionKey};
+use crate::log;
 
 /// Where a cursor came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,29 +87,70 @@ fn provenance_col(s: String) -> rusqlite::Result<Provenance> {
     })
 }
 
-/// Reads one cursor.
+/// Reads one cursor, if it is live: an inert row (§3) reads as none.
 pub fn get(conn: &Connection, watcher: &str, target: &str) -> Result<Option<Cursor>> {
-    Ok(conn
+    if watcher == target || !keys::is_watchable(watcher) || !keys::is_watchable(target) {
+        return Ok(None);
+    }
+    let row = conn
         .prepare_cached(
-            "SELECT last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at \
+            "SELECT last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
+             coalesce((SELECT h.last_sequence FROM session_state_heads h \
+             WHERE h.session_key = ?2 AND h.agent_id = ?3 AND typeof(h.last_sequence) = 'integer'), 0) \
              FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
         )?
-        .query_row([watcher, target], |r| {
-            Ok(Cursor {
-                watcher: watcher.to_owned(),
-                target: target.to_owned(),
-                last_seen: r.get(0)?,
-                notified: r.get(1)?,
-                material: r.get(2)?,
-                provenance: provenance_col(r.get(3)?)?,
-                updated_at: r.get(4)?,
-            })
-        })
-        .optional()?)
+        .query_row(
+            params![watcher, target, SessionKey::classify(target).agent()],
+            |r| {
+                let int = |i: usize| -> rusqlite::Result<Option<i64>> { Ok(inert::integer(r.get_ref(i)?)) };
+                let provenance = inert::text(r.get_ref(3)?).and_then(|p| Provenance::parse(p).ok());
+                Ok((int(0)?, int(1)?, int(2)?, provenance, int(4)?, r.get::<_, i64>(5)?))
+            },
+        )
+        .optional()?;
+    let Some((Some(l), Some(n), Some(m), Some(provenance), Some(updated_at), head)) = row else {
+        return Ok(None);
+    };
+    if l.min(n).min(m) < 0 || l.max(n).max(m) > head {
+        return Ok(None);
+    }
+    Ok(Some(Cursor {
+        watcher: watcher.to_owned(),
+        target: target.to_owned(),
+        last_seen: l,
+        notified: n,
+        material: m,
+        provenance,
+        updated_at,
+    }))
+}
+
+/// True when a row for the pair exists, live or inert.
+fn exists(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+        )?
+        .exists([watcher, target])?)
+}
+
+/// True when a live cursor (§3) targets `target` (`onlyIfWatched`, §5).
+pub fn is_watched(conn: &Connection, target: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(concat!(
+            "SELECT 1 FROM session_watch_cursors WHERE target_session_key = ?1 AND ",
+            live_cursor!(),
+            within_head!(),
+            " LIMIT 1"
+        ))?
+        .exists([target])?)
 }
 
 /// Spawn edge (§6 step 5): L = N = M = `sequence`, provenance kept or `explicit`.
 /// Returns true when a cursor existed (its pending notice, if any, must be dropped).
+///
+/// The spawn names the pair explicitly, so an inert row of the pair (§3) is replaced by the
+/// seeded cursor: every column is written, an unknown provenance becomes `explicit`.
 pub fn seed(
     conn: &Connection,
     watcher: &str,
@@ -113,14 +158,16 @@ pub fn seed(
     sequence: i64,
     now: i64,
 ) -> Result<bool> {
-    let existed = get(conn, watcher, target)?.is_some();
+    let existed = exists(conn, watcher, target)?;
     conn.prepare_cached(
         "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
          last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) \
          VALUES (?1, ?2, ?3, ?3, ?3, 'explicit', ?4) \
          ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
          last_seen_sequence = excluded.last_seen_sequence, notified_sequence = excluded.notified_sequence, \
-         material_sequence = excluded.material_sequence, updated_at = excluded.updated_at",
+         material_sequence = excluded.material_sequence, updated_at = excluded.updated_at, \
+         provenance = CASE WHEN provenance IN ('explicit', 'ambient-group') THEN provenance \
+         ELSE 'explicit' END",
     )?
     .execute(params![watcher, target, sequence, now])?;
     Ok(existed)
@@ -128,6 +175,8 @@ pub fn seed(
 
 /// Material event `sequence` on `target` (§7) for every cursor on it, except the one whose
 /// watcher caused it (self-suppression). Returns the cursors whose notice is pending after it.
+/// Inert rows (§3) are left as they are: `sequence` is the target's new head, so a live
+/// cursor's positions all lie below it.
 pub fn material_update(
     conn: &Connection,
     target: &Arc<str>,
@@ -135,13 +184,14 @@ pub fn material_update(
     actor_id: Option<&str>,
     now: i64,
 ) -> Result<Vec<Pending>> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(concat!(
         "UPDATE session_watch_cursors SET \
          notified_sequence = CASE WHEN notified_sequence = last_seen_sequence THEN ?2 ELSE notified_sequence END, \
          material_sequence = ?2, updated_at = ?4 \
-         WHERE target_session_key = ?1 AND watcher_session_key IS NOT ?3 \
-         RETURNING watcher_session_key, last_seen_sequence, notified_sequence, provenance",
-    )?;
+         WHERE target_session_key = ?1 AND watcher_session_key IS NOT ?3 AND ",
+        live_cursor!(),
+        "?2 - 1) RETURNING watcher_session_key, last_seen_sequence, notified_sequence, provenance"
+    ))?;
     let rows = stmt.query_map(params![&**target, sequence, actor_id, now], |r| {
         Ok(Pending {
             watcher: r.get(0)?,
@@ -189,7 +239,8 @@ pub fn material_insert(
 
 /// `watch` (§7): seeds at `head` when there is no cursor; on an existing one refreshes
 /// `updated_at` and promotes `ambient-group` to `explicit` (never the reverse).
-/// Returns true when a new cursor was seeded.
+/// Returns true when a new cursor was seeded. The call names the pair explicitly, so an
+/// inert row of the pair (§3) is replaced by a seeded cursor, as if there were none.
 pub fn watch(
     conn: &Connection,
     watcher: &str,
@@ -199,11 +250,13 @@ pub fn watch(
     now: i64,
 ) -> Result<bool> {
     let updated = conn
-        .prepare_cached(
+        .prepare_cached(concat!(
             "UPDATE session_watch_cursors SET updated_at = ?3, \
-             provenance = CASE WHEN ?4 = 'explicit' THEN 'explicit' ELSE provenance END \
-             WHERE watcher_session_key = ?1 AND target_session_key = ?2",
-        )?
+                 provenance = CASE WHEN ?4 = 'explicit' THEN 'explicit' ELSE provenance END \
+                 WHERE watcher_session_key = ?1 AND target_session_key = ?2 AND ",
+            live_cursor!(),
+            within_head!()
+        ))?
         .execute(params![watcher, target, now, provenance.as_str()])?;
     if updated == 1 {
         return Ok(false);
@@ -211,7 +264,11 @@ pub fn watch(
     conn.prepare_cached(
         "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
          last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) \
-         VALUES (?1, ?2, ?3, ?3, ?3, ?4, ?5)",
+         VALUES (?1, ?2, ?3, ?3, ?3, ?4, ?5) \
+         ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
+         last_seen_sequence = excluded.last_seen_sequence, notified_sequence = excluded.notified_sequence, \
+         material_sequence = excluded.material_sequence, provenance = excluded.provenance, \
+         updated_at = excluded.updated_at",
     )?
     .execute(params![watcher, target, head, provenance.as_str(), now])?;
     Ok(true)
@@ -227,7 +284,7 @@ pub struct Acked {
 }
 
 /// Acknowledge (§7): L = old N; N = max(M, old N). A cursor with nothing pending (or none at
-/// all) is left alone and gives `None`.
+/// all, or an inert row, §3) is left alone and gives `None`.
 pub fn acknowledge(
     conn: &Connection,
     watcher: &str,
@@ -261,76 +318,106 @@ pub fn acknowledge(
 
 /// Watchers with material history past their acknowledged position (sweep candidates).
 pub fn watchers_behind(conn: &Connection) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(concat!(
         "SELECT DISTINCT watcher_session_key FROM session_watch_cursors \
-         WHERE material_sequence > last_seen_sequence ORDER BY 1",
-    )?;
+         WHERE material_sequence > last_seen_sequence AND ",
+        live_cursor!(),
+        within_head!(),
+        " ORDER BY 1"
+    ))?;
     let rows = stmt.query_map([], |r| r.get(0))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Sweep (§7): re-freezes N = M on every cursor with M > L, for all watchers or for `only`.
-/// Returns the pending cursors in ascending order of N.
+/// Sweep (§7): re-freezes N = M on every live cursor with M > L, for all watchers or for
+/// `only`. Returns the pending cursors in ascending order of N. Inert rows (§3) are neither
+/// written nor returned.
 ///
-/// Only the cursors whose N moves are written: a gateway that restarts with many notices
-/// already frozen re-queues them without rewriting the table.
+/// The rows are checked here, not in SQL, with each target's head read once: a sweep over
+/// 100,000 cursors costs one pass over them. Only the cursors whose N moves are written: a
+/// gateway that restarts with many notices already frozen re-queues them without rewriting
+/// the table.
 pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pending>> {
+    const COLUMNS: &str = "SELECT rowid, watcher_session_key, target_session_key, \
+         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at \
+         FROM session_watch_cursors WHERE material_sequence > last_seen_sequence";
     // The cursors of one target share one string, as they do when a record queues them.
-    let mut targets: HashMap<String, Arc<str>> = HashMap::new();
-    let mut map = |r: &rusqlite::Row<'_>| {
-        let target: String = r.get(1)?;
-        let target = match targets.get(&target) {
-            Some(t) => Arc::clone(t),
+    let mut targets: HashMap<String, (Arc<str>, i64), foldhash::fast::RandomState> =
+        HashMap::default();
+    let mut out = Vec::new();
+    let mut moved = Vec::new();
+    let mut visit = |r: &rusqlite::Row<'_>| -> Result<()> {
+        let (watcher, target) = (r.get_ref(1)?, r.get_ref(2)?);
+        let Some(t) = inert::text(target) else {
+            return Ok(());
+        };
+        let (shared, head) = match targets.get(t) {
+            Some((shared, head)) => (Arc::clone(shared), *head),
             None => {
-                let t: Arc<str> = Arc::from(target.as_str());
-                targets.insert(target, Arc::clone(&t));
-                t
+                let head = match SessionKey::classify(t).agent() {
+                    Some(agent) => log::head(conn, t, agent)?.last_sequence,
+                    None => 0,
+                };
+                let shared: Arc<str> = Arc::from(t);
+                targets.insert(t.to_owned(), (Arc::clone(&shared), head));
+                (shared, head)
             }
         };
-        Ok(Pending {
-            watcher: r.get(0)?,
-            target,
-            last_seen: r.get(2)?,
-            notified: r.get(3)?,
-            provenance: provenance_col(r.get(4)?)?,
-        })
+        let positions = [r.get_ref(3)?, r.get_ref(4)?, r.get_ref(5)?];
+        let provenance = r.get_ref(6)?;
+        if !inert::live(
+            [watcher, target],
+            positions,
+            provenance,
+            r.get_ref(7)?,
+            head,
+        ) {
+            return Ok(());
+        }
+        let (notified, material): (i64, i64) = (r.get(4)?, r.get(5)?);
+        if notified != material {
+            moved.push(r.get::<_, i64>(0)?);
+        }
+        out.push(Pending {
+            // Valid UTF-8: `live` checked it.
+            watcher: inert::text(watcher).unwrap_or_default().to_owned(),
+            target: shared,
+            last_seen: r.get(3)?,
+            notified: material,
+            provenance: match provenance {
+                ValueRef::Text(b"ambient-group") => Provenance::AmbientGroup,
+                _ => Provenance::Explicit,
+            },
+        });
+        Ok(())
     };
-    let mut out = Vec::new();
     match only {
         None => {
-            conn.prepare_cached(
-                "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
-                 WHERE material_sequence > last_seen_sequence \
-                 AND notified_sequence != material_sequence",
-            )?
-            .execute([])?;
-            let mut select = conn.prepare_cached(
-                "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
-                 material_sequence, provenance FROM session_watch_cursors \
-                 WHERE material_sequence > last_seen_sequence",
-            )?;
-            for p in select.query_map([], &mut map)? {
-                out.push(p?);
+            let mut select = conn.prepare_cached(COLUMNS)?;
+            let mut rows = select.query([])?;
+            while let Some(r) = rows.next()? {
+                visit(r)?;
             }
         }
         Some(watchers) => {
-            let mut freeze = conn.prepare_cached(
-                "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
-                 WHERE watcher_session_key = ?1 AND material_sequence > last_seen_sequence \
-                 AND notified_sequence != material_sequence",
-            )?;
-            let mut select = conn.prepare_cached(
-                "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
-                 material_sequence, provenance FROM session_watch_cursors \
-                 WHERE watcher_session_key = ?1 AND material_sequence > last_seen_sequence",
-            )?;
+            let mut select =
+                conn.prepare_cached(&format!("{COLUMNS} AND watcher_session_key = ?1"))?;
             for w in watchers {
-                freeze.execute([w])?;
-                for p in select.query_map([w], &mut map)? {
-                    out.push(p?);
+                let mut rows = select.query([w])?;
+                while let Some(r) = rows.next()? {
+                    visit(r)?;
                 }
             }
         }
+    }
+    if !moved.is_empty() {
+        // One statement for every row that moves, however many.
+        let rowids = serde_json::to_string(&moved).map_err(|e| Error::invalid(e.to_string()))?;
+        conn.prepare_cached(
+            "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
+             WHERE rowid IN (SELECT value FROM json_each(?1))",
+        )?
+        .execute([rowids])?;
     }
     out.sort_by(|a, b| {
         (a.notified, &a.watcher, &a.target).cmp(&(b.notified, &b.watcher, &b.target))
@@ -338,13 +425,16 @@ pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pendin
     Ok(out)
 }
 
-/// The watcher's pending cursors (N != L), in ascending order of N.
+/// The watcher's live pending cursors (N != L), in ascending order of N.
 pub fn pending_of(conn: &Connection, watcher: &str) -> Result<Vec<Pending>> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(concat!(
         "SELECT target_session_key, last_seen_sequence, notified_sequence, provenance \
          FROM session_watch_cursors WHERE watcher_session_key = ?1 \
-         AND notified_sequence != last_seen_sequence ORDER BY notified_sequence, target_session_key",
-    )?;
+         AND notified_sequence != last_seen_sequence AND ",
+        live_cursor!(),
+        within_head!(),
+        " ORDER BY notified_sequence, target_session_key"
+    ))?;
     let rows = stmt.query_map([watcher], |r| {
         Ok(Pending {
             watcher: watcher.to_owned(),
@@ -357,12 +447,15 @@ pub fn pending_of(conn: &Connection, watcher: &str) -> Result<Vec<Pending>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Every cursor on `target`, pending or not (`notified != last_seen` tells), by watcher.
+/// Every live cursor on `target`, pending or not (`notified != last_seen` tells), by watcher.
 pub fn on_target(conn: &Connection, target: &str) -> Result<Vec<Pending>> {
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.prepare_cached(concat!(
         "SELECT watcher_session_key, last_seen_sequence, notified_sequence, provenance \
-         FROM session_watch_cursors WHERE target_session_key = ?1 ORDER BY watcher_session_key",
-    )?;
+         FROM session_watch_cursors WHERE target_session_key = ?1 AND ",
+        live_cursor!(),
+        within_head!(),
+        " ORDER BY watcher_session_key"
+    ))?;
     let shared: Arc<str> = Arc::from(target);
     let rows = stmt.query_map([target], |r| {
         Ok(Pending {
@@ -376,12 +469,16 @@ pub fn on_target(conn: &Connection, target: &str) -> Result<Vec<Pending>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Deletes one cursor. Returns true if it existed.
+/// Deletes one cursor (`unwatch`). Returns true if it existed. An inert row of the pair (§3)
+/// is no cursor: it is left for retention, and gives false.
 pub fn delete(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
     Ok(conn
-        .prepare_cached(
-            "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
-        )?
+        .prepare_cached(concat!(
+            "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 \
+             AND target_session_key = ?2 AND ",
+            live_cursor!(),
+            within_head!()
+        ))?
         .execute([watcher, target])?
         == 1)
 }
@@ -408,25 +505,37 @@ pub type Pair = (String, String);
 pub const EXPIRE_CHUNK: i64 = 5000;
 
 /// Deletes the cursors not updated since `cutoff` (§10) among the rows with a rowid in
-/// `(after, after + span]`. Returns the (watcher, target) pairs deleted, and the `after` of
-/// the next chunk while rows remain past this one.
+/// `(after, after + span]`; a row without a numeric `updated_at` counts as never updated.
+/// Returns the (watcher, target) pairs deleted whose keys are valid UTF-8 text (only those
+/// can have a queued notice), how many rows it deleted in all, and the `after` of the next
+/// chunk while rows remain past this one.
 pub fn expire_chunk(
     conn: &Connection,
     cutoff: i64,
     after: i64,
     span: i64,
-) -> Result<(Vec<Pair>, Option<i64>)> {
+) -> Result<(Vec<Pair>, u64, Option<i64>)> {
     let end = after.saturating_add(span);
     let mut stmt = conn.prepare_cached(
-        "DELETE FROM session_watch_cursors WHERE rowid > ?2 AND rowid <= ?3 AND updated_at < ?1 \
+        "DELETE FROM session_watch_cursors WHERE rowid > ?2 AND rowid <= ?3 \
+         AND (updated_at < ?1 OR typeof(updated_at) NOT IN ('integer', 'real')) \
          RETURNING watcher_session_key, target_session_key",
     )?;
-    let rows = stmt.query_map(params![cutoff, after, end], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    let expired = rows.collect::<rusqlite::Result<_>>()?;
+    let mut expired = Vec::new();
+    let mut deleted = 0;
+    let mut rows = stmt.query(params![cutoff, after, end])?;
+    while let Some(r) = rows.next()? {
+        deleted += 1;
+        let pair = (inert::text(r.get_ref(0)?), inert::text(r.get_ref(1)?));
+        if let (Some(w), Some(t)) = pair {
+            expired.push((w.to_owned(), t.to_owned()));
+        }
+    }
+    drop(rows);
     let more = conn
         .prepare_cached("SELECT 1 FROM session_watch_cursors WHERE rowid > ?1 LIMIT 1")?
         .exists([end])?;
-    Ok((expired, more.then_some(end)))
+    Ok((expired, deleted, more.then_some(end)))
 }
 
 #[cfg(test)]
@@ -453,7 +562,7 @@ mod tests {
         let mut chunks = 0;
         let mut expired = Vec::new();
         loop {
-            let (gone, next) = expire_chunk(&conn, 50, after, 10)?;
+            let (gone, _, next) = expire_chunk(&conn, 50, after, 10)?;
             expired.extend(gone.into_iter().map(|(w, _)| w));
             chunks += 1;
             match next {

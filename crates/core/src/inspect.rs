@@ -6,7 +6,10 @@
 //! When a `-wal` file sits beside it (a gateway has it open, or crashed), it is read through
 //! that WAL like any reader; otherwise every change is already in the main file, which is
 //! then read as an immutable snapshot so that SQLite creates no `-wal` or `-shm` file.
-//! Rows this version would refuse (an unknown kind or provenance) are shown as stored.
+//! Rows this version would refuse (an unknown kind or provenance) are shown as stored; a
+//! value no row the store writes holds (§3) never fails the report: text that is not valid
+//! UTF-8 is shown with U+FFFD in place of each bad sequence, a blob as `x'<hex>'`, NULL as
+//! empty text (or absent, for an optional field) or 0, a non-integer number truncated.
 
 use std::io::Read;
 use std::path::Path;
@@ -14,6 +17,7 @@ use std::path::Path;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
 use crate::error::{Error, Result};
+use crate::inert::{lossy_integer, lossy_opt_text, lossy_text};
 use crate::keys;
 use crate::log::check_after;
 use crate::queue::Notice;
@@ -100,7 +104,9 @@ pub struct CursorRow {
     pub target_version: i64,
     /// Retained events of the target after L: what the watcher has not acknowledged yet.
     pub lag: i64,
-    /// N != L: a notice is pending.
+    /// N != L on a cursor the store could have written: a notice is pending. An inert row
+    /// (§3: a bare, empty or self pair, an unknown provenance, a value the store never
+    /// writes, a position above the target's version) never has one.
     pub pending: bool,
 }
 
@@ -278,7 +284,7 @@ pub fn read_events(
             "SELECT last_sequence, pruned_max_sequence FROM session_state_heads \
              WHERE session_key = ?1 AND agent_id = ?2",
             params![session_key, agent],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((lossy_integer(r.get_ref(0)?), lossy_integer(r.get_ref(1)?))),
         )
         .optional()
         .map_err(on_err)?
@@ -356,6 +362,7 @@ fn open_read_only(path: &str) -> Result<(Connection, u64, bool)> {
         .map_err(|e| db_error(path, e))?;
     conn.execute_batch("PRAGMA query_only = ON")
         .map_err(|e| db_error(path, e))?;
+    crate::inert::register(&conn).map_err(|e| db_error(path, e))?;
     Ok((conn, meta.len(), wal))
 }
 
@@ -421,16 +428,16 @@ const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, kind, actor_type, 
 fn event_row(r: &Row<'_>) -> rusqlite::Result<EventRow> {
     Ok(EventRow {
         sequence: r.get(0)?,
-        session_key: r.get(1)?,
-        agent_id: r.get(2)?,
-        kind: r.get(3)?,
-        actor_type: r.get(4)?,
-        actor_id: r.get(5)?,
-        run_id: r.get(6)?,
-        session_id: r.get(7)?,
-        occurred_at: r.get(8)?,
-        summary: r.get(9)?,
-        payload_json: r.get(10)?,
+        session_key: lossy_text(r.get_ref(1)?),
+        agent_id: lossy_text(r.get_ref(2)?),
+        kind: lossy_text(r.get_ref(3)?),
+        actor_type: lossy_text(r.get_ref(4)?),
+        actor_id: lossy_opt_text(r.get_ref(5)?),
+        run_id: lossy_opt_text(r.get_ref(6)?),
+        session_id: lossy_opt_text(r.get_ref(7)?),
+        occurred_at: lossy_integer(r.get_ref(8)?),
+        summary: lossy_text(r.get_ref(9)?),
+        payload_json: lossy_opt_text(r.get_ref(10)?),
     })
 }
 
@@ -469,11 +476,11 @@ fn sessions(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SessionRow>> {
     conn.prepare(sql)?
         .query_map([], |r| {
             Ok(SessionRow {
-                session_key: r.get(0)?,
-                agent_id: r.get(1)?,
-                state_version: r.get(2)?,
-                pruned_max_sequence: r.get(3)?,
-                updated_at: r.get(4)?,
+                session_key: lossy_text(r.get_ref(0)?),
+                agent_id: lossy_text(r.get_ref(1)?),
+                state_version: lossy_integer(r.get_ref(2)?),
+                pruned_max_sequence: lossy_integer(r.get_ref(3)?),
+                updated_at: lossy_integer(r.get_ref(4)?),
                 retained_events: r.get(5)?,
                 earliest_retained_sequence: r.get(6)?,
             })
@@ -482,9 +489,13 @@ fn sessions(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SessionRow>> {
 }
 
 /// Every cursor row.
-const CURSORS: &str = "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
-     notified_sequence, material_sequence, provenance, updated_at \
-     FROM session_watch_cursors ORDER BY watcher_session_key, target_session_key";
+const CURSORS: &str = concat!(
+    "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
+     notified_sequence, material_sequence, provenance, updated_at, coalesce((",
+    crate::inert::live_cursor!(),
+    "9223372036854775807)), 0) \
+     FROM session_watch_cursors ORDER BY watcher_session_key, target_session_key"
+);
 
 /// Every cursor row of a file without the provenance column, with the provenance the store's
 /// upgrade gives it: `ambient-group` when an ambient-group sentinel row (OpenClaw's encoding
@@ -494,7 +505,9 @@ const CURSORS_BEFORE_PROVENANCE: &str = "SELECT watcher_session_key, target_sess
      CASE WHEN EXISTS (SELECT 1 FROM session_watch_cursors s \
        WHERE s.watcher_session_key = 'ambient-group-watch:' || lower(hex(c.watcher_session_key)) \
        AND s.target_session_key = c.target_session_key) \
-     THEN 'ambient-group' ELSE 'explicit' END, updated_at \
+     THEN 'ambient-group' ELSE 'explicit' END, updated_at, \
+     coalesce(session_state_live(watcher_session_key, target_session_key, last_seen_sequence, \
+       notified_sequence, material_sequence, 'explicit', updated_at, 9223372036854775807), 0) \
      FROM session_watch_cursors c ORDER BY watcher_session_key, target_session_key";
 
 fn cursors(
@@ -503,38 +516,39 @@ fn cursors(
     has_heads: bool,
 ) -> rusqlite::Result<Vec<CursorRow>> {
     // A file of OpenClaw's first generations has no provenance column yet (the store appends
-    // it when it opens the file, §3): show what the store will read there.
+    // it when it opens the file): show what the store will read there.
     let has_provenance: bool = conn.query_row(
         "SELECT EXISTS (SELECT 1 FROM pragma_table_xinfo('session_watch_cursors') \
          WHERE name = 'provenance')",
         [],
         |r| r.get(0),
     )?;
-    let read = |sql: &str| -> rusqlite::Result<Vec<CursorRow>> {
-        conn.prepare(sql)?
-            .query_map([], |r| {
-                let (last_seen, notified) = (r.get(2)?, r.get(3)?);
-                Ok(CursorRow {
-                    watcher_key: r.get(0)?,
-                    target_key: r.get(1)?,
-                    last_seen,
-                    notified,
-                    material: r.get(4)?,
-                    provenance: r.get(5)?,
-                    updated_at: r.get(6)?,
-                    target_version: 0,
-                    lag: 0,
-                    pending: notified != last_seen,
-                })
-            })?
-            .collect()
-    };
-    let mut rows = read(if has_provenance {
-        CURSORS
-    } else {
-        CURSORS_BEFORE_PROVENANCE
-    })?;
-    for c in &mut rows {
+    let mut live = Vec::new();
+    let mut rows: Vec<CursorRow> = conn
+        .prepare(if has_provenance {
+            CURSORS
+        } else {
+            CURSORS_BEFORE_PROVENANCE
+        })?
+        .query_map([], |r| {
+            live.push(r.get::<_, bool>(7)?);
+            let (last_seen, notified) =
+                (lossy_integer(r.get_ref(2)?), lossy_integer(r.get_ref(3)?));
+            Ok(CursorRow {
+                watcher_key: lossy_text(r.get_ref(0)?),
+                target_key: lossy_text(r.get_ref(1)?),
+                last_seen,
+                notified,
+                material: lossy_integer(r.get_ref(4)?),
+                provenance: lossy_text(r.get_ref(5)?),
+                updated_at: lossy_integer(r.get_ref(6)?),
+                target_version: 0,
+                lag: 0,
+                pending: notified != last_seen,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    for (c, live) in rows.iter_mut().zip(live) {
         // Cursors only exist on agent-qualified targets, whose events carry the key's agent.
         let agent = keys::resolve_agent(&c.target_key, None).unwrap_or_else(|_| "main".into());
         if has_heads {
@@ -543,7 +557,7 @@ fn cursors(
                     "SELECT last_sequence FROM session_state_heads \
                      WHERE session_key = ?1 AND agent_id = ?2",
                     params![c.target_key, agent],
-                    |r| r.get(0),
+                    |r| Ok(lossy_integer(r.get_ref(0)?)),
                 )
                 .optional()?
                 .unwrap_or(0);
@@ -556,6 +570,11 @@ fn cursors(
                 |r| r.get(0),
             )?;
         }
+        let (lo, hi) = (
+            c.last_seen.min(c.notified).min(c.material),
+            c.last_seen.max(c.notified).max(c.material),
+        );
+        c.pending = c.pending && live && lo >= 0 && hi <= c.target_version;
     }
     Ok(rows)
 }

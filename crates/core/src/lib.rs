@@ -41,6 +41,7 @@ pub(crate) mod delivery;
 mod error;
 pub(crate) mod event;
 pub(crate) mod hooks;
+pub(crate) mod inert;
 pub mod inspect;
 pub mod keys;
 pub(crate) mod log;

@@ -1,9 +1,10 @@
 //! The durable signal log (§3, §6 steps 2–3, §9): events, per-session heads, and reading them.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
-use crate::event::{ActorType, EventKind, StateEvent, ValidEvent};
+use crate::event::{StateEvent, ValidEvent};
+use crate::inert;
 use crate::tx::Tx;
 
 /// The largest `limit` of `changesSince`, and its default.
@@ -57,13 +58,21 @@ pub fn insert_event(conn: &Connection, v: &ValidEvent) -> Result<Inserted> {
                 format!("SELECT {EVENT_COLUMNS} FROM session_state_events WHERE dedupe_key = ?1");
             let first = conn
                 .prepare_cached(&sql)?
-                .query_row([&v.dedupe_key], read_event)?;
-            Ok(Inserted::Duplicate(first))
+                .query_row([&v.dedupe_key], inert::event_of)?;
+            // A row the store would never write (§3) holds the key: it cannot be returned.
+            first.map(Inserted::Duplicate).ok_or_else(|| {
+                Error::Db(rusqlite::Error::InvalidColumnType(
+                    0,
+                    "dedupe_key is held by a row this store did not write".into(),
+                    rusqlite::types::Type::Text,
+                ))
+            })
         }
     }
 }
 
-/// Moves the head of `(session_key, agent_id)` to `sequence` (§6 step 3). Never lowers it.
+/// Moves the head of `(session_key, agent_id)` to `sequence` (§6 step 3). Never lowers it; a
+/// head the store never wrote (no integer `last_sequence`, §3) is replaced.
 pub fn bump_head(
     conn: &Connection,
     session_key: &str,
@@ -75,7 +84,10 @@ pub fn bump_head(
         "INSERT INTO session_state_heads (session_key, agent_id, last_sequence, pruned_max_sequence, updated_at) \
          VALUES (?1, ?2, ?3, 0, ?4) \
          ON CONFLICT (session_key, agent_id) DO UPDATE SET \
-         last_sequence = max(last_sequence, excluded.last_sequence), updated_at = excluded.updated_at",
+         last_sequence = CASE WHEN typeof(last_sequence) = 'integer' \
+         AND last_sequence > excluded.last_sequence THEN last_sequence ELSE excluded.last_sequence END, \
+         pruned_max_sequence = CASE WHEN typeof(pruned_max_sequence) = 'integer' \
+         THEN pruned_max_sequence ELSE 0 END, updated_at = excluded.updated_at",
     )?
     .execute(params![session_key, agent_id, sequence, now])?;
     Ok(())
@@ -90,7 +102,8 @@ pub struct Head {
     pub pruned_max_sequence: i64,
 }
 
-/// Reads the head of `(session_key, agent_id)`; zeroes when there is none.
+/// Reads the head of `(session_key, agent_id)`; zeroes when there is none. A value that is
+/// not an integer (a head the store never wrote, §3) reads as 0.
 pub fn head(conn: &Connection, session_key: &str, agent_id: &str) -> Result<Head> {
     Ok(conn
         .prepare_cached(
@@ -99,8 +112,8 @@ pub fn head(conn: &Connection, session_key: &str, agent_id: &str) -> Result<Head
         )?
         .query_row([session_key, agent_id], |r| {
             Ok(Head {
-                last_sequence: r.get(0)?,
-                pruned_max_sequence: r.get(1)?,
+                last_sequence: inert::integer(r.get_ref(0)?).unwrap_or(0),
+                pruned_max_sequence: inert::integer(r.get_ref(1)?).unwrap_or(0),
             })
         })
         .optional()?
@@ -141,6 +154,12 @@ pub fn clamp_limit(limit: Option<f64>) -> Result<u32> {
 }
 
 /// Reads the events of `(session_key, agent_id)` after `after` (§9), in one read transaction.
+///
+/// Only the session's versioned history is read: events up to its head. A row the store
+/// would never write (§3: an unknown kind, text that is not valid UTF-8, NULL where the store
+/// writes a value, a summary or payload it would refuse, a sequence above the head) is left
+/// out, as a row deleted by something other than pruning is; it does not count toward
+/// `limit` and does not set `historyGap`.
 pub fn changes_since(
     conn: &Connection,
     session_key: &str,
@@ -152,22 +171,29 @@ pub fn changes_since(
     let head = head(&tx, session_key, agent_id)?;
     let sql = format!(
         "SELECT {EVENT_COLUMNS} FROM session_state_events \
-         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 ORDER BY sequence LIMIT ?4"
+         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 AND sequence <= ?4 \
+         ORDER BY sequence"
     );
-    let mut events = tx
-        .prepare_cached(&sql)?
-        .query_map(
-            params![session_key, agent_id, after, i64::from(limit) + 1],
-            read_event,
-        )?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut stmt = tx.prepare_cached(&sql)?;
+    let mut rows = stmt.query(params![session_key, agent_id, after, head.last_sequence])?;
+    let mut events = Vec::new();
+    // Rows are stepped only until one past the limit is found.
+    while events.len() <= limit as usize {
+        let Some(r) = rows.next()? else { break };
+        events.extend(inert::event_of(r)?);
+    }
+    drop(rows);
+    drop(stmt);
     let truncated = events.len() > limit as usize;
     events.truncate(limit as usize);
     let earliest: Option<i64> = tx
         .prepare_cached(
-            "SELECT min(sequence) FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2",
+            "SELECT min(sequence) FROM session_state_events \
+             WHERE session_key = ?1 AND agent_id = ?2 AND sequence <= ?3",
         )?
-        .query_row([session_key, agent_id], |r| r.get(0))?;
+        .query_row(params![session_key, agent_id, head.last_sequence], |r| {
+            r.get(0)
+        })?;
     tx.commit()?;
     Ok(Changes {
         state_version: head.last_sequence,
@@ -193,31 +219,6 @@ pub fn delete_session(conn: &Connection, session_key: &str, agent_id: &str) -> R
     )?
     .execute([session_key, agent_id])?;
     Ok(())
-}
-
-fn read_event(r: &Row<'_>) -> rusqlite::Result<StateEvent> {
-    let kind: String = r.get(3)?;
-    let actor: String = r.get(4)?;
-    let bad = |i: usize, what: &str| {
-        rusqlite::Error::FromSqlConversionFailure(
-            i,
-            rusqlite::types::Type::Text,
-            format!("unknown {what}").into(),
-        )
-    };
-    Ok(StateEvent {
-        sequence: r.get(0)?,
-        session_key: r.get(1)?,
-        agent_id: r.get(2)?,
-        kind: EventKind::parse(&kind).map_err(|_| bad(3, "kind"))?,
-        actor_type: ActorType::parse(&actor).map_err(|_| bad(4, "actor type"))?,
-        actor_id: r.get(5)?,
-        run_id: r.get(6)?,
-        session_id: r.get(7)?,
-        occurred_at: r.get(8)?,
-        summary: r.get(9)?,
-        payload_json: r.get(10)?,
-    })
 }
 
 #[cfg(test)]

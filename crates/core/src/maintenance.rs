@@ -148,7 +148,7 @@ impl Maintenance {
         loop {
             let conn = self.db.lock()?;
             let tx = Tx::immediate(&conn)?;
-            let (expired, next) =
+            let (expired, deleted, next) =
                 cursors::expire_chunk(&tx, age_cutoff, after, cursors::EXPIRE_CHUNK)?;
             tx.commit()?;
             {
@@ -161,7 +161,7 @@ impl Maintenance {
             if background {
                 self.db.yield_to_waiters();
             }
-            report.cursors_deleted += expired.len() as u64;
+            report.cursors_deleted += deleted;
             match next {
                 Some(n) => after = n,
                 None => break,

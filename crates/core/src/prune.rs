@@ -1,8 +1,6 @@
 //! Retention (§10): events older than `retentionMs`, then all but the newest `maxEvents`,
 //! deleted in bounded batches; each batch raises the pruned watermarks before it deletes.
 
-use std::collections::HashMap;
-
 use rusqlite::{params, Connection};
 
 use crate::error::Result;
@@ -39,25 +37,29 @@ impl std::ops::AddAssign for PruneReport {
 /// Each batch costs what it deletes, not what the table holds: the cap pass counts the rows
 /// (on the smallest index) and takes the oldest ones past the cap from the start of the table,
 /// instead of walking `max_events` rows from its end.
+///
+/// Only sequences are read into memory, so no stored value can fail the prune: a row with a
+/// key that is not text, or not valid UTF-8, goes like any other (§3). A row without an
+/// integer `occurred_at` never ages out; the row cap takes it in turn.
 pub fn events_batch(
     conn: &Connection,
     age_cutoff: i64,
     max_events: u64,
     limit: usize,
 ) -> Result<usize> {
-    let read = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, r.get(1)?, r.get(2)?));
-    let victims: Vec<(i64, String, String)> = conn
+    let victims: Vec<i64> = conn
         .prepare_cached(
-            "SELECT sequence, session_key, agent_id FROM session_state_events \
+            "SELECT sequence FROM session_state_events \
              WHERE occurred_at < ?1 ORDER BY occurred_at, sequence LIMIT ?2",
         )?
-        .query_map(params![age_cutoff, limit as i64], read)?
+        .query_map(params![age_cutoff, limit as i64], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     if !victims.is_empty() {
-        raise_watermarks(conn, &victims)?;
+        conn.prepare_cached(RAISE_AGED)?
+            .execute(params![age_cutoff, limit as i64])?;
         let mut del =
             conn.prepare_cached("DELETE FROM session_state_events WHERE sequence = ?1")?;
-        for (seq, _, _) in &victims {
+        for seq in &victims {
             del.execute([seq])?;
         }
         return Ok(victims.len());
@@ -70,47 +72,59 @@ pub fn events_batch(
         return Ok(0);
     }
     let take = excess.min(limit as u64) as i64;
-    let victims: Vec<(i64, String, String)> = conn
+    // The victims are every row up to the `take`-th: one range raise, one range delete.
+    let last: i64 = conn
         .prepare_cached(
-            "SELECT sequence, session_key, agent_id FROM session_state_events \
-             ORDER BY sequence LIMIT ?1",
+            "SELECT max(sequence) FROM (SELECT sequence FROM session_state_events \
+             ORDER BY sequence LIMIT ?1)",
         )?
-        .query_map([take], read)?
-        .collect::<rusqlite::Result<_>>()?;
-    raise_watermarks(conn, &victims)?;
-    // The victims are every row up to the last of them: one range delete.
-    let last = victims.last().map_or(0, |v| v.0);
+        .query_row([take], |r| r.get(0))?;
+    conn.prepare_cached(RAISE_UP_TO)?.execute([last])?;
     conn.prepare_cached("DELETE FROM session_state_events WHERE sequence <= ?1")?
         .execute([last])?;
-    Ok(victims.len())
+    Ok(take as usize)
 }
 
-/// Raises each session's pruned watermark to the largest sequence it is about to lose.
-/// Watermarks first: a reader that sees the rows gone also sees the gap.
-fn raise_watermarks(conn: &Connection, victims: &[(i64, String, String)]) -> Result<()> {
-    let mut lost: HashMap<(&str, &str), i64> = HashMap::new();
-    for (seq, key, agent) in victims {
-        let m = lost.entry((key.as_str(), agent.as_str())).or_insert(*seq);
-        *m = (*m).max(*seq);
-    }
-    let mut raise = conn.prepare_cached(
-        "INSERT INTO session_state_heads (session_key, agent_id, last_sequence, pruned_max_sequence, updated_at) \
-         VALUES (?1, ?2, ?3, ?3, 0) ON CONFLICT (session_key, agent_id) DO UPDATE SET \
-         pruned_max_sequence = max(pruned_max_sequence, excluded.pruned_max_sequence), \
-         last_sequence = max(last_sequence, excluded.pruned_max_sequence)",
-    )?;
-    for ((key, agent), seq) in &lost {
-        raise.execute(params![key, agent, seq])?;
-    }
-    Ok(())
+/// Raises each session's pruned watermark to the largest sequence it is about to lose, as
+/// one statement over the victims (`{victims}`, a condition on `e.sequence`). Watermarks
+/// first: a reader that sees the rows gone also sees the gap. Only a head the session
+/// already has is raised, and only by a sequence within it (`<= last_sequence`): a prune
+/// never creates a head, and a row above its session's head (one the store never wrote, §3)
+/// was never part of the history a reader is told about.
+macro_rules! raise {
+    ($victims:literal) => {
+        concat!(
+            "UPDATE session_state_heads AS h \
+             SET pruned_max_sequence = max(h.pruned_max_sequence, v.lost) \
+             FROM (SELECT e.session_key AS k, e.agent_id AS a, max(e.sequence) AS lost \
+                   FROM session_state_events e JOIN session_state_heads hh \
+                   ON hh.session_key = e.session_key AND hh.agent_id = e.agent_id \
+                   WHERE ",
+            $victims,
+            " AND typeof(hh.last_sequence) = 'integer' \
+                   AND e.sequence <= hh.last_sequence GROUP BY 1, 2) AS v \
+             WHERE h.session_key = v.k AND h.agent_id = v.a \
+             AND typeof(h.pruned_max_sequence) = 'integer'"
+        )
+    };
 }
+
+/// The age pass's victims: the oldest `?2` events with `occurred_at < ?1`.
+const RAISE_AGED: &str = raise!(
+    "e.sequence IN (SELECT sequence FROM session_state_events \
+     WHERE occurred_at < ?1 ORDER BY occurred_at, sequence LIMIT ?2)"
+);
+
+/// The cap pass's victims: every event up to sequence `?1`.
+const RAISE_UP_TO: &str = raise!("e.sequence <= ?1");
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::schema;
 
-    /// `n` events: sequence i + 1 belongs to session `s{i % 3}` and occurred at `i`.
+    /// `n` events: sequence i + 1 belongs to session `s{i % 3}` and occurred at `i`; each
+    /// session's head is its last sequence.
     fn events(n: i64) -> Result<Connection> {
         let conn = schema::open(":memory:", 0)?;
         for i in 0..n {
@@ -118,6 +132,12 @@ mod tests {
                 "INSERT INTO session_state_events (session_key, agent_id, kind, actor_type, \
                  occurred_at, summary) VALUES (?1, 'main', 'created', 'system', ?2, '')",
                 params![format!("s{}", i % 3), i],
+            )?;
+            conn.execute(
+                "INSERT INTO session_state_heads (session_key, agent_id, last_sequence, \
+                 pruned_max_sequence, updated_at) VALUES (?1, 'main', ?2, 0, 1) \
+                 ON CONFLICT DO UPDATE SET last_sequence = excluded.last_sequence",
+                params![format!("s{}", i % 3), i + 1],
             )?;
         }
         Ok(conn)

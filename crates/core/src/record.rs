@@ -57,12 +57,7 @@ impl Recorder {
         if v.only_if_watched && v.watchers.is_empty() {
             // A read outside the write lock: a watch racing with this record simply lands
             // after it.
-            let watched = watchable
-                && conn
-                    .prepare_cached(
-                        "SELECT 1 FROM session_watch_cursors WHERE target_session_key = ?1 LIMIT 1",
-                    )?
-                    .exists([target])?;
+            let watched = watchable && cursors::is_watched(&conn, target)?;
             if !watched {
                 return Ok(None);
             }

@@ -85,6 +85,7 @@ pub fn connect(path: &str, busy_timeout_ms: u32) -> Result<Connection> {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     configure(&conn, busy_timeout_ms)?;
+    crate::inert::register(&conn)?;
     Ok(conn)
 }
 

@@ -32,6 +32,7 @@ use crate::cursors::{self, Pending};
 use crate::delivery::{wakes_for, Delivery, Wake};
 use crate::error::{Error, Result};
 use crate::hooks::Host;
+use crate::inert;
 use crate::keys;
 use crate::runtime;
 
@@ -77,6 +78,7 @@ fn open_reader(path: &str) -> Result<Connection> {
     // Every commit elsewhere empties this connection's page cache before its next read, so a
     // large one would only hold memory.
     conn.pragma_update(None, "cache_size", -256)?;
+    crate::inert::register(&conn)?;
     Ok(conn)
 }
 
@@ -105,7 +107,8 @@ fn top_sequence(conn: &Connection) -> Result<i64> {
         .unwrap_or(0))
 }
 
-/// The sessions with events in `(after, upto]`, and how many events that is.
+/// The sessions that may hold cursors (agent-qualified keys) with events in `(after, upto]`,
+/// and how many events that range holds in all (a foreign row's key is counted, not named).
 fn changed_sessions(conn: &Connection, after: i64, upto: i64) -> Result<(Vec<String>, i64)> {
     let mut stmt = conn.prepare_cached(
         "SELECT session_key, COUNT(*) FROM session_state_events \
@@ -113,12 +116,12 @@ fn changed_sessions(conn: &Connection, after: i64, upto: i64) -> Result<(Vec<Str
     )?;
     let mut sessions = Vec::new();
     let mut count = 0;
-    for row in stmt.query_map([after, upto], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-    })? {
-        let (key, n) = row?;
-        count += n;
-        sessions.push(key);
+    let mut rows = stmt.query([after, upto])?;
+    while let Some(r) = rows.next()? {
+        count += r.get::<_, i64>(1)?;
+        if let Some(key) = inert::text(r.get_ref(0)?).filter(|k| keys::is_watchable(k)) {
+            sessions.push(key.to_owned());
+        }
     }
     Ok((sessions, count))
 }

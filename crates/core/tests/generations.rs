@@ -304,8 +304,10 @@ fn every_generation_opens_upgraded_and_works() {
         let created: &[&str] = if g.writes_provenance {
             &[]
         } else {
-            // These generations predate the upstream-links table; the store creates its own.
+            // These generations predate the upstream-links table; the store creates it in
+            // OpenClaw's shape, with OpenClaw's index.
             &[
+                "idx_session_upstream_links_catalog_id",
                 "session_upstream_links",
                 "sqlite_autoindex_session_upstream_links_1",
             ]

@@ -18,7 +18,12 @@
 //! - Each operation is decoded from one `u64` in the model's current state, which keeps the
 //!   generation cheap enough for 10,000 cases in a debug build (`PROPTEST_CASES` overrides
 //!   the count); a failure lists the decoded operations of its shrunk case.
+//! - Every file case starts with rows the store would never write (`model/foreign.rs`, §3):
+//!   the model ignores them, so a notice, wake or count they caused fails the case, and at
+//!   the end each must be unchanged or deleted by a reset or delete of its keys.
 
+#[path = "model/foreign.rs"]
+mod foreign;
 #[path = "model/ops.rs"]
 mod ops;
 #[path = "model/spec.rs"]
@@ -161,6 +166,11 @@ struct Harness {
     opts: Options,
     wakes: Arc<Wakes>,
     failures: Arc<Failures>,
+    /// The foreign rows written before the store opened (file cases).
+    foreign: BTreeSet<foreign::Row>,
+    /// Hex of the keys reset, and of the keys deleted, during the case.
+    reset: BTreeSet<String>,
+    deleted: BTreeSet<String>,
 }
 
 impl Harness {
@@ -189,6 +199,13 @@ impl Harness {
         let wakes = Arc::new(Wakes::default());
         let failures = Arc::new(Failures::default());
         let path = file.as_ref().map_or(":memory:", |f| f.1.as_str());
+        let foreign = match &file {
+            Some((_, path)) => {
+                foreign::seed(path);
+                foreign::rows(path)
+            }
+            None => BTreeSet::new(),
+        };
         let store = Self::store(path, opts, &wakes, &failures);
         Harness {
             store,
@@ -197,6 +214,9 @@ impl Harness {
             opts,
             wakes,
             failures,
+            foreign,
+            reset: BTreeSet::new(),
+            deleted: BTreeSet::new(),
         }
     }
 
@@ -281,8 +301,12 @@ impl Harness {
                 let want = m.prune();
                 prop_assert_eq!((got.events_deleted, got.cursors_deleted), want, "prune");
             }
-            Op::Reset(k) => prop_assert_eq!(code(s.reset_session(k)), m.reset(k), "reset"),
+            Op::Reset(k) => {
+                self.reset.insert(foreign::hex(k));
+                prop_assert_eq!(code(s.reset_session(k)), m.reset(k), "reset")
+            }
             Op::Delete(k, a) => {
+                self.deleted.insert(foreign::hex(k));
                 prop_assert_eq!(code(s.delete_session(k, *a)), m.delete(k, *a), "delete")
             }
             Op::Clock(j) => {
@@ -366,6 +390,14 @@ impl Harness {
     /// again is harmless.
     fn close(self) -> Result<(), TestCaseError> {
         let s = &self.store;
+        for w in ["global", "agent:main:foreign"] {
+            prop_assert_eq!(
+                s.peek(w).unwrap(),
+                Vec::<Notice>::new(),
+                "no notice for {}",
+                w
+            );
+        }
         s.close();
         s.close();
         let input = core_input(&input(&plain_record(), START));
@@ -396,6 +428,10 @@ impl Harness {
             self.failures.0.lock().unwrap().clone(),
             Vec::<String>::new()
         );
+        if let Some((_, path)) = &self.file {
+            let after = foreign::rows(path);
+            foreign::check(&self.foreign, &after, &self.reset, &self.deleted)?;
+        }
         Ok(())
     }
 }

@@ -329,23 +329,34 @@ pub fn get(conn: &Connection, session_key: &str) -> Result<Option<Link>> {
     Ok(if links.len() == 1 { links.pop() } else { None })
 }
 
-/// The links with a local transcript whose session is watched (a cursor targets it), each
-/// session key linked once.
+/// The condition that a cursor of `watched_local`'s subquery is one the store could have written.
+const LIVE_TARGET: &str = concat!(crate::inert::live_cursor!(), crate::inert::within_head!());
+
+/// The links with a local transcript whose session is watched (a live cursor targets it),
+/// each session key linked once. A row the store would never write (NULL where it writes a
+/// value, text that is not valid UTF-8, a number where it writes text) is left out: one bad
+/// row never stops the scan of the others.
 pub fn watched_local(conn: &Connection) -> Result<Vec<Link>> {
     let sql = format!(
         "SELECT {COLUMNS} FROM session_upstream_links l \
-         WHERE EXISTS (SELECT 1 FROM session_watch_cursors c WHERE c.target_session_key = l.session_key) \
+         WHERE EXISTS (SELECT 1 FROM session_watch_cursors c WHERE c.target_session_key = l.session_key \
+                       AND {LIVE_TARGET}) \
          AND NOT EXISTS (SELECT 1 FROM session_upstream_links o \
                          WHERE o.session_key = l.session_key AND o.agent_id <> l.agent_id) \
          ORDER BY session_key"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt.query_map([], read)?;
-    let links: Vec<Link> = rows.collect::<rusqlite::Result<_>>()?;
-    Ok(links
-        .into_iter()
-        .filter(|l| l.transcript_path.is_some())
-        .collect())
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        // The row is already read: an error here is one of its values, not of the database.
+        if let Ok(link) = read(r) {
+            if link.transcript_path.is_some() {
+                out.push(link);
+            }
+        }
+    }
+    Ok(out)
 }
 
 const PUT: &str = "INSERT INTO session_upstream_links (session_key, agent_id, catalog_id, \

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 use session_awareness_core::{
-    cursors, Cursor, Error, ErrorSink, Hooks, Notice, Options, RecordInput, StateEvent, Store,
+    Cursor, Error, ErrorSink, Hooks, Notice, Options, Provenance, RecordInput, StateEvent, Store,
     WakeRequest, WakeSink,
 };
 use tempfile::TempDir;
@@ -159,9 +159,29 @@ impl Fixture {
         conn
     }
 
-    /// The cursor row of (watcher, target), read through a second connection.
+    /// The cursor row of (watcher, target) as stored (live or inert), read through a second
+    /// connection.
     pub fn cursor(&self, watcher: &str, target: &str) -> Option<Cursor> {
-        cursors::get(&self.conn(), watcher, target).expect("cursor read")
+        self.conn()
+            .query_row(
+                "SELECT last_seen_sequence, notified_sequence, material_sequence, provenance, \
+                 updated_at FROM session_watch_cursors \
+                 WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+                [watcher, target],
+                |r| {
+                    Ok(Cursor {
+                        watcher: watcher.to_owned(),
+                        target: target.to_owned(),
+                        last_seen: r.get(0)?,
+                        notified: r.get(1)?,
+                        material: r.get(2)?,
+                        provenance: Provenance::parse(&r.get::<_, String>(3)?).expect("provenance"),
+                        updated_at: r.get(4)?,
+                    })
+                },
+            )
+            .optional()
+            .expect("cursor read")
     }
 
     /// (L, N, M) of an existing cursor.
