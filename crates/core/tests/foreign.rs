@@ -62,25 +62,25 @@ const fn event(name: &'static str, sql: &'static str, loose_only: bool, ages: bo
 
 /// Cursor rows on T (head 1) with a pending notice (L 0, N 1, M 1) and one defect each.
 const CURSORS: &[Hostile] = &[
-    cursor("bare watcher", "INSERT INTO session_watch_cursors VALUES ('global', 'agent:main:t', 0, 1, 1, 'explicit', ?1)", false),
-    cursor("empty watcher", "INSERT INTO session_watch_cursors VALUES ('', 'agent:main:t', 0, 1, 1, 'explicit', ?1)", false),
-    cursor("uppercase agent watcher", "INSERT INTO session_watch_cursors VALUES ('agent:MAIN:x', 'agent:main:t', 0, 1, 1, 'explicit', ?1)", false),
-    cursor("bare target", "INSERT INTO session_watch_cursors VALUES ('agent:main:main', 'global', 0, 1, 1, 'explicit', ?1)", false),
-    cursor("empty target", "INSERT INTO session_watch_cursors VALUES ('agent:main:main', '', 0, 1, 1, 'explicit', ?1)", false),
-    cursor("self cursor", "INSERT INTO session_watch_cursors VALUES ('agent:main:t', 'agent:main:t', 0, 1, 1, 'explicit', ?1)", false),
-    cursor("unknown provenance", "INSERT INTO session_watch_cursors VALUES ('agent:main:w2', 'agent:main:t', 0, 1, 1, 'bogus', ?1)", false),
-    cursor("invalid utf-8 watcher", "INSERT INTO session_watch_cursors VALUES (CAST(x'6167656e743a6d61696e3a77ff' AS TEXT), 'agent:main:t', 0, 1, 1, 'explicit', ?1)", false),
-    cursor("invalid utf-8 target", "INSERT INTO session_watch_cursors VALUES ('agent:main:main', CAST(x'6167656e743a6d61696e3a74ff' AS TEXT), 0, 1, 1, 'explicit', ?1)", false),
-    cursor("lone surrogate watcher", "INSERT INTO session_watch_cursors VALUES (CAST(x'6167656e743a6d61696e3aeda080' AS TEXT), 'agent:main:t', 0, 1, 1, 'explicit', ?1)", false),
-    cursor("invalid utf-8 provenance", "INSERT INTO session_watch_cursors VALUES ('agent:main:w3', 'agent:main:t', 0, 1, 1, CAST(x'6578706c69636974ff' AS TEXT), ?1)", false),
-    cursor("above the head", "INSERT INTO session_watch_cursors VALUES ('agent:main:w4', 'agent:main:t', 0, 5, 5, 'explicit', ?1)", false),
-    cursor("negative position", "INSERT INTO session_watch_cursors VALUES ('agent:main:w5', 'agent:main:t', -1, 1, 1, 'explicit', ?1)", false),
-    cursor("blob watcher", "INSERT INTO session_watch_cursors VALUES (x'6167656e743a6d61696e3a7736', 'agent:main:t', 0, 1, 1, 'explicit', ?1)", true),
-    cursor("null watcher", "INSERT INTO session_watch_cursors VALUES (NULL, 'agent:main:t', 0, 1, 1, 'explicit', ?1)", true),
-    cursor("null L", "INSERT INTO session_watch_cursors VALUES ('agent:main:w7', 'agent:main:t', NULL, 1, 1, 'explicit', ?1)", true),
-    cursor("text M", "INSERT INTO session_watch_cursors VALUES ('agent:main:w8', 'agent:main:t', 0, 1, 'many', 'explicit', ?1)", true),
-    cursor("null provenance", "INSERT INTO session_watch_cursors VALUES ('agent:main:w9', 'agent:main:t', 0, 1, 1, NULL, ?1)", true),
-    cursor("null updated_at", "INSERT INTO session_watch_cursors VALUES ('agent:main:wa', 'agent:main:t', 0, 1, 1, 'explicit', NULL)", true),
+    cursor("bare watcher", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('global', 'agent:main:t', 0, 1, 1, 'explicit', ?1)", false),
+    cursor("empty watcher", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('', 'agent:main:t', 0, 1, 1, 'explicit', ?1)", false),
+    cursor("uppercase agent watcher", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:MAIN:x', 'agent:main:t', 0, 1, 1, 'explicit', ?1)", false),
+    cursor("bare target", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:main', 'global', 0, 1, 1, 'explicit', ?1)", false),
+    cursor("empty target", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:main', '', 0, 1, 1, 'explicit', ?1)", false),
+    cursor("self cursor", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:t', 'agent:main:t', 0, 1, 1, 'explicit', ?1)", false),
+    cursor("unknown provenance", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:w2', 'agent:main:t', 0, 1, 1, 'bogus', ?1)", true),
+    cursor("invalid utf-8 watcher", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES (CAST(x'6167656e743a6d61696e3a77ff' AS TEXT), 'agent:main:t', 0, 1, 1, 'explicit', ?1)", false),
+    cursor("invalid utf-8 target", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:main', CAST(x'6167656e743a6d61696e3a74ff' AS TEXT), 0, 1, 1, 'explicit', ?1)", false),
+    cursor("lone surrogate watcher", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES (CAST(x'6167656e743a6d61696e3aeda080' AS TEXT), 'agent:main:t', 0, 1, 1, 'explicit', ?1)", false),
+    cursor("invalid utf-8 provenance", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:w3', 'agent:main:t', 0, 1, 1, CAST(x'6578706c69636974ff' AS TEXT), ?1)", true),
+    cursor("above the head", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:w4', 'agent:main:t', 0, 5, 5, 'explicit', ?1)", false),
+    cursor("negative position", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:w5', 'agent:main:t', -1, 1, 1, 'explicit', ?1)", false),
+    cursor("blob watcher", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES (x'6167656e743a6d61696e3a7736', 'agent:main:t', 0, 1, 1, 'explicit', ?1)", true),
+    cursor("null watcher", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES (NULL, 'agent:main:t', 0, 1, 1, 'explicit', ?1)", true),
+    cursor("null L", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:w7', 'agent:main:t', NULL, 1, 1, 'explicit', ?1)", true),
+    cursor("text M", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:w8', 'agent:main:t', 0, 1, 'many', 'explicit', ?1)", true),
+    cursor("null provenance", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:w9', 'agent:main:t', 0, 1, 1, NULL, ?1)", true),
+    cursor("null updated_at", "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:wa', 'agent:main:t', 0, 1, 1, 'explicit', NULL)", true),
 ];
 
 /// Event rows at sequence 2 with one defect each; the head of their session is moved to 2
@@ -376,10 +376,29 @@ fn run(loose: bool, h: &Hostile) -> usize {
 /// sequence 2 are the store's own rows, which change) is still there, byte for byte.
 fn hostile_unchanged(before: &[Vec<(String, String)>], raw: &Connection, h: &Hostile) {
     let now = snapshot(raw, h.table);
+    // Column positions by name: OpenClaw's newest table has `watcher_store_path` second.
+    let position = |name: &str| -> usize {
+        let cid: i64 = raw
+            .query_row(
+                "SELECT cid FROM pragma_table_info(?1) WHERE name = ?2",
+                [h.table, name],
+                |r| r.get(0),
+            )
+            .unwrap();
+        usize::try_from(cid).unwrap()
+    };
+    let (watcher, target) = if h.table == "session_watch_cursors" {
+        (
+            position("watcher_session_key"),
+            position("target_session_key"),
+        )
+    } else {
+        (0, 0)
+    };
     let live = |row: &Vec<(String, String)>| {
         if h.table == "session_watch_cursors" {
             // W -> T, written by the store.
-            row[0].1 == hex(W) && row[1].1 == hex(T)
+            row[watcher].1 == hex(W) && row[target].1 == hex(T)
         } else {
             row[0].1 != hex_int(2)
         }
@@ -419,7 +438,8 @@ fn every_path_leaves_hostile_rows_inert() {
         }
     }
     // The matrix: hostile rows (both table variants) × paths.
-    assert_eq!(rows, 2 * 13 + 2 * 18 + 6 + 6);
+    // Two cursor rows exist only in loose tables: OpenClaw's STRICT table checks provenance.
+    assert_eq!(rows, 2 * 11 + 2 * 18 + 8 + 6);
     assert_eq!(cells, rows * 17);
     println!("foreign-row matrix: {rows} rows x 17 paths = {cells} cells");
 }
@@ -476,29 +496,31 @@ fn the_upstream_scan_skips_link_rows_it_cannot_read() {
     }
     let raw = Connection::open(&path).unwrap();
     // Two watched sessions whose links hold text that is not valid UTF-8.
-    for (key, source, transcript) in [
+    for (key, source, transcript_ref) in [
         (
             "agent:main:u",
             "'claude'",
-            "CAST(x'2f746d702f78ff' AS TEXT)",
+            // {"filePath":"/tmp/x<0xff>"}
+            "CAST(x'7b2266696c6550617468223a222f746d702f78ff227d' AS TEXT)",
         ),
         (
             "agent:main:v",
             "CAST(x'636cff' AS TEXT)",
-            "'/tmp/none.jsonl'",
+            "'{\"filePath\":\"/tmp/none.jsonl\"}'",
         ),
     ] {
         raw.execute(
             &format!(
-                "INSERT INTO session_upstream_links (session_key, agent_id, source, \
-                 transcript_path, created_at, updated_at) \
-                 VALUES ('{key}', 'main', {source}, {transcript}, ?1, ?1)"
+                "INSERT INTO session_upstream_links (session_key, agent_id, catalog_id, \
+                 host_id, thread_id, upstream_kind, upstream_ref_json, created_at, updated_at) \
+                 VALUES ('{key}', 'main', {source}, 'gateway:local', 'x', 'claude-cli', \
+                 {transcript_ref}, ?1, ?1)"
             ),
             [T0],
         )
         .unwrap();
         raw.execute(
-            "INSERT INTO session_watch_cursors VALUES (?1, ?2, 0, 0, 0, 'explicit', ?3)",
+            "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES (?1, ?2, 0, 0, 0, 'explicit', ?3)",
             rusqlite::params![W, key, T0],
         )
         .unwrap();
@@ -526,7 +548,7 @@ fn watch_and_a_spawn_edge_replace_an_inert_row_of_their_pair() {
         .iter()
         .find(|h| h.name == "unknown provenance")
         .unwrap();
-    build(&path, false, h);
+    build(&path, true, h);
     let fx = Fixture::open(path.to_str().unwrap(), Some(path.clone()), opts());
     // The pair is named explicitly: the row becomes a cursor seeded at T's head (1).
     assert!(fx
@@ -547,7 +569,7 @@ fn watch_and_a_spawn_edge_replace_an_inert_row_of_their_pair() {
     // An unknown provenance under a spawn edge becomes explicit.
     fx.conn()
         .execute(
-            "INSERT INTO session_watch_cursors VALUES ('agent:main:w3', ?1, 0, 0, 0, 'bogus', ?2)",
+            "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ('agent:main:w3', ?1, 0, 0, 0, 'bogus', ?2)",
             rusqlite::params![T, T0],
         )
         .unwrap();

@@ -23,8 +23,9 @@ const ROWS: [&str; 8] = [
     "'', 'agent:ops:subagentx', 0, 1, 1, 'explicit'",
     // A self cursor.
     "'agent:main:t', 'agent:main:t', 0, 1, 1, 'explicit'",
-    // An unknown provenance, on a watcher the model never uses.
-    "'agent:main:foreign', 'agent:main:t', 0, 1, 1, 'bogus'",
+    // An upper-case agent id: a bare watcher (the store's table refuses an unknown
+    // provenance by its CHECK, so that row exists only in older, loose tables: foreign.rs).
+    "'agent:MAIN:foreign', 'agent:main:t', 0, 1, 1, 'explicit'",
     // A watcher that is not valid UTF-8.
     "CAST(x'6167656e743a6d61696e3a77ff' AS TEXT), 'agent:main:subagent:y', 0, 1, 1, 'explicit'",
     // Positions above any head a case reaches.
@@ -41,7 +42,7 @@ pub fn seed(path: &str) {
     let conn = session_awareness_core::schema::open(path, 0).unwrap();
     for row in ROWS {
         conn.execute(
-            &format!("INSERT INTO session_watch_cursors VALUES ({row}, ?1)"),
+            &format!("INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ({row}, ?1)"),
             [FAR],
         )
         .unwrap();
