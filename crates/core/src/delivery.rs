@@ -1,14 +1,18 @@
 //! Delivery: the notice queue and the wake scheduler of one store. A committed cursor change
 //! enters the queue here ([`Delivery::enqueue`], under the connection lock), and the wakes it
-//! made due are scheduled once every lock is released ([`Delivery::wake_all`]).
+//! made due are scheduled once every lock is released ([`Delivery::wake_all`]). The watcher
+//! takes its notices here too ([`Delivery::drain`], [`Delivery::acknowledge`]).
 
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::cursors::{Pending, Provenance};
+use crate::conn::Db;
+use crate::cursors::{self, Pending, Provenance};
+use crate::error::Result;
 use crate::keys::SessionKey;
-use crate::queue::{NoticeQueue, QueueSignal};
+use crate::queue::{Notice, NoticeQueue, QueueSignal};
+use crate::tx::Tx;
 use crate::wake::{WakeScheduler, WakeSink};
 
 /// A watcher to wake and the target whose notice made the wake due.
@@ -65,6 +69,84 @@ impl Delivery {
                 w.due(&watcher, &target);
             }
         }
+    }
+
+    /// Hands out the watcher's queued notices, acknowledged (§7): the cursor rows decide, in one
+    /// write transaction, and notices that reopened meanwhile are queued again. With nothing
+    /// queued it runs no SQL. On failure the notices taken stay queued.
+    pub(crate) fn drain(&self, db: &Db, watcher: &str, now: i64) -> Result<Vec<Notice>> {
+        if !self.queue().has_any(watcher) {
+            return Ok(Vec::new());
+        }
+        let conn = db.lock()?;
+        let queued = self.queue().take(watcher);
+        let outcome = (|| {
+            let tx = Tx::immediate(&conn)?;
+            let mut out = Vec::with_capacity(queued.len());
+            let mut reopened = Vec::new();
+            for n in &queued {
+                // The cursor row decides: a notice consumed elsewhere is not handed out again.
+                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, now)? {
+                    out.push(Notice::new(watcher, &n.target, acked.old_last_seen));
+                    if acked.after.notified != acked.after.last_seen {
+                        reopened.push(acked.after);
+                    }
+                }
+            }
+            tx.commit()?;
+            Ok((out, reopened))
+        })();
+        match outcome {
+            Ok((out, reopened)) => {
+                let wakes = self.enqueue(&reopened);
+                drop(conn);
+                self.wake_all(wakes);
+                Ok(out)
+            }
+            Err(e) => {
+                let mut q = self.queue();
+                for n in queued {
+                    q.push(watcher, &n.target, n.changes_since);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Acknowledges the watcher's pending notices on `targets` (distinct, checked) in one write
+    /// transaction (§7). Returns how many pending notices it acknowledged.
+    pub(crate) fn acknowledge(
+        &self,
+        db: &Db,
+        watcher: &str,
+        targets: &[&str],
+        now: i64,
+    ) -> Result<u64> {
+        let conn = db.lock()?;
+        let tx = Tx::immediate(&conn)?;
+        let mut count = 0;
+        let mut acked = Vec::new();
+        for &t in targets {
+            if let Some(a) = cursors::acknowledge(&tx, watcher, t, now)? {
+                count += 1;
+                acked.push(a.after);
+            }
+        }
+        tx.commit()?;
+        let reopened: Vec<Pending> = {
+            let mut q = self.queue();
+            for a in &acked {
+                q.remove(watcher, &a.target);
+            }
+            acked
+                .into_iter()
+                .filter(|a| a.notified != a.last_seen)
+                .collect()
+        };
+        let wakes = self.enqueue(&reopened);
+        drop(conn);
+        self.wake_all(wakes);
+        Ok(count)
     }
 
     /// Cancels the watcher's scheduled wake (its session was reset or deleted).

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::checkpoint::Checkpointer;
 use crate::conn::Db;
-use crate::cursors::{self, Pending, Provenance};
+use crate::cursors::{self, Provenance};
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
 use crate::event::{RecordInput, StateEvent};
@@ -299,42 +299,7 @@ impl Store {
         self.check_open()?;
         SessionKey::parse(watcher)?;
         self.mark_served(watcher);
-        if !self.delivery().queue().has_any(watcher) {
-            return Ok(Vec::new());
-        }
-        let conn = self.db().lock()?;
-        let queued = self.delivery().queue().take(watcher);
-        let outcome = (|| {
-            let tx = Tx::immediate(&conn)?;
-            let mut out = Vec::with_capacity(queued.len());
-            let mut reopened = Vec::new();
-            for n in &queued {
-                // The cursor row decides: a notice consumed elsewhere is not handed out again.
-                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, now)? {
-                    out.push(Notice::new(watcher, &n.target, acked.old_last_seen));
-                    if acked.after.notified != acked.after.last_seen {
-                        reopened.push(acked.after);
-                    }
-                }
-            }
-            tx.commit()?;
-            Ok((out, reopened))
-        })();
-        match outcome {
-            Ok((out, reopened)) => {
-                let wakes = self.delivery().enqueue(&reopened);
-                drop(conn);
-                self.delivery().wake_all(wakes);
-                Ok(out)
-            }
-            Err(e) => {
-                let mut q = self.delivery().queue();
-                for n in queued {
-                    q.push(watcher, &n.target, n.changes_since);
-                }
-                Err(e)
-            }
-        }
+        self.delivery().drain(self.db(), watcher, now)
     }
 
     /// Acknowledges the watcher's pending notices on `targets` (§7), for hosts that route
@@ -350,31 +315,8 @@ impl Store {
                 unique.push(t);
             }
         }
-        let conn = self.db().lock()?;
-        let tx = Tx::immediate(&conn)?;
-        let mut count = 0;
-        let mut acked = Vec::new();
-        for t in unique {
-            if let Some(a) = cursors::acknowledge(&tx, watcher, t, now)? {
-                count += 1;
-                acked.push(a.after);
-            }
-        }
-        tx.commit()?;
-        let reopened: Vec<Pending> = {
-            let mut q = self.delivery().queue();
-            for a in &acked {
-                q.remove(watcher, &a.target);
-            }
-            acked
-                .into_iter()
-                .filter(|a| a.notified != a.last_seen)
-                .collect()
-        };
-        let wakes = self.delivery().enqueue(&reopened);
-        drop(conn);
-        self.delivery().wake_all(wakes);
-        Ok(count)
+        self.delivery()
+            .acknowledge(self.db(), watcher, &unique, now)
     }
 
     /// Sweep (§7), then a prune. `watcher_exists` is asked once per watcher with material

@@ -193,7 +193,10 @@ fn the_module_graph_is_acyclic() {
             .unwrap_or_default()
     };
     assert_eq!(deps("conn"), ["error", "exclusive"]);
-    assert_eq!(deps("delivery"), ["cursors", "keys", "queue", "wake"]);
+    assert_eq!(
+        deps("delivery"),
+        ["conn", "cursors", "error", "keys", "queue", "tx", "wake"]
+    );
     assert_eq!(deps("hooks"), ["error", "wake"]);
     assert!(!deps("sync").contains(&"store"));
     assert!(!deps("checkpoint").contains(&"store"));
