@@ -22,6 +22,10 @@ pub enum Error {
     /// The file holds a table of this schema's name that no known generation wrote (a column
     /// the store cannot add is missing); opening it changes nothing.
     ForeignSchema(String),
+    /// An import found that the destination's history and the source's disagree (a sequence
+    /// held by both with different content, or a session the destination already carries
+    /// past a sequence the source still has to add); nothing was written.
+    ImportDiverged(String),
 }
 
 /// The result type of the core.
@@ -37,6 +41,7 @@ impl Error {
             Error::UpstreamParse(_) => "ERR_UPSTREAM_PARSE",
             Error::NotSqlite(_) => "ERR_NOT_SQLITE",
             Error::ForeignSchema(_) => "ERR_FOREIGN_SCHEMA",
+            Error::ImportDiverged(_) => "ERR_IMPORT_DIVERGED",
         }
     }
 
@@ -65,6 +70,7 @@ impl fmt::Display for Error {
             Error::UpstreamParse(msg) => write!(f, "upstream transcript: {msg}"),
             Error::NotSqlite(msg) => f.write_str(msg),
             Error::ForeignSchema(msg) => write!(f, "foreign schema: {msg}"),
+            Error::ImportDiverged(msg) => write!(f, "import refused: {msg}"),
         }
     }
 }
@@ -108,6 +114,10 @@ mod tests {
             "ERR_DB"
         );
         assert_eq!(Error::Io(std::io::Error::other("x")).code(), "ERR_DB");
+        assert_eq!(
+            Error::ImportDiverged("x".into()).code(),
+            "ERR_IMPORT_DIVERGED"
+        );
         assert_eq!(
             Error::UpstreamParse("x".into()).code(),
             "ERR_UPSTREAM_PARSE"

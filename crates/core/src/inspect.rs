@@ -315,7 +315,7 @@ pub fn read_events(
 /// Opens `path` read-only as described in the module docs: refuses a missing file, anything
 /// but a regular file, and a file without the SQLite header. Returns the connection, the
 /// file size and whether a `-wal` file was present.
-fn open_read_only(path: &str) -> Result<(Connection, u64, bool)> {
+pub(crate) fn open_read_only(path: &str) -> Result<(Connection, u64, bool)> {
     if path.is_empty() {
         return Err(Error::invalid("path must be a non-empty string"));
     }
@@ -378,7 +378,7 @@ fn uri(path: &str, immutable: bool) -> Result<String> {
 }
 
 /// `SQLITE_NOTADB` means the header passed but the file is not a usable database.
-fn db_error(path: &str, e: rusqlite::Error) -> Error {
+pub(crate) fn db_error(path: &str, e: rusqlite::Error) -> Error {
     match e {
         rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
             Error::NotSqlite(format!("{path} is not a SQLite database"))
@@ -476,7 +476,8 @@ fn sessions(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SessionRow>> {
 /// The provenance the store's upgrade gives a cursor of a file without the column: the cursors
 /// with an ambient-group sentinel row (OpenClaw's encoding before the column) are
 /// `ambient-group`, the others `explicit`.
-const UPGRADED_PROVENANCE: &str = "CASE WHEN EXISTS (SELECT 1 FROM session_watch_cursors s \
+pub(crate) const UPGRADED_PROVENANCE: &str =
+    "CASE WHEN EXISTS (SELECT 1 FROM session_watch_cursors s \
      WHERE s.watcher_session_key = 'ambient-group-watch:' || lower(hex(c.watcher_session_key)) \
      AND s.target_session_key = c.target_session_key) \
      THEN 'ambient-group' ELSE 'explicit' END";

@@ -36,6 +36,7 @@ pub mod checkpoint;
 pub mod cursors;
 pub mod error;
 pub mod event;
+pub mod import;
 pub mod inspect;
 pub mod keys;
 pub mod log;
