@@ -840,6 +840,7 @@ module.exports.ActorType = nativeBinding.ActorType
 module.exports.decodeNoticeContextKey = nativeBinding.decodeNoticeContextKey
 module.exports.encodeNoticeContextKey = nativeBinding.encodeNoticeContextKey
 module.exports.EventKind = nativeBinding.EventKind
+module.exports.importStateDatabase = nativeBinding.importStateDatabase
 module.exports.inspectDatabase = nativeBinding.inspectDatabase
 module.exports.Provenance = nativeBinding.Provenance
 module.exports.readEvents = nativeBinding.readEvents

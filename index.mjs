@@ -7,6 +7,7 @@ export const {
   SessionState,
   encodeNoticeContextKey,
   decodeNoticeContextKey,
+  importStateDatabase,
   inspectDatabase,
   readEvents,
   EventKind,

@@ -3,6 +3,7 @@
 
 mod convert;
 mod error;
+mod import;
 mod inspect;
 mod js_out;
 mod session_state;
@@ -14,6 +15,7 @@ use napi_derive::napi;
 
 use crate::error::{Code, IntoJs};
 
+pub use import::import_state_database;
 pub use inspect::{inspect_database, read_events};
 
 /// Installs the JS side of `SessionState.prototype.record` and `drain` once the classes are
