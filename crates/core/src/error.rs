@@ -26,6 +26,10 @@ pub enum Error {
     /// held by both with different content, or a session the destination already carries
     /// past a sequence the source still has to add); nothing was written.
     ImportDiverged(String),
+    /// An import's source, read as an immutable snapshot because no `-wal` file was beside
+    /// it, was written meanwhile, three times in a row; run the import again. Reported as
+    /// `ERR_DB`.
+    SourceChanged(String),
 }
 
 /// The result type of the core.
@@ -37,7 +41,7 @@ impl Error {
         match self {
             Error::InvalidArg(_) => "ERR_INVALID_ARG",
             Error::Closed => "ERR_CLOSED",
-            Error::Db(_) | Error::Io(_) => "ERR_DB",
+            Error::Db(_) | Error::Io(_) | Error::SourceChanged(_) => "ERR_DB",
             Error::UpstreamParse(_) => "ERR_UPSTREAM_PARSE",
             Error::NotSqlite(_) => "ERR_NOT_SQLITE",
             Error::ForeignSchema(_) => "ERR_FOREIGN_SCHEMA",
@@ -71,6 +75,7 @@ impl fmt::Display for Error {
             Error::NotSqlite(msg) => f.write_str(msg),
             Error::ForeignSchema(msg) => write!(f, "foreign schema: {msg}"),
             Error::ImportDiverged(msg) => write!(f, "import refused: {msg}"),
+            Error::SourceChanged(msg) => write!(f, "import source changed: {msg}"),
         }
     }
 }
@@ -114,6 +119,7 @@ mod tests {
             "ERR_DB"
         );
         assert_eq!(Error::Io(std::io::Error::other("x")).code(), "ERR_DB");
+        assert_eq!(Error::SourceChanged("x".into()).code(), "ERR_DB");
         assert_eq!(
             Error::ImportDiverged("x".into()).code(),
             "ERR_IMPORT_DIVERGED"

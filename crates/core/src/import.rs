@@ -139,30 +139,90 @@ pub fn import(
     opts: ImportOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<ImportSummary> {
-    let batch = opts.batch_rows.max(1);
     if same_file(source, dest) {
         return Err(Error::invalid(
             "the source and the destination are one file",
         ));
     }
+    let mut attempt = 1;
+    loop {
+        match attempt_import(source, dest, opts, progress) {
+            // A snapshot read without a WAL was overtaken by a writer: read again (the
+            // batches already committed came from the unchanged file, and the next run
+            // finds them present).
+            Err(Error::SourceChanged(_)) if attempt < ATTEMPTS => attempt += 1,
+            done => return done,
+        }
+    }
+}
+
+/// How many times an import reads the source again after a writer changed it under an
+/// immutable read.
+const ATTEMPTS: u32 = 3;
+
+fn attempt_import(
+    source: &str,
+    dest: &str,
+    opts: ImportOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ImportSummary> {
+    let batch = opts.batch_rows.max(1);
+    // Taken before the file is opened, so any change after the open shows.
+    let stamp = Stamp::take(source);
     let (src, _, wal) = open_read_only(source)?;
     let on_err = |e| db_error(source, e);
     // One read transaction for the whole import: every row comes from the same snapshot.
     src.execute_batch("BEGIN").map_err(on_err)?;
-    let plan = Plan::read(&src).map_err(|e| relabel(source, e))?;
+    let mut plan = Plan::read(&src).map_err(|e| relabel(source, e));
+    if let Ok(plan) = &mut plan {
+        // Without a WAL the file is read as immutable, with no lock: a writer that comes
+        // along (a gateway starting) would tear the read, so every commit checks it first.
+        plan.stamp = (!wal).then_some((source.to_owned(), stamp));
+    }
+    let plan = plan.map_err(|e| stamp.overtaken(source, e))?;
     let dst = crate::schema::open(dest, opts.busy_timeout_ms)?;
     let mut summary = ImportSummary {
         source_last_sequence: plan.last_sequence,
         source_wal: wal,
         ..Default::default()
     };
-    let before = check::check(&src, &dst, &plan, &mut summary)?;
-    copy::copy_events(&src, &dst, &plan, &before, batch, &mut summary, progress)?;
-    copy::copy_heads(&src, &dst, &plan, &before, batch, &mut summary, progress)?;
-    copy::copy_cursors(&src, &dst, &plan, batch, &mut summary, progress)?;
-    copy::copy_links(&src, &dst, &plan, batch, &mut summary, progress)?;
-    src.execute_batch("COMMIT").map_err(on_err)?;
+    let run = |summary: &mut ImportSummary, progress: &mut dyn FnMut(Progress)| {
+        let before = check::check(&src, &dst, &plan, summary)?;
+        copy::copy_events(&src, &dst, &plan, &before, batch, summary, progress)?;
+        copy::copy_heads(&src, &dst, &plan, &before, batch, summary, progress)?;
+        copy::copy_cursors(&src, &dst, &plan, batch, summary, progress)?;
+        copy::copy_links(&src, &dst, &plan, batch, summary, progress)?;
+        src.execute_batch("COMMIT").map_err(on_err)
+    };
+    run(&mut summary, progress).map_err(|e| match &plan.stamp {
+        Some(_) => stamp.overtaken(source, e),
+        None => e,
+    })?;
     Ok(summary)
+}
+
+/// The size and modification time of the source's main file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Stamp(Option<(u64, std::time::SystemTime)>);
+
+impl Stamp {
+    fn take(path: &str) -> Self {
+        Stamp(
+            std::fs::metadata(path)
+                .ok()
+                .and_then(|m| Some((m.len(), m.modified().ok()?))),
+        )
+    }
+
+    /// Turns a failure of a read without a WAL into [`Error::SourceChanged`] when the file
+    /// changed meanwhile (a torn read can fail in any way).
+    fn overtaken(self, path: &str, e: Error) -> Error {
+        if matches!(e, Error::SourceChanged(_)) || Stamp::take(path) == self {
+            e
+        } else {
+            Error::SourceChanged(format!("{path} was written while it was read"))
+        }
+    }
 }
 
 /// Both paths name one existing file.
@@ -198,6 +258,8 @@ struct Plan {
     totals: [u64; 4],
     /// The source's largest sequence ever given.
     last_sequence: i64,
+    /// The source's path and its stamp when it is read without a WAL.
+    stamp: Option<(String, Stamp)>,
 }
 
 impl Plan {
@@ -276,7 +338,19 @@ impl Plan {
             links,
             totals,
             last_sequence: counter.unwrap_or(0).max(largest.unwrap_or(0)),
+            stamp: None,
         })
+    }
+
+    /// Fails with [`Error::SourceChanged`] when a source read without a WAL has changed since
+    /// it was opened; called before every destination commit.
+    fn verify(&self) -> Result<()> {
+        match &self.stamp {
+            Some((path, stamp)) if Stamp::take(path) != *stamp => Err(Error::SourceChanged(
+                format!("{path} was written while it was read"),
+            )),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -622,3 +622,86 @@ fn bad_paths_are_refused_with_their_codes() {
     assert_eq!(go(&text_file, &dest), "ERR_NOT_SQLITE");
     assert!(!dest.exists());
 }
+
+/// Inserts one event on GROUP into the source through a connection of its own (the file
+/// has no WAL, so the write goes into the main file).
+fn write_source(source: &Path) {
+    open(source)
+        .execute_batch(&format!(
+            "INSERT INTO session_state_events (session_key, agent_id, kind, actor_type, \
+               occurred_at, summary) VALUES ('{GROUP}', 'main', 'compacted', 'system', {T0}, 'w');
+             UPDATE session_state_heads SET last_sequence = \
+               (SELECT max(sequence) FROM session_state_events) WHERE session_key = '{GROUP}';"
+        ))
+        .unwrap();
+}
+
+#[test]
+fn a_source_read_without_a_wal_and_written_meanwhile_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = build(dir.path(), GENERATIONS[4]);
+    let dest = dir.path().join("session-state.sqlite");
+    let mut calls = Vec::new();
+    let summary = import(
+        source.to_str().unwrap(),
+        dest.to_str().unwrap(),
+        ImportOptions {
+            batch_rows: 2,
+            ..Default::default()
+        },
+        &mut |p: Progress| {
+            if calls.is_empty() {
+                write_source(&source);
+            }
+            calls.push((p.table, p.done, p.total));
+        },
+    )
+    .unwrap();
+    assert!(!summary.source_wal);
+    assert_eq!(
+        calls,
+        [
+            ("session_state_events", 2, 5),
+            ("session_state_events", 2, 6),
+            ("session_state_events", 4, 6),
+            ("session_state_events", 6, 6),
+            ("session_state_heads", 2, 3),
+            ("session_state_heads", 3, 3),
+            ("session_watch_cursors", 2, 2),
+        ]
+    );
+    // The batch committed before the write stays and is found present by the second read.
+    assert_eq!(summary.events, t(6, 4, 0, 2, 0));
+    assert_eq!(summary.heads, t(3, 1, 2, 0, 0));
+    let (src, dst) = (open(&source), open(&dest));
+    assert_eq!(rows(&dst, EVENTS), rows(&src, EVENTS));
+    assert_eq!(rows(&dst, HEADS), rows(&src, HEADS));
+    assert_eq!(rows(&dst, COUNTER), vec![vec![int(8)]]);
+}
+
+#[test]
+fn a_source_that_keeps_changing_is_given_up_after_three_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = build(dir.path(), GENERATIONS[4]);
+    let dest = dir.path().join("session-state.sqlite");
+    let mut writes = 0;
+    let err = import(
+        source.to_str().unwrap(),
+        dest.to_str().unwrap(),
+        ImportOptions {
+            batch_rows: 2,
+            ..Default::default()
+        },
+        &mut |_| {
+            write_source(&source);
+            writes += 1;
+        },
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "ERR_DB");
+    assert_eq!(writes, 3);
+    // Each read committed its first batch (sequences 2 and 3) before the write that overtook
+    // it; what stays is the source's, row for row.
+    let (src, dst) = (open(&source), open(&dest));
+    assert_eq!(rows(&dst, EVENTS), rows(&src, EVENTS)[..2].to_vec());
+}

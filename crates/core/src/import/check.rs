@@ -17,7 +17,7 @@ pub(super) fn check(
     summary: &mut ImportSummary,
 ) -> Result<(Heads, Vec<i64>)> {
     dst.execute_batch("BEGIN IMMEDIATE")?;
-    let done = check_in(src, dst, plan, summary);
+    let done = check_in(src, dst, plan, summary).and_then(|v| plan.verify().map(|()| v));
     let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
     let ended = dst.execute_batch(end);
     let done = done?;

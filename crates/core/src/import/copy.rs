@@ -11,9 +11,9 @@ use super::{
 use crate::error::{Error, Result};
 
 /// Runs `f` in one `BEGIN IMMEDIATE` transaction of the destination.
-fn write<T>(dst: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
+fn write<T>(dst: &Connection, plan: &Plan, f: impl FnOnce() -> Result<T>) -> Result<T> {
     dst.execute_batch("BEGIN IMMEDIATE")?;
-    match f() {
+    match f().and_then(|v| plan.verify().map(|()| v)) {
         Ok(v) => {
             dst.execute_batch("COMMIT")?;
             Ok(v)
@@ -44,7 +44,7 @@ pub(super) fn copy_events(
     let mut done = 0u64;
     let mut flush = |pending: &mut Vec<Vec<Cell>>, done: u64, s: &mut TableSummary| {
         if !pending.is_empty() {
-            s.inserted += write(dst, || write_events(dst, pending))?;
+            s.inserted += write(dst, plan, || write_events(dst, pending))?;
             pending.clear();
         }
         progress(Progress {
@@ -144,7 +144,7 @@ pub(super) fn copy_heads(
     )?;
     let mut done = s.skipped;
     for chunk in all.chunks(batch) {
-        write(dst, || {
+        write(dst, plan, || {
             let mut up = dst.prepare_cached(
                 "INSERT INTO session_state_heads \
                  (session_key, agent_id, last_sequence, pruned_max_sequence, updated_at) \
@@ -217,6 +217,7 @@ pub(super) fn copy_cursors(
          provenance, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING";
     copy_inserts(
         dst,
+        plan,
         "session_watch_cursors",
         sql,
         &all,
@@ -263,6 +264,7 @@ pub(super) fn copy_links(
     );
     copy_inserts(
         dst,
+        plan,
         "session_upstream_links",
         &sql,
         &all,
@@ -277,6 +279,7 @@ pub(super) fn copy_links(
 #[allow(clippy::too_many_arguments)]
 fn copy_inserts(
     dst: &Connection,
+    plan: &Plan,
     table: &'static str,
     sql: &str,
     all: &[Vec<Cell>],
@@ -287,7 +290,7 @@ fn copy_inserts(
 ) -> Result<()> {
     let mut done = s.skipped;
     for chunk in all.chunks(batch) {
-        let inserted = write(dst, || {
+        let inserted = write(dst, plan, || {
             let mut stmt = dst.prepare_cached(sql)?;
             let mut n = 0;
             for row in chunk {
