@@ -621,6 +621,29 @@ fn bad_paths_are_refused_with_their_codes() {
     std::fs::write(&text_file, "not a database").unwrap();
     assert_eq!(go(&text_file, &dest), "ERR_NOT_SQLITE");
     assert!(!dest.exists());
+    // A table of the schema's name that no generation wrote.
+    let foreign = dir.path().join("foreign.sqlite");
+    open(&foreign)
+        .execute_batch(
+            "CREATE TABLE session_state_events (sequence INTEGER PRIMARY KEY, body TEXT)",
+        )
+        .unwrap();
+    assert_eq!(go(&foreign, &dest), "ERR_FOREIGN_SCHEMA");
+    assert!(!dest.exists());
+}
+
+#[test]
+fn a_file_without_the_tables_imports_nothing_and_still_makes_the_store_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("openclaw.sqlite");
+    open(&source)
+        .execute_batch("CREATE TABLE host_table (x)")
+        .unwrap();
+    let dest = dir.path().join("state/session-state.sqlite");
+    let summary = run(&source, &dest);
+    assert_eq!(summary, ImportSummary::default());
+    assert_eq!(rows(&open(&dest), EVENTS), Vec::<Vec<Value>>::new());
+    assert_eq!(rows(&open(&dest), COUNTER), vec![vec![int(0)]]);
 }
 
 /// Inserts one event on GROUP into the source through a connection of its own (the file
