@@ -209,7 +209,10 @@ export interface ImportDatabaseOptions {
   batchRows?: number
   /** How long a destination write waits for another process's lock (ms); default 30000. */
   busyTimeoutMs?: number
-  /** Called after every committed batch; a throw is rethrown once the import has finished. */
+  /**
+   * Called after every committed batch. A throw does not stop the import: the callback is
+   * not called again, and the import then throws `ERR_PROGRESS_CALLBACK`.
+   */
   onProgress?: (progress: ImportProgress) => void
 }
 

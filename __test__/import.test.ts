@@ -7,11 +7,13 @@ import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 
-import { SessionState, inspectDatabase, readEvents } from '../index'
+import { SessionState, importStateDatabase, inspectDatabase, readEvents } from '../index'
 import { ImportProgress, importOpenClawState } from '../lib/import'
+import { rawDb } from './helpers'
 
 const CLI = path.join(__dirname, '..', 'bin', 'session-awareness.js')
-const REAL = path.join(__dirname, '..', 'crates', 'core', 'tests', 'fixtures', 'openclaw-2026.9.6.sqlite')
+const FIXTURES = path.join(__dirname, '..', 'crates', 'core', 'tests', 'fixtures')
+const REAL = path.join(FIXTURES, 'openclaw-2026.9.6.sqlite')
 const MAIN = 'agent:main:main'
 const CHILD = 'agent:main:subagent:fixture-child'
 const LARGE = 60_000
@@ -33,6 +35,16 @@ function snapshot(file: string) {
   }
 }
 
+/** The code of the error `f` throws. */
+function codeOf(f: () => unknown): unknown {
+  try {
+    f()
+  } catch (err) {
+    return (err as { code?: unknown }).code
+  }
+  throw new Error('did not throw')
+}
+
 function table(read: number, inserted: number, updated: number, present: number, skipped: number) {
   return { read, inserted, updated, present, skipped }
 }
@@ -45,21 +57,28 @@ function realSource(): string {
   return file
 }
 
-/** A state file of LARGE events over SESSIONS sessions, written by the store itself. */
+/**
+ * An OpenClaw 2026.9.6 state file (OpenClaw's own statements) holding LARGE events over
+ * SESSIONS sessions and their heads, written in one transaction.
+ */
 let large: string
 function largeSource(): string {
   if (large) return large
-  large = path.join(dir, 'large', 'state.sqlite')
-  const store = new SessionState(large, { clock: () => T, maxEvents: 1_000_000 })
-  for (let i = 0; i < LARGE; i++) {
-    store.record({
-      sessionKey: `agent:main:subagent:s${i % SESSIONS}`,
-      kind: 'goal_changed',
-      actorType: 'human',
-      summary: `goal ${i}`,
-    })
-  }
-  store.close()
+  fs.mkdirSync(path.join(dir, 'large'))
+  large = path.join(dir, 'large', 'openclaw.sqlite')
+  const db = rawDb(large)
+  db.exec(fs.readFileSync(path.join(FIXTURES, 'openclaw-schema', '5-openclaw-2026.9.6.sql'), 'utf8'))
+  db.exec(`
+    BEGIN;
+    INSERT INTO session_state_events (session_key, agent_id, kind, actor_type, occurred_at, summary)
+      WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${LARGE - 1})
+      SELECT 'agent:main:subagent:s' || (i % ${SESSIONS}), 'main', 'goal_changed', 'human',
+        ${T} + i, 'goal ' || i FROM n;
+    INSERT INTO session_state_heads (session_key, agent_id, last_sequence, updated_at)
+      SELECT session_key, agent_id, max(sequence), max(occurred_at) FROM session_state_events
+      GROUP BY session_key, agent_id;
+    COMMIT;`)
+  db.close()
   return large
 }
 
@@ -168,6 +187,40 @@ describe('session-awareness import', () => {
   })
 })
 
+describe('importStateDatabase', () => {
+  test('a throwing onProgress is called once and reported as ERR_PROGRESS_CALLBACK after the import', () => {
+    const boom = new Error('progress failed')
+    let calls = 0
+    const dest = path.join(dir, 'native', 'session-state.sqlite')
+    const run = () =>
+      importStateDatabase(realSource(), dest, {
+        batchRows: 5,
+        onProgress: () => {
+          calls++
+          throw boom
+        },
+      })
+    expect(codeOf(run)).toBe('ERR_PROGRESS_CALLBACK')
+    expect(calls).toBe(1)
+    expect(inspectDatabase(dest).counts).toEqual({ events: 13, heads: 6, cursors: 6, upstreamLinks: 2 })
+  })
+
+  test('bad arguments are ERR_INVALID_ARG and create nothing', () => {
+    const dest = path.join(dir, 'native-bad.sqlite')
+    for (const call of [
+      () => importStateDatabase(realSource(), dest, { batchRows: 0 }),
+      () => importStateDatabase(realSource(), dest, { batchRows: 1.5 }),
+      () => importStateDatabase(realSource(), dest, { busyTimeoutMs: -1 }),
+      () => importStateDatabase(realSource(), dest, { onProgress: 3 as never }),
+      () => importStateDatabase(3 as never, dest),
+      () => importStateDatabase(REAL, REAL),
+    ]) {
+      expect(codeOf(call)).toBe('ERR_INVALID_ARG')
+    }
+    expect(fs.existsSync(dest)).toBe(false)
+  })
+})
+
 describe('importOpenClawState', () => {
   test('resolves with the summary and forwards progress', async () => {
     expect(await importOpenClawState(realSource(), path.join(dir, 'fn', 'a.sqlite'))).toEqual(REAL_SUMMARY)
@@ -178,6 +231,7 @@ describe('importOpenClawState', () => {
     })
     expect(summary.events).toEqual(table(LARGE, LARGE, 0, 0, 0))
     expect(summary.heads).toEqual(table(SESSIONS, SESSIONS, 0, 0, 0))
+    expect(summary.upstreamLinks).toEqual(table(0, 0, 0, 0, 0))
     expect(seen).toEqual(
       [10, 20, 30, 40, 50, 60].map((k) => ({ table: 'session_state_events', done: k * 1000, total: LARGE })),
     )

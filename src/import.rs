@@ -21,7 +21,8 @@ pub struct ImportDatabaseOptions {
     pub batch_rows: Option<f64>,
     /// How long a destination write waits for another process's lock (ms); default 30000.
     pub busy_timeout_ms: Option<f64>,
-    /// Called after every committed batch; a throw is rethrown once the import has finished.
+    /// Called after every committed batch. A throw does not stop the import: the callback is
+    /// not called again, and the import then throws `ERR_PROGRESS_CALLBACK`.
     #[napi(ts_type = "(progress: ImportProgress) => void")]
     pub on_progress: Option<FunctionRef<ImportProgress, ()>>,
 }
@@ -123,8 +124,8 @@ pub fn import_state_database(
         }
         on_progress = convert::opt_function(&o, "onProgress").js()?;
     }
-    // A throwing callback cannot stop a batch half-way; its exception stays pending and is
-    // rethrown when the import returns, and the callback is not called again.
+    // A throwing callback is not called again, and is reported once the import has finished:
+    // the batches it saw are committed, so stopping early would only leave less done.
     let mut failed: Option<napi::Error> = None;
     let result = core::import(&source, &dest, opts, &mut |p| {
         if let (Some(f), None) = (&on_progress, &failed) {
@@ -138,10 +139,13 @@ pub fn import_state_database(
             }
         }
     });
-    if let Some(e) = failed {
-        return Err(napi::Error::new(Code::from(e.status), e.reason.clone()));
-    }
     let s = result.js()?;
+    if let Some(e) = failed {
+        return Err(coded(
+            "ERR_PROGRESS_CALLBACK",
+            format!("onProgress threw (the import finished): {}", e.reason),
+        ));
+    }
     Ok(ImportSummary {
         events: s.events.into(),
         heads: s.heads.into(),
