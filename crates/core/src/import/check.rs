@@ -7,17 +7,38 @@ use super::rows::{self, Cell};
 use super::{each_row, head_key, kinds, Heads, ImportSummary, Plan, EVENT_SQL};
 use crate::error::{Error, Result};
 
-/// The first write transaction: reads the destination's heads, refuses a diverged history
-/// (writing nothing), raises the AUTOINCREMENT counter and writes the pruned watermarks.
-/// Returns the destination's heads as they were, and the sequences to insert.
+/// The check and the first write transaction: classifies every source event against the
+/// destination (refusing a diverged history, writing nothing), then raises the AUTOINCREMENT
+/// counter and writes the pruned watermarks. Returns the destination's heads as they were,
+/// and the sequences to insert.
+///
+/// The classification reads the whole source, so it runs in a read transaction of the
+/// destination, without its write lock; the write transaction repeats it only when the
+/// destination's log or heads moved in between.
 pub(super) fn check(
     src: &Connection,
     dst: &Connection,
     plan: &Plan,
     summary: &mut ImportSummary,
 ) -> Result<(Heads, Vec<i64>)> {
-    dst.execute_batch("BEGIN IMMEDIATE")?;
-    let done = check_in(src, dst, plan, summary).and_then(|v| plan.verify().map(|()| v));
+    let read = in_tx(dst, "BEGIN", || {
+        Ok((fingerprint(dst)?, classify(src, dst, plan, summary)?))
+    });
+    let (seen, mut found) = read?;
+    in_tx(dst, "BEGIN IMMEDIATE", || {
+        if fingerprint(dst)? != seen {
+            found = classify(src, dst, plan, summary)?;
+        }
+        reserve(src, dst, plan)?;
+        plan.verify()
+    })?;
+    Ok(found)
+}
+
+/// Runs `f` between `begin` and a commit (a rollback when it fails).
+fn in_tx<T>(dst: &Connection, begin: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    dst.execute_batch(begin)?;
+    let done = f();
     let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
     let ended = dst.execute_batch(end);
     let done = done?;
@@ -25,7 +46,17 @@ pub(super) fn check(
     Ok(done)
 }
 
-fn check_in(
+/// What the classification depends on: the destination's log (it only grows at the top and
+/// shrinks by deletes) and its heads.
+fn fingerprint(dst: &Connection) -> Result<[i64; 6]> {
+    Ok(dst.query_row(
+        "SELECT (SELECT coalesce(max(seq), 0) FROM sqlite_sequence                  WHERE name = 'session_state_events'),                 (SELECT count(*) FROM session_state_events),                 (SELECT coalesce(max(sequence), 0) FROM session_state_events),                 (SELECT count(*) FROM session_state_heads),                 (SELECT coalesce(sum(last_sequence), 0) FROM session_state_heads),                 (SELECT coalesce(sum(pruned_max_sequence), 0) FROM session_state_heads)",
+        [],
+        |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?]),
+    )?)
+}
+
+fn classify(
     src: &Connection,
     dst: &Connection,
     plan: &Plan,
@@ -52,6 +83,7 @@ fn check_in(
         dst.prepare("SELECT sequence FROM session_state_events WHERE dedupe_key = ?1")?;
     let mut insert = Vec::new();
     let s = &mut summary.events;
+    s.skipped = 0;
     let mut present = 0;
     each_row(
         src,
@@ -99,6 +131,12 @@ fn check_in(
         },
     )?;
     s.present = present;
+    Ok((before, insert))
+}
+
+/// Raises the AUTOINCREMENT counter to the source's largest sequence and writes the pruned
+/// watermarks.
+fn reserve(src: &Connection, dst: &Connection, plan: &Plan) -> Result<()> {
     dst.execute(
         "INSERT INTO sqlite_sequence (name, seq) SELECT 'session_state_events', 0 \
          WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'session_state_events')",
@@ -130,5 +168,44 @@ fn check_in(
             Ok(())
         },
     )?;
-    Ok((before, insert))
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fingerprint_moves_with_every_change_the_classification_reads() -> Result<()> {
+        let dst = crate::schema::open(":memory:", 1000)?;
+        let mut last = fingerprint(&dst)?;
+        assert_eq!(last, [0; 6]);
+        for (sql, want) in [
+            (
+                "INSERT INTO session_state_events (sequence, session_key, agent_id, kind, \
+                 actor_type, occurred_at, summary) VALUES (4, 'k', 'main', 'created', 'system', 1, 's')",
+                [4, 1, 4, 0, 0, 0],
+            ),
+            (
+                "INSERT INTO session_state_heads VALUES ('k', 'main', 4, 0, 1)",
+                [4, 1, 4, 1, 4, 0],
+            ),
+            (
+                "UPDATE session_state_heads SET pruned_max_sequence = 4",
+                [4, 1, 4, 1, 4, 4],
+            ),
+            ("DELETE FROM session_state_events", [4, 0, 0, 1, 4, 4]),
+            (
+                "UPDATE session_state_heads SET last_sequence = 5",
+                [4, 0, 0, 1, 5, 4],
+            ),
+        ] {
+            dst.execute_batch(sql)?;
+            let now = fingerprint(&dst)?;
+            assert_ne!(now, last, "{sql}");
+            assert_eq!(now, want, "{sql}");
+            last = now;
+        }
+        Ok(())
+    }
 }
