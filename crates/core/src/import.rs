@@ -241,19 +241,28 @@ fn relabel(source: &str, e: Error) -> Error {
     }
 }
 
-/// The source's tables as the import reads them.
+/// Every source row of a table, as stored; the columns are matched by name.
+const EVENTS_SQL: &str = "SELECT * FROM session_state_events ORDER BY sequence";
+const HEADS_SQL: &str = "SELECT * FROM session_state_heads";
+const CURSORS_SQL: &str = "SELECT * FROM session_watch_cursors";
+const COUNT_EVENTS: &str = "SELECT count(*) FROM session_state_events";
+const COUNT_HEADS: &str = "SELECT count(*) FROM session_state_heads";
+const COUNT_CURSORS: &str = "SELECT count(*) FROM session_watch_cursors";
+const COUNT_LINKS: &str = "SELECT count(*) FROM session_upstream_links";
+
+/// The source's tables as the import reads them: each `SELECT`, or `None` when the source
+/// lacks the table.
 struct Plan {
-    /// `SELECT` of the events in ascending sequence, or `None` without the table.
-    events: Option<String>,
-    /// `SELECT` of the heads.
-    heads: Option<String>,
-    /// `SELECT` of the cursors.
-    cursors: Option<String>,
+    /// The events in ascending sequence.
+    events: Option<&'static str>,
+    /// The heads.
+    heads: Option<&'static str>,
+    /// The cursors.
+    cursors: Option<&'static str>,
     /// The cursors table has no `provenance` (sentinel rows fold into their cursor).
     sentinels: bool,
-    /// `SELECT` of the links mapped to the store's columns, or `None` when the source has no
-    /// link table in OpenClaw's shape.
-    links: Option<String>,
+    /// The links mapped to the store's columns (a link table in OpenClaw's shape).
+    links: Option<&'static str>,
     /// Rows per table in the snapshot.
     totals: [u64; 4],
     /// The source's largest sequence ever given.
@@ -264,50 +273,33 @@ struct Plan {
 
 impl Plan {
     fn read(src: &Connection) -> Result<Self> {
-        let select = |table: &str, cols: &[rows::Col], extra: &str, tail: &str| {
-            let Some(present) = rows::source_columns(src, table)? else {
-                return Ok::<_, Error>(None);
+        // A table lacking a column every generation had is refused here, before the
+        // destination is opened.
+        let table = |name: &str, cols: &[rows::Col], sql: &'static str| {
+            let Some(names) = rows::source_columns(src, name)? else {
+                return Ok::<_, Error>((None, Vec::new()));
             };
-            let list = rows::select_list(table, cols, &present)?;
-            Ok(Some(format!("SELECT {list}{extra} FROM {table} c {tail}")))
+            rows::layout(name, cols, &names)?;
+            Ok((Some(sql), names))
         };
-        let events = select(
-            "session_state_events",
-            &rows::EVENTS,
-            "",
-            "ORDER BY c.sequence",
-        )?;
-        let heads = select("session_state_heads", &rows::HEADS, "", "")?;
-        let cursor_cols = rows::source_columns(src, "session_watch_cursors")?;
-        let sentinels = cursor_cols
-            .as_ref()
-            .is_some_and(|c| !c.iter().any(|n| n == "provenance"));
-        // `updated_at` last: a file without `provenance` takes its sentinel's when later.
-        let updated_at = format!(", {}", rows::cursor_updated_at(!sentinels));
-        let cursors = select(
-            "session_watch_cursors",
-            &rows::CURSORS[..7],
-            &updated_at,
-            "",
-        )?;
+        let (events, _) = table("session_state_events", &rows::EVENTS, EVENTS_SQL)?;
+        let (heads, _) = table("session_state_heads", &rows::HEADS, HEADS_SQL)?;
+        let (cursors, names) = table("session_watch_cursors", &rows::CURSORS, CURSORS_SQL)?;
+        let sentinels = cursors.is_some() && !names.iter().any(|n| n == "provenance");
         let links = rows::source_columns(src, "session_upstream_links")?
-            .filter(|present| {
+            .filter(|names| {
                 rows::LINK_SOURCE_COLUMNS
                     .iter()
-                    .all(|c| present.iter().any(|p| p == c))
+                    .all(|c| names.iter().any(|n| n == c))
             })
-            .map(|_| {
-                let list: Vec<&str> = rows::LINKS.iter().map(|(_, expr, _)| *expr).collect();
-                format!("SELECT {} FROM session_upstream_links", list.join(", "))
-            });
-        let mut totals = [0u64; 4];
-        for (i, table) in crate::inspect::TABLES.iter().enumerate() {
-            if rows::source_columns(src, table)?.is_some() {
-                totals[i] = src.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| {
-                    r.get::<_, i64>(0)
-                })? as u64;
-            }
-        }
+            .map(|_| rows::LINKS_SQL);
+        let link_table = rows::source_columns(src, "session_upstream_links")?.is_some();
+        let totals = [
+            count(src, events.is_some(), COUNT_EVENTS)?,
+            count(src, heads.is_some(), COUNT_HEADS)?,
+            count(src, cursors.is_some(), COUNT_CURSORS)?,
+            count(src, link_table, COUNT_LINKS)?,
+        ];
         let has_sequence: bool = src.query_row(
             "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence')",
             [],
@@ -354,20 +346,31 @@ impl Plan {
     }
 }
 
-/// Calls `f` with every row of `sql` (when the table exists) that the store's table can hold,
-/// and counts the others in `skipped`.
+/// The rows `sql` counts, or 0 when the table is missing.
+fn count(src: &Connection, present: bool, sql: &str) -> Result<u64> {
+    if !present {
+        return Ok(0);
+    }
+    Ok(src.query_row(sql, [], |r| r.get::<_, i64>(0))? as u64)
+}
+
+/// Calls `f` with every row of `sql` (when the table exists), read as `cols`, that the
+/// store's table can hold, and counts the others in `skipped`.
 fn each_row(
     src: &Connection,
     sql: Option<&str>,
-    kinds: &[Kind],
+    cols: &[rows::Col],
     skipped: &mut u64,
     mut f: impl FnMut(Vec<Cell>) -> Result<()>,
 ) -> Result<()> {
     let Some(sql) = sql else { return Ok(()) };
     let mut stmt = src.prepare(sql)?;
+    let names: Vec<String> = stmt.column_names().map(str::to_owned).collect();
+    let at = rows::layout("source", cols, &names)?;
+    let kinds = kinds(cols);
     let mut it = stmt.query([])?;
     while let Some(r) = it.next()? {
-        let cells = rows::read_row(r, kinds.len())?;
+        let cells = rows::read_laid_out(r, cols, &at)?;
         if rows::fits(&cells, kinds.iter().copied()) {
             f(cells)?;
         } else {
@@ -388,6 +391,3 @@ fn head_key(e: &[Cell]) -> (Vec<u8>, Vec<u8>) {
         _ => unreachable!("checked by fits"),
     }
 }
-
-const EVENT_SQL: &str = "SELECT sequence, dedupe_key, session_key, session_id, agent_id, kind, \
-     actor_type, actor_id, run_id, occurred_at, summary, payload_json FROM session_state_events";

@@ -476,8 +476,7 @@ fn sessions(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SessionRow>> {
 /// The provenance the store's upgrade gives a cursor of a file without the column: the cursors
 /// with an ambient-group sentinel row (OpenClaw's encoding before the column) are
 /// `ambient-group`, the others `explicit`.
-pub(crate) const UPGRADED_PROVENANCE: &str =
-    "CASE WHEN EXISTS (SELECT 1 FROM session_watch_cursors s \
+const UPGRADED_PROVENANCE: &str = "CASE WHEN EXISTS (SELECT 1 FROM session_watch_cursors s \
      WHERE s.watcher_session_key = 'ambient-group-watch:' || lower(hex(c.watcher_session_key)) \
      AND s.target_session_key = c.target_session_key) \
      THEN 'ambient-group' ELSE 'explicit' END";

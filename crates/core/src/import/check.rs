@@ -4,7 +4,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::rows::{self, Cell};
-use super::{each_row, head_key, kinds, Heads, ImportSummary, Plan, EVENT_SQL};
+use super::{each_row, head_key, Heads, ImportSummary, Plan};
 use crate::error::{Error, Result};
 
 /// The check and the first write transaction: classifies every source event against the
@@ -21,11 +21,11 @@ pub(super) fn check(
     plan: &Plan,
     summary: &mut ImportSummary,
 ) -> Result<(Heads, Vec<i64>)> {
-    let read = in_tx(dst, "BEGIN", || {
+    let read = in_tx(dst, false, || {
         Ok((fingerprint(dst)?, classify(src, dst, plan, summary)?))
     });
     let (seen, mut found) = read?;
-    in_tx(dst, "BEGIN IMMEDIATE", || {
+    in_tx(dst, true, || {
         if fingerprint(dst)? != seen {
             found = classify(src, dst, plan, summary)?;
         }
@@ -35,12 +35,19 @@ pub(super) fn check(
     Ok(found)
 }
 
-/// Runs `f` between `begin` and a commit (a rollback when it fails).
-fn in_tx<T>(dst: &Connection, begin: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    dst.execute_batch(begin)?;
+/// Runs `f` in a read (`immediate`: write) transaction, committed unless it fails.
+fn in_tx<T>(dst: &Connection, immediate: bool, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    if immediate {
+        dst.execute_batch("BEGIN IMMEDIATE")?;
+    } else {
+        dst.execute_batch("BEGIN")?;
+    }
     let done = f();
-    let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
-    let ended = dst.execute_batch(end);
+    let ended = if done.is_ok() {
+        dst.execute_batch("COMMIT")
+    } else {
+        dst.execute_batch("ROLLBACK")
+    };
     let done = done?;
     ended?;
     Ok(done)
@@ -78,58 +85,56 @@ fn classify(
             }
         }
     }
-    let mut by_sequence = dst.prepare(&format!("{EVENT_SQL} WHERE sequence = ?1"))?;
+    let mut by_sequence = dst.prepare(
+        "SELECT sequence, dedupe_key, session_key, session_id, agent_id, kind, \
+         actor_type, actor_id, run_id, occurred_at, summary, payload_json \
+         FROM session_state_events WHERE sequence = ?1",
+    )?;
     let mut by_dedupe =
         dst.prepare("SELECT sequence FROM session_state_events WHERE dedupe_key = ?1")?;
     let mut insert = Vec::new();
     let s = &mut summary.events;
     s.skipped = 0;
     let mut present = 0;
-    each_row(
-        src,
-        plan.events.as_deref(),
-        &kinds(&rows::EVENTS),
-        &mut s.skipped,
-        |e| {
-            let seq = e[0].int().expect("checked by fits");
-            let held = by_sequence
-                .query_row([seq], |r| rows::read_row(r, 12))
-                .optional()?;
-            match held {
-                Some(d) if d == e => present += 1,
-                Some(_) => {
+    each_row(src, plan.events, &rows::EVENTS, &mut s.skipped, |e| {
+        let seq = e[0].int().expect("checked by fits");
+        let held = by_sequence
+            .query_row([seq], |r| rows::read_row(r, 12))
+            .optional()?;
+        match held {
+            Some(d) if d == e => present += 1,
+            Some(_) => {
+                return Err(Error::ImportDiverged(format!(
+                    "sequence {seq} holds another event in the destination"
+                )))
+            }
+            None => {
+                let (last, pruned) = before.get(&head_key(&e)).copied().unwrap_or((0, 0));
+                if seq <= pruned {
+                    present += 1;
+                } else if seq <= last {
                     return Err(Error::ImportDiverged(format!(
-                        "sequence {seq} holds another event in the destination"
-                    )))
-                }
-                None => {
-                    let (last, pruned) = before.get(&head_key(&e)).copied().unwrap_or((0, 0));
-                    if seq <= pruned {
-                        present += 1;
-                    } else if seq <= last {
-                        return Err(Error::ImportDiverged(format!(
-                            "the destination carries the session of sequence {seq} to version \
+                        "the destination carries the session of sequence {seq} to version \
                              {last} without that event"
-                        )));
-                    } else {
-                        if e[1] != Cell::Null {
-                            if let Some(other) = by_dedupe
-                                .query_row([&e[1]], |r| r.get::<_, i64>(0))
-                                .optional()?
-                            {
-                                return Err(Error::ImportDiverged(format!(
-                                    "the dedupe key of sequence {seq} belongs to sequence {other} \
+                    )));
+                } else {
+                    if e[1] != Cell::Null {
+                        if let Some(other) = by_dedupe
+                            .query_row([&e[1]], |r| r.get::<_, i64>(0))
+                            .optional()?
+                        {
+                            return Err(Error::ImportDiverged(format!(
+                                "the dedupe key of sequence {seq} belongs to sequence {other} \
                                      in the destination"
-                                )));
-                            }
+                            )));
                         }
-                        insert.push(seq);
                     }
+                    insert.push(seq);
                 }
             }
-            Ok(())
-        },
-    )?;
+        }
+        Ok(())
+    })?;
     s.present = present;
     Ok((before, insert))
 }
@@ -156,18 +161,12 @@ fn reserve(src: &Connection, dst: &Connection, plan: &Plan) -> Result<()> {
          pruned_max_sequence = max(pruned_max_sequence, excluded.pruned_max_sequence)",
     )?;
     let mut ignored = 0;
-    each_row(
-        src,
-        plan.heads.as_deref(),
-        &kinds(&rows::HEADS),
-        &mut ignored,
-        |h| {
-            if h[3].int().is_some_and(|w| w > 0) {
-                head.execute(params![h[0], h[1], h[3], h[4]])?;
-            }
-            Ok(())
-        },
-    )?;
+    each_row(src, plan.heads, &rows::HEADS, &mut ignored, |h| {
+        if h[3].int().is_some_and(|w| w > 0) {
+            head.execute(params![h[0], h[1], h[3], h[4]])?;
+        }
+        Ok(())
+    })?;
     Ok(())
 }
 

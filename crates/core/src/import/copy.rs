@@ -2,12 +2,10 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension};
+use rusqlite::{params, CachedStatement, Connection, OptionalExtension};
 
-use super::rows::{self, Cell, Kind};
-use super::{
-    each_row, head_key, kinds, Heads, ImportSummary, Plan, Progress, TableSummary, EVENT_SQL,
-};
+use super::rows::{self, Cell};
+use super::{each_row, head_key, kinds, Heads, ImportSummary, Plan, Progress, TableSummary};
 use crate::error::{Error, Result};
 
 /// Runs `f` in one `BEGIN IMMEDIATE` transaction of the destination.
@@ -54,12 +52,14 @@ pub(super) fn copy_events(
         });
         Ok::<_, Error>(())
     };
-    if let Some(sql) = plan.events.as_deref() {
+    if let Some(sql) = plan.events {
         let kinds = kinds(&rows::EVENTS);
         let mut stmt = src.prepare(sql)?;
+        let names: Vec<String> = stmt.column_names().map(str::to_owned).collect();
+        let at = rows::layout("session_state_events", &rows::EVENTS, &names)?;
         let mut it = stmt.query([])?;
         while let Some(r) = it.next()? {
-            let e = rows::read_row(r, kinds.len())?;
+            let e = rows::read_laid_out(r, &rows::EVENTS, &at)?;
             // The check classified every row of this same snapshot, in this same order.
             if rows::fits(&e, kinds.iter().copied()) && next.peek() == e[0].int().as_ref() {
                 next.next();
@@ -84,7 +84,11 @@ fn write_events(dst: &Connection, batch: &[Vec<Cell>]) -> Result<u64> {
          agent_id, kind, actor_type, actor_id, run_id, occurred_at, summary, payload_json) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT DO NOTHING",
     )?;
-    let mut held = dst.prepare_cached(&format!("{EVENT_SQL} WHERE sequence = ?1"))?;
+    let mut held = dst.prepare_cached(
+        "SELECT sequence, dedupe_key, session_key, session_id, agent_id, kind, \
+         actor_type, actor_id, run_id, occurred_at, summary, payload_json \
+         FROM session_state_events WHERE sequence = ?1",
+    )?;
     let mut raise = dst.prepare_cached(
         "INSERT INTO session_state_heads \
          (session_key, agent_id, last_sequence, pruned_max_sequence, updated_at) \
@@ -94,7 +98,10 @@ fn write_events(dst: &Connection, batch: &[Vec<Cell>]) -> Result<u64> {
     let mut heads: HashMap<(Vec<u8>, Vec<u8>), (i64, i64)> = HashMap::new();
     let mut inserted = 0;
     for e in batch {
-        if insert.execute(params_from_iter(e.iter()))? == 1 {
+        let n = insert.execute(params![
+            e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7], e[8], e[9], e[10], e[11]
+        ])?;
+        if n == 1 {
             inserted += 1;
         } else {
             // Another writer took the sequence or the dedupe key since the check.
@@ -132,16 +139,10 @@ pub(super) fn copy_heads(
     let mut all = Vec::new();
     let s = &mut summary.heads;
     s.read = total;
-    each_row(
-        src,
-        plan.heads.as_deref(),
-        &kinds(&rows::HEADS),
-        &mut s.skipped,
-        |h| {
-            all.push(h);
-            Ok(())
-        },
-    )?;
+    each_row(src, plan.heads, &rows::HEADS, &mut s.skipped, |h| {
+        all.push(h);
+        Ok(())
+    })?;
     let mut done = s.skipped;
     for chunk in all.chunks(batch) {
         write(dst, plan, || {
@@ -154,7 +155,7 @@ pub(super) fn copy_heads(
                  updated_at = max(updated_at, excluded.updated_at)",
             )?;
             for h in chunk {
-                up.execute(params_from_iter(h.iter()))?;
+                up.execute(params![h[0], h[1], h[2], h[3], h[4]])?;
             }
             Ok(())
         })?;
@@ -183,7 +184,10 @@ fn text(c: &Cell) -> Vec<u8> {
     }
 }
 
-/// Inserts the cursors the destination lacks, keeping its own.
+/// Inserts the cursors the destination lacks, keeping its own. In a file from before
+/// `provenance`, an ambient-group sentinel row (watcher `ambient-group-watch:` + hex of the
+/// real watcher) makes its cursor `ambient-group` with the later `updated_at` of the two, as
+/// OpenClaw's migration does, and is itself skipped.
 pub(super) fn copy_cursors(
     src: &Connection,
     dst: &Connection,
@@ -195,41 +199,64 @@ pub(super) fn copy_cursors(
     let mut all = Vec::new();
     let s = &mut summary.cursors;
     s.read = plan.totals[2];
-    let mut sentinels = 0;
-    each_row(
-        src,
-        plan.cursors.as_deref(),
-        &kinds(&rows::CURSORS),
-        &mut s.skipped,
-        |c| {
-            let sentinel = matches!(&c[0], Cell::Text(w) if w.starts_with(b"ambient-group-watch:"));
-            if plan.sentinels && sentinel {
-                sentinels += 1;
-            } else {
-                all.push(c);
+    each_row(src, plan.cursors, &rows::CURSORS, &mut s.skipped, |c| {
+        all.push(c);
+        Ok(())
+    })?;
+    if plan.sentinels {
+        let mut ambient: HashMap<(Vec<u8>, Vec<u8>), i64> = HashMap::new();
+        all.retain(|c| match (&c[0], &c[2], &c[7]) {
+            (Cell::Text(w), Cell::Text(t), Cell::Int(at)) if w.starts_with(SENTINEL) => {
+                let key = (w[SENTINEL.len()..].to_vec(), t.clone());
+                let seen = ambient.entry(key).or_insert(*at);
+                *seen = (*seen).max(*at);
+                false
             }
-            Ok(())
-        },
-    )?;
-    s.skipped += sentinels;
-    let sql = "INSERT INTO session_watch_cursors (watcher_session_key, watcher_store_path, \
-         target_session_key, last_seen_sequence, notified_sequence, material_sequence, \
-         provenance, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING";
+            _ => true,
+        });
+        s.skipped += s.read - s.skipped - all.len() as u64;
+        for c in &mut all {
+            let (Cell::Text(w), Cell::Text(t)) = (&c[0], &c[2]) else {
+                continue;
+            };
+            let hex: Vec<u8> = w
+                .iter()
+                .flat_map(|b| format!("{b:02x}").into_bytes())
+                .collect();
+            if let Some(at) = ambient.get(&(hex, t.clone())) {
+                c[6] = Cell::Text(b"ambient-group".to_vec());
+                c[7] = Cell::Int(c[7].int().unwrap_or(0).max(*at));
+            }
+        }
+    }
     copy_inserts(
         dst,
         plan,
         "session_watch_cursors",
-        sql,
+        INSERT_CURSOR,
+        |st, c| st.execute(params![c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
         &all,
         batch,
         s,
-        plan.totals[2],
         progress,
     )
 }
 
-/// Inserts the links the destination lacks, mapped from OpenClaw's columns; a source without
-/// them has its link rows counted as skipped.
+/// The watcher-key prefix of OpenClaw's ambient-group sentinel rows.
+const SENTINEL: &[u8] = b"ambient-group-watch:";
+
+const INSERT_CURSOR: &str = "INSERT INTO session_watch_cursors (watcher_session_key, \
+     watcher_store_path, target_session_key, last_seen_sequence, notified_sequence, \
+     material_sequence, provenance, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+     ON CONFLICT DO NOTHING";
+
+const INSERT_LINK: &str = "INSERT INTO session_upstream_links (session_key, agent_id, source, \
+     transcript_path, remote_id, scan_offset, remote_cursor, created_at, updated_at, \
+     failure_count, own_messages_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, '[]') \
+     ON CONFLICT DO NOTHING";
+
+/// Inserts the links the destination lacks, mapped from OpenClaw's columns; a source whose
+/// link table lacks them has its link rows counted as skipped.
 pub(super) fn copy_links(
     src: &Connection,
     dst: &Connection,
@@ -238,63 +265,63 @@ pub(super) fn copy_links(
     summary: &mut ImportSummary,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
-    let total = plan.totals[3];
     let s = &mut summary.upstream_links;
-    s.read = total;
-    if plan.links.is_none() {
-        s.skipped = total;
-    }
-    let link_kinds: Vec<Kind> = rows::LINKS.iter().map(|(_, _, k)| *k).collect();
+    s.read = plan.totals[3];
     let mut all = Vec::new();
-    each_row(
-        src,
-        plan.links.as_deref(),
-        &link_kinds,
-        &mut s.skipped,
-        |l| {
-            all.push(l);
-            Ok(())
-        },
-    )?;
-    let names: Vec<&str> = rows::LINKS.iter().map(|(n, _, _)| *n).collect();
-    let sql = format!(
-        "INSERT INTO session_upstream_links ({}, failure_count, own_messages_json) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, '[]') ON CONFLICT DO NOTHING",
-        names.join(", ")
-    );
+    match plan.links {
+        None => s.skipped = s.read,
+        Some(sql) => {
+            let mut stmt = src.prepare(sql)?;
+            let mut it = stmt.query([])?;
+            while let Some(r) = it.next()? {
+                let l = rows::read_row(r, rows::LINKS.len())?;
+                if rows::fits(&l, rows::LINKS) {
+                    all.push(l);
+                } else {
+                    s.skipped += 1;
+                }
+            }
+        }
+    }
     copy_inserts(
         dst,
         plan,
         "session_upstream_links",
-        &sql,
+        INSERT_LINK,
+        |st, l| {
+            st.execute(params![
+                l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7], l[8]
+            ])
+        },
         &all,
         batch,
         s,
-        total,
         progress,
     )
 }
 
-/// Inserts `all` with `sql` (which ignores rows already present), `batch` per transaction.
+/// Inserts `all` with `sql` (which ignores rows already present) through `bind`, `batch`
+/// per transaction.
 #[allow(clippy::too_many_arguments)]
 fn copy_inserts(
     dst: &Connection,
     plan: &Plan,
     table: &'static str,
     sql: &str,
+    bind: fn(&mut CachedStatement<'_>, &[Cell]) -> rusqlite::Result<usize>,
     all: &[Vec<Cell>],
     batch: usize,
     s: &mut TableSummary,
-    total: u64,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
+    let total = s.read;
     let mut done = s.skipped;
     for chunk in all.chunks(batch) {
         let inserted = write(dst, plan, || {
             let mut stmt = dst.prepare_cached(sql)?;
             let mut n = 0;
             for row in chunk {
-                n += stmt.execute(params_from_iter(row.iter()))? as u64;
+                n += bind(&mut stmt, row)? as u64;
             }
             Ok(n)
         })?;

@@ -68,19 +68,31 @@ pub enum Kind {
     Provenance,
 }
 
-/// One column: its name in the store's table, how it is read from the source (`None`: the
-/// column itself), and the type the store holds.
+/// What a source whose table lacks a column reads for it (OpenClaw's default for the column).
+#[derive(Clone, Copy)]
+pub enum Missing {
+    /// The column was in every generation: a table without it is foreign.
+    Required,
+    /// NULL.
+    Null,
+    /// 0.
+    Zero,
+    /// `explicit` (a file from before `provenance`; its sentinel rows are folded in later).
+    Explicit,
+}
+
+/// One column of the store's table: its name, what a source without it reads, and the type
+/// the store's `STRICT` table holds.
 pub struct Col {
-    /// The column of the store's table.
+    /// The column's name.
     pub name: &'static str,
-    /// The expression read from a source whose table lacks the column, or `None` when a table
-    /// without it was never written by OpenClaw (the source is then foreign).
-    pub missing: Option<&'static str>,
-    /// The type the store's `STRICT` table holds.
+    /// What a source without the column reads.
+    pub missing: Missing,
+    /// The type the store holds.
     pub kind: Kind,
 }
 
-const fn col(name: &'static str, missing: Option<&'static str>, kind: Kind) -> Col {
+const fn col(name: &'static str, missing: Missing, kind: Kind) -> Col {
     Col {
         name,
         missing,
@@ -90,96 +102,75 @@ const fn col(name: &'static str, missing: Option<&'static str>, kind: Kind) -> C
 
 /// `session_state_events`, in the store's column order; `sequence` first.
 pub const EVENTS: [Col; 12] = [
-    col("sequence", None, Kind::Int),
-    col("dedupe_key", None, Kind::OptText),
-    col("session_key", None, Kind::Text),
-    col("session_id", Some("NULL"), Kind::OptText),
-    col("agent_id", None, Kind::Text),
-    col("kind", None, Kind::Text),
-    col("actor_type", None, Kind::Text),
-    col("actor_id", Some("NULL"), Kind::OptText),
-    col("run_id", Some("NULL"), Kind::OptText),
-    col("occurred_at", None, Kind::Int),
-    col("summary", None, Kind::Text),
-    col("payload_json", Some("NULL"), Kind::OptText),
+    col("sequence", Missing::Required, Kind::Int),
+    col("dedupe_key", Missing::Required, Kind::OptText),
+    col("session_key", Missing::Required, Kind::Text),
+    col("session_id", Missing::Null, Kind::OptText),
+    col("agent_id", Missing::Required, Kind::Text),
+    col("kind", Missing::Required, Kind::Text),
+    col("actor_type", Missing::Required, Kind::Text),
+    col("actor_id", Missing::Null, Kind::OptText),
+    col("run_id", Missing::Null, Kind::OptText),
+    col("occurred_at", Missing::Required, Kind::Int),
+    col("summary", Missing::Required, Kind::Text),
+    col("payload_json", Missing::Null, Kind::OptText),
 ];
 
 /// `session_state_heads`.
 pub const HEADS: [Col; 5] = [
-    col("session_key", None, Kind::Text),
-    col("agent_id", None, Kind::Text),
-    col("last_sequence", None, Kind::Int),
-    col("pruned_max_sequence", Some("0"), Kind::Int),
-    col("updated_at", None, Kind::Int),
+    col("session_key", Missing::Required, Kind::Text),
+    col("agent_id", Missing::Required, Kind::Text),
+    col("last_sequence", Missing::Required, Kind::Int),
+    col("pruned_max_sequence", Missing::Zero, Kind::Int),
+    col("updated_at", Missing::Required, Kind::Int),
 ];
-
-/// `updated_at` of a cursor of a file without `provenance`: the later of its own and its
-/// ambient-group sentinel's, as OpenClaw's migration (and the store's upgrade) gives it.
-const SENTINEL_UPDATED_AT: &str = "max(c.updated_at, coalesce((SELECT max(s.updated_at) \
-     FROM session_watch_cursors s WHERE s.watcher_session_key = 'ambient-group-watch:' || \
-     lower(hex(c.watcher_session_key)) AND s.target_session_key = c.target_session_key), \
-     c.updated_at))";
 
 /// `session_watch_cursors`.
 pub const CURSORS: [Col; 8] = [
-    col("watcher_session_key", None, Kind::Text),
-    col("watcher_store_path", Some("NULL"), Kind::OptText),
-    col("target_session_key", None, Kind::Text),
-    col("last_seen_sequence", Some("0"), Kind::Int),
-    col("notified_sequence", Some("0"), Kind::Int),
-    col("material_sequence", Some("0"), Kind::Int),
-    col(
-        "provenance",
-        Some(crate::inspect::UPGRADED_PROVENANCE),
-        Kind::Provenance,
-    ),
-    col("updated_at", None, Kind::Int),
+    col("watcher_session_key", Missing::Required, Kind::Text),
+    col("watcher_store_path", Missing::Null, Kind::OptText),
+    col("target_session_key", Missing::Required, Kind::Text),
+    col("last_seen_sequence", Missing::Zero, Kind::Int),
+    col("notified_sequence", Missing::Zero, Kind::Int),
+    col("material_sequence", Missing::Zero, Kind::Int),
+    col("provenance", Missing::Explicit, Kind::Provenance),
+    col("updated_at", Missing::Required, Kind::Int),
 ];
 
-/// `session_upstream_links` as the store holds it, each column computed from OpenClaw's
-/// columns (`session_key`, `agent_id`, `catalog_id`, `thread_id`, `upstream_ref_json`,
-/// `last_marker_json`, `created_at`, `updated_at`): the inverse of the mapping the store
-/// documents for OpenClaw's link shape. Members that are not JSON read as absent.
-pub const LINKS: [(&str, &str, Kind); 9] = [
-    ("session_key", "session_key", Kind::Text),
-    ("agent_id", "agent_id", Kind::Text),
-    ("source", "catalog_id", Kind::Text),
-    (
-        "transcript_path",
-        "CASE WHEN json_valid(upstream_ref_json) \
-         AND json_type(upstream_ref_json, '$.filePath') = 'text' \
-         THEN json_extract(upstream_ref_json, '$.filePath') END",
-        Kind::OptText,
-    ),
-    (
-        "remote_id",
-        "CASE WHEN json_valid(upstream_ref_json) \
-         AND json_type(upstream_ref_json, '$.filePath') = 'text' THEN NULL \
-         WHEN thread_id <> '' THEN thread_id END",
-        Kind::OptText,
-    ),
-    (
-        "scan_offset",
-        "CASE WHEN json_valid(last_marker_json) \
-         AND json_type(last_marker_json, '$.offset') = 'integer' \
-         THEN json_extract(last_marker_json, '$.offset') ELSE 0 END",
-        Kind::Int,
-    ),
-    (
-        "remote_cursor",
-        "CASE WHEN NOT json_valid(last_marker_json) THEN NULL \
-         WHEN json_type(last_marker_json, '$.uuid') = 'null' THEN '' \
-         WHEN json_type(last_marker_json, '$.uuid') = 'text' \
-         THEN 'uuid:' || json_extract(last_marker_json, '$.uuid') \
-         WHEN json_type(last_marker_json, '$.identity') = 'text' \
-         THEN json_extract(last_marker_json, '$.identity') END",
-        Kind::OptText,
-    ),
-    ("created_at", "created_at", Kind::Int),
-    ("updated_at", "updated_at", Kind::Int),
+/// The store's link columns, in the order [`LINKS_SQL`] reads them.
+pub const LINKS: [Kind; 9] = [
+    Kind::Text,    // session_key
+    Kind::Text,    // agent_id
+    Kind::Text,    // source
+    Kind::OptText, // transcript_path
+    Kind::OptText, // remote_id
+    Kind::Int,     // scan_offset
+    Kind::OptText, // remote_cursor
+    Kind::Int,     // created_at
+    Kind::Int,     // updated_at
 ];
 
-/// OpenClaw's link columns the mapping reads.
+/// OpenClaw's link rows mapped to the store's link columns: the inverse of the mapping the
+/// store documents for OpenClaw's link shape (`catalog_id` is the source, the ref's
+/// `filePath` the transcript, `thread_id` the remote id of a link without one, the marker's
+/// `offset` the scan offset and its `uuid` or `identity` the remote cursor). Members that are
+/// not JSON read as absent.
+pub const LINKS_SQL: &str = "SELECT session_key, agent_id, catalog_id, \
+     CASE WHEN json_valid(upstream_ref_json) AND json_type(upstream_ref_json, '$.filePath') = 'text' \
+       THEN json_extract(upstream_ref_json, '$.filePath') END, \
+     CASE WHEN json_valid(upstream_ref_json) AND json_type(upstream_ref_json, '$.filePath') = 'text' \
+       THEN NULL WHEN thread_id <> '' THEN thread_id END, \
+     CASE WHEN json_valid(last_marker_json) AND json_type(last_marker_json, '$.offset') = 'integer' \
+       THEN json_extract(last_marker_json, '$.offset') ELSE 0 END, \
+     CASE WHEN NOT json_valid(last_marker_json) THEN NULL \
+       WHEN json_type(last_marker_json, '$.uuid') = 'null' THEN '' \
+       WHEN json_type(last_marker_json, '$.uuid') = 'text' \
+       THEN 'uuid:' || json_extract(last_marker_json, '$.uuid') \
+       WHEN json_type(last_marker_json, '$.identity') = 'text' \
+       THEN json_extract(last_marker_json, '$.identity') END, \
+     created_at, updated_at FROM session_upstream_links";
+
+/// OpenClaw's link columns [`LINKS_SQL`] reads.
 pub const LINK_SOURCE_COLUMNS: [&str; 8] = [
     "session_key",
     "agent_id",
@@ -207,38 +198,46 @@ pub fn read_row(r: &Row<'_>, n: usize) -> rusqlite::Result<Vec<Cell>> {
     (0..n).map(|i| Ok(Cell::from_ref(r.get_ref(i)?))).collect()
 }
 
+/// Where each of `cols` sits in a row of a source table with the columns `names` (`None`:
+/// the table lacks it). A missing column that every generation had makes the table foreign.
+pub fn layout(table: &str, cols: &[Col], names: &[String]) -> Result<Vec<Option<usize>>> {
+    cols.iter()
+        .map(|c| {
+            let at = names.iter().position(|n| n.eq_ignore_ascii_case(c.name));
+            match (at, c.missing) {
+                (None, Missing::Required) => Err(Error::ForeignSchema(format!(
+                    "table {table} of the source has no column {}: no generation of this \
+                     schema wrote it",
+                    c.name
+                ))),
+                (at, _) => Ok(at),
+            }
+        })
+        .collect()
+}
+
+/// Reads `cols` from a source row laid out as `at` (see [`layout`]).
+pub fn read_laid_out(
+    r: &Row<'_>,
+    cols: &[Col],
+    at: &[Option<usize>],
+) -> rusqlite::Result<Vec<Cell>> {
+    cols.iter()
+        .zip(at)
+        .map(|(c, at)| match (at, c.missing) {
+            (Some(i), _) => Ok(Cell::from_ref(r.get_ref(*i)?)),
+            (None, Missing::Zero) => Ok(Cell::Int(0)),
+            (None, Missing::Explicit) => Ok(Cell::Text(b"explicit".to_vec())),
+            (None, _) => Ok(Cell::Null),
+        })
+        .collect()
+}
+
 /// The names of `table`'s columns in the source, or `None` when the table is missing.
 pub fn source_columns(conn: &Connection, table: &str) -> Result<Option<Vec<String>>> {
     let names: Vec<String> = conn
-        .prepare("SELECT lower(name) FROM pragma_table_xinfo(?1)")?
+        .prepare("SELECT lower(name) FROM pragma_table_info(?1)")?
         .query_map([table], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     Ok((!names.is_empty()).then_some(names))
-}
-
-/// The select list that reads `cols` from a source table with the columns `present`.
-pub fn select_list(table: &str, cols: &[Col], present: &[String]) -> Result<String> {
-    let mut out = Vec::with_capacity(cols.len());
-    for c in cols {
-        if present.iter().any(|p| p == c.name) {
-            out.push(format!("c.{}", c.name));
-        } else if let Some(expr) = c.missing {
-            out.push(expr.to_owned());
-        } else {
-            return Err(Error::ForeignSchema(format!(
-                "table {table} of the source has no column {}: no generation of this schema wrote it",
-                c.name
-            )));
-        }
-    }
-    Ok(out.join(", "))
-}
-
-/// The `updated_at` expression for the cursors of a source without `provenance`.
-pub fn cursor_updated_at(has_provenance: bool) -> &'static str {
-    if has_provenance {
-        "c.updated_at"
-    } else {
-        SENTINEL_UPDATED_AT
-    }
 }
