@@ -37,6 +37,7 @@ pub mod cursors;
 pub mod error;
 pub mod event;
 pub mod exclusive;
+pub mod import;
 pub mod inert;
 pub mod inspect;
 pub mod keys;
