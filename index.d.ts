@@ -137,6 +137,76 @@ export declare function decodeNoticeContextKey(contextKey: string): string | nul
  */
 export declare function encodeNoticeContextKey(targetKey: string): string
 
+/** Options of `importStateDatabase`. */
+export interface ImportDatabaseOptions {
+  /**
+   * Source rows per destination transaction and per progress report; an integer of at
+   * least 1, default 5000.
+   */
+  batchRows?: number
+  /** How long a destination write waits for another process's lock (ms); default 30000. */
+  busyTimeoutMs?: number
+  /**
+   * Called after every committed batch. A throw does not stop the import: the callback is
+   * not called again, and the import then throws `ERR_PROGRESS_CALLBACK`.
+   */
+  onProgress?: (progress: ImportProgress) => void
+}
+
+/** One progress report: `done` of the `total` source rows of `table` have been handled. */
+export interface ImportProgress {
+  /**
+   * `session_state_events`, `session_state_heads`, `session_watch_cursors` or
+   * `session_upstream_links`.
+   */
+  table: string
+  /** Source rows handled so far. */
+  done: number
+  /** Source rows of the table. */
+  total: number
+}
+
+/**
+ * Copies the session-state rows of the OpenClaw database at `source` (only read, in one
+ * snapshot) into the store file at `dest` (created or upgraded as the store opens it), in
+ * batched transactions; a second run adds only what is new. Run it in a process that has no
+ * other SQLite handle on either file. Throws `ERR_IMPORT_DIVERGED` when the destination's
+ * history and the source's disagree (nothing is written), `ERR_INVALID_ARG` for bad
+ * arguments or one file named twice, `ERR_NOT_SQLITE` / `ERR_DB` for a source that cannot be
+ * read, `ERR_FOREIGN_SCHEMA` for tables no OpenClaw generation wrote.
+ */
+export declare function importStateDatabase(source: string, dest: string, options?: ImportDatabaseOptions | undefined | null): ImportSummary
+
+/** The outcome of an import. */
+export interface ImportSummary {
+  /** `session_state_events`. */
+  events: ImportTableSummary
+  /** `session_state_heads`. */
+  heads: ImportTableSummary
+  /** `session_watch_cursors`. */
+  cursors: ImportTableSummary
+  /** `session_upstream_links`. */
+  upstreamLinks: ImportTableSummary
+  /** The source's largest sequence ever given; the destination numbers after it. */
+  sourceLastSequence: number
+  /** The source was read through its `-wal` file (a gateway had it open). */
+  sourceWal: boolean
+}
+
+/** What happened to one table's source rows: `read = inserted + updated + present + skipped`. */
+export interface ImportTableSummary {
+  /** Rows read from the source. */
+  read: number
+  /** Rows written that the destination did not have. */
+  inserted: number
+  /** Heads the destination had, raised to the source's values. */
+  updated: number
+  /** Rows the destination already had (events: or had pruned); left as they are. */
+  present: number
+  /** Rows the store's tables cannot hold, and ambient-group sentinel rows of old files. */
+  skipped: number
+}
+
 /**
  * Reads a report of the database at `path` without changing it. Never creates the file.
  * Throws `ERR_DB` for a missing or unreadable file and `ERR_NOT_SQLITE` for one that is not a

@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.NativeSessionState = nativeBinding.NativeSessionState
 module.exports.decodeNoticeContextKey = nativeBinding.decodeNoticeContextKey
 module.exports.encodeNoticeContextKey = nativeBinding.encodeNoticeContextKey
+module.exports.importStateDatabase = nativeBinding.importStateDatabase
 module.exports.inspectDatabase = nativeBinding.inspectDatabase
 module.exports.packedLayout = nativeBinding.packedLayout
 module.exports.readEvents = nativeBinding.readEvents

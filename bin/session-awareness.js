@@ -1,9 +1,16 @@
 #!/usr/bin/env node
 // session-awareness: look inside a state database while debugging state-change notices,
-// watch cursors or changesSince. Read-only: the file is opened read-only and never changed.
+// watch cursors or changesSince (read-only: the file is never changed), and import an
+// OpenClaw state database into the store's own file (only the destination is written).
 'use strict'
 
 const { inspectDatabase, readEvents } = require('..')
+// The import is the addon's own function: it runs in this process, which opens no other
+// handle on either file.
+const { importStateDatabase } = require('../dist/import.js')
+
+/** Source rows between two progress lines of `import`. */
+const PROGRESS_EVERY = 10000
 
 const USAGE = `Usage:
   session-awareness inspect <db> [--json]
@@ -11,9 +18,15 @@ const USAGE = `Usage:
       row counts and the oldest retained event.
   session-awareness events <db> <sessionKey> [--since N] [--agent ID] [--json]
       The session's retained events after sequence N (default 0), ascending.
+  session-awareness import <openclaw.sqlite> <store.sqlite> [--json]
+      Copies OpenClaw's session-state rows (events with their sequences, heads, cursors,
+      upstream links) into the store's file, creating it if needed; a second run adds only
+      what is new. Progress goes to stderr every ${PROGRESS_EVERY.toLocaleString('en-US')} rows.
 
-The database is opened read-only and never changed.
-Exit status: 0 success, 1 the database could not be read, 2 bad usage.`
+inspect and events open the database read-only and never change it; import only reads the
+OpenClaw file, in one snapshot, and may run while a gateway has it open.
+Exit status: 0 success, 1 a database could not be read or written (or the two histories
+diverged: ERR_IMPORT_DIVERGED, nothing written), 2 bad usage.`
 
 /** A usage mistake: exit status 2. */
 class UsageError extends Error {}
@@ -189,6 +202,48 @@ function formatEvents(r, since) {
   return out.join('\n')
 }
 
+const IMPORT_TABLES = [
+  ['events', 'session_state_events'],
+  ['heads', 'session_state_heads'],
+  ['cursors', 'session_watch_cursors'],
+  ['upstreamLinks', 'session_upstream_links'],
+]
+
+function formatImport(r, source, dest) {
+  const out = [
+    `imported   ${source} -> ${dest}`,
+    `source     ${r.sourceWal ? 'read through its -wal file (open elsewhere)' : 'no -wal file (read as a snapshot)'}, ` +
+      `last sequence ${r.sourceLastSequence}`,
+    '',
+    table(
+      ['TABLE', 'READ', 'INSERTED', 'UPDATED', 'PRESENT', 'SKIPPED'],
+      IMPORT_TABLES.map(([field, name]) => {
+        const t = r[field]
+        return [name, t.read, t.inserted, t.updated, t.present, t.skipped]
+      }),
+    ),
+  ]
+  return out.join('\n')
+}
+
+/**
+ * Progress lines on stderr for tables of at least PROGRESS_EVERY rows: one each time another
+ * PROGRESS_EVERY rows are handled, and one at the end of the table. JSON lines with --json.
+ */
+function progressPrinter(json) {
+  const printed = new Map()
+  return (p) => {
+    if (p.total < PROGRESS_EVERY) return
+    const last = printed.get(p.table) ?? 0
+    if (p.done < p.total && Math.floor(p.done / PROGRESS_EVERY) === Math.floor(last / PROGRESS_EVERY)) return
+    if (p.done === last) return
+    printed.set(p.table, p.done)
+    console.error(
+      json ? JSON.stringify({ progress: p }) : `import     ${p.table} ${p.done}/${p.total}`,
+    )
+  }
+}
+
 // ---- main ------------------------------------------------------------------------------
 
 function run(argv) {
@@ -213,6 +268,14 @@ function run(argv) {
     const since = parseSince(flags.since)
     const result = readEvents(rest[0], rest[1], { since, agentId: flags.agent })
     return print(result, () => formatEvents(result, since))
+  }
+  if (command === 'import') {
+    if (rest.length !== 2) throw new UsageError('import takes <openclaw.sqlite> <store.sqlite>')
+    if (flags.since !== undefined || flags.agent !== undefined) {
+      throw new UsageError('--since and --agent belong to the events command')
+    }
+    const summary = importStateDatabase(rest[0], rest[1], { onProgress: progressPrinter(flags.json) })
+    return print(summary, () => formatImport(summary, rest[0], rest[1]))
   }
   throw new UsageError(`unknown command ${JSON.stringify(command)}`)
 }

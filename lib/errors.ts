@@ -22,8 +22,12 @@ export type ErrorCode =
   | 'ERR_FILE_SHARED'
   /** A table of the store's name in the file has a shape no known generation wrote; the file was left as it was. */
   | 'ERR_FOREIGN_SCHEMA'
-  /** A file given to `inspectDatabase` or `readEvents` is not a SQLite database. */
+  /** A file given to `inspectDatabase`, `readEvents` or the import is not a SQLite database. */
   | 'ERR_NOT_SQLITE'
+  /** The import's destination holds a history that disagrees with the source's; nothing was written. */
+  | 'ERR_IMPORT_DIVERGED'
+  /** The import's `onProgress` callback threw; reported once the import has finished. */
+  | 'ERR_PROGRESS_CALLBACK'
   /** A line of an upstream transcript could not be classified; the scan goes on. */
   | 'ERR_UPSTREAM_PARSE'
   /** The `wake` callback threw; reported through `onError`, never fatal. */
@@ -37,6 +41,8 @@ const CODES: ReadonlySet<string> = new Set<ErrorCode>([
   'ERR_FILE_SHARED',
   'ERR_FOREIGN_SCHEMA',
   'ERR_NOT_SQLITE',
+  'ERR_IMPORT_DIVERGED',
+  'ERR_PROGRESS_CALLBACK',
   'ERR_UPSTREAM_PARSE',
   'ERR_WAKE_CALLBACK',
 ])

@@ -11,6 +11,14 @@ export { SessionStateError } from './errors'
 export type { ErrorCode } from './errors'
 export { decodeNoticeContextKey, encodeNoticeContextKey } from './context-key'
 export { inspectDatabase, readEvents } from './inspect'
+export { importOpenClawState } from './import'
+export type {
+  ImportError,
+  ImportOpenClawStateOptions,
+  ImportProgress,
+  ImportSummary,
+  ImportTableSummary,
+} from './import'
 export type {
   DatabaseInspection,
   InspectedCursor,

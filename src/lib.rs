@@ -3,6 +3,7 @@
 #![deny(clippy::all)]
 
 mod error;
+mod import;
 mod inspect;
 mod packed;
 mod session_state;
@@ -12,6 +13,7 @@ mod upstream;
 
 use napi_derive::napi;
 
+pub use import::import_state_database;
 pub use inspect::{inspect_database, read_events};
 pub use packed::packed_layout;
 pub use session_state::NativeSessionState;

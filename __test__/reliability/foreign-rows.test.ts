@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState, encodeNoticeContextKey } from '../../index'
+import { SessionState, encodeNoticeContextKey } from '../../lib'
 import { ROOT, tempDir, withRaw, type CodedError } from './support'
 
 const CLI = path.join(ROOT, 'bin', 'session-awareness.js')
@@ -20,7 +20,9 @@ const HOSTILE_CURSORS = [
   `('global', '${T}', 0, 1, 1, 'explicit', ${T0})`,
   `('', '${T}', 0, 1, 1, 'explicit', ${T0})`,
   `('${T}', '${T}', 0, 1, 1, 'explicit', ${T0})`,
-  `('agent:main:w2', '${T}', 0, 1, 1, 'bogus', ${T0})`,
+  // An upper-case agent id: a bare watcher. (An unknown provenance is refused by the table's
+  // CHECK; the core's foreign-row matrix covers it on older, loose tables.)
+  `('agent:MAIN:w2', '${T}', 0, 1, 1, 'explicit', ${T0})`,
   `(CAST(x'6167656e743a6d61696e3a77ff' AS TEXT), '${T}', 0, 1, 1, 'explicit', ${T0})`,
   `('agent:main:w4', '${T}', 0, 50, 50, 'explicit', ${T0})`,
   `('${W}', 'global', 0, 1, 1, 'explicit', ${T0})`,
@@ -72,11 +74,15 @@ beforeEach(() => {
   expect(state.record({ sessionKey: T, kind: 'created', actorType: 'system', summary: 'c' })?.sequence).toBe(1)
   state.close()
   withRaw(file, (db) => {
-    for (const row of HOSTILE_CURSORS) db.exec(`INSERT INTO session_watch_cursors VALUES ${row}`)
+    for (const row of HOSTILE_CURSORS) db.exec(
+      `INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES ${row}`,
+    )
     for (const row of HOSTILE_EVENTS) db.exec(`INSERT INTO session_state_events VALUES ${row}`)
     db.exec(`UPDATE session_state_heads SET last_sequence = 5 WHERE session_key = '${T}'`)
     // A lone surrogate, as better-sqlite3 binds it: the bytes ED A0 80, not valid UTF-8.
-    db.prepare(`INSERT INTO session_watch_cursors VALUES (?, ?, 0, 1, 1, 'explicit', ?)`).run('agent:main:\ud800', T, T0)
+    db.prepare(
+      `INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES (?, ?, 0, 1, 1, 'explicit', ?)`,
+    ).run('agent:main:\ud800', T, T0)
   })
 })
 
@@ -105,7 +111,7 @@ test('every JS path leaves hostile rows inert, and retention deletes them by the
   expect(state.drain(W)).toEqual([
     { watcherKey: W, targetKey: T, changesSince: 0, text, contextKey: encodeNoticeContextKey(T) },
   ])
-  for (const watcher of ['global', T, 'agent:main:w2', 'agent:main:w4']) {
+  for (const watcher of ['global', T, 'agent:MAIN:w2', 'agent:main:w4']) {
     expect(state.peek(watcher)).toEqual([])
     expect(state.drain(watcher)).toEqual([])
     expect(state.acknowledge(watcher, [T, 'global', W])).toBe(0)

@@ -26,6 +26,14 @@ pub enum Error {
     /// The file holds a table of this schema's name that no known generation wrote (a column
     /// the store cannot add is missing); opening it changes nothing.
     ForeignSchema(String),
+    /// An import found that the destination's history and the source's disagree (a sequence
+    /// held by both with different content, or a session the destination already carries
+    /// past a sequence the source still has to add); nothing was written.
+    ImportDiverged(String),
+    /// An import's source, read as an immutable snapshot because no `-wal` file was beside
+    /// it, was written meanwhile, three times in a row; run the import again. Reported as
+    /// `ERR_DB`.
+    SourceChanged(String),
 }
 
 /// The result type of the core.
@@ -37,11 +45,12 @@ impl Error {
         match self {
             Error::InvalidArg(_) => "ERR_INVALID_ARG",
             Error::Closed => "ERR_CLOSED",
-            Error::Db(_) | Error::Io(_) => "ERR_DB",
+            Error::Db(_) | Error::Io(_) | Error::SourceChanged(_) => "ERR_DB",
             Error::UpstreamParse(_) => "ERR_UPSTREAM_PARSE",
             Error::NotSqlite(_) => "ERR_NOT_SQLITE",
             Error::FileShared(_) => "ERR_FILE_SHARED",
             Error::ForeignSchema(_) => "ERR_FOREIGN_SCHEMA",
+            Error::ImportDiverged(_) => "ERR_IMPORT_DIVERGED",
         }
     }
 
@@ -70,6 +79,8 @@ impl fmt::Display for Error {
             Error::UpstreamParse(msg) => write!(f, "upstream transcript: {msg}"),
             Error::NotSqlite(msg) | Error::FileShared(msg) => f.write_str(msg),
             Error::ForeignSchema(msg) => write!(f, "foreign schema: {msg}"),
+            Error::ImportDiverged(msg) => write!(f, "import refused: {msg}"),
+            Error::SourceChanged(msg) => write!(f, "import source changed: {msg}"),
         }
     }
 }
@@ -113,6 +124,11 @@ mod tests {
             "ERR_DB"
         );
         assert_eq!(Error::Io(std::io::Error::other("x")).code(), "ERR_DB");
+        assert_eq!(Error::SourceChanged("x".into()).code(), "ERR_DB");
+        assert_eq!(
+            Error::ImportDiverged("x".into()).code(),
+            "ERR_IMPORT_DIVERGED"
+        );
         assert_eq!(
             Error::UpstreamParse("x".into()).code(),
             "ERR_UPSTREAM_PARSE"

@@ -321,7 +321,7 @@ pub fn read_events(
 /// Opens `path` read-only as described in the module docs: refuses a missing file, anything
 /// but a regular file, and a file without the SQLite header. Returns the connection, the
 /// file size and whether a `-wal` file was present.
-fn open_read_only(path: &str) -> Result<(Connection, u64, bool)> {
+pub(crate) fn open_read_only(path: &str) -> Result<(Connection, u64, bool)> {
     if path.is_empty() {
         return Err(Error::invalid("path must be a non-empty string"));
     }
@@ -393,7 +393,7 @@ fn uri(path: &str, immutable: bool) -> Result<String> {
 }
 
 /// `SQLITE_NOTADB` means the header passed but the file is not a usable database.
-fn db_error(path: &str, e: rusqlite::Error) -> Error {
+pub(crate) fn db_error(path: &str, e: rusqlite::Error) -> Error {
     match e {
         rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
             Error::NotSqlite(format!("{path} is not a SQLite database"))
@@ -524,12 +524,12 @@ fn cursors(
         |r| r.get(0),
     )?;
     let mut live = Vec::new();
-    let mut rows: Vec<CursorRow> = conn
-        .prepare(if has_provenance {
-            CURSORS
-        } else {
-            CURSORS_BEFORE_PROVENANCE
-        })?
+    let mut stmt = if has_provenance {
+        conn.prepare(CURSORS)?
+    } else {
+        conn.prepare(CURSORS_BEFORE_PROVENANCE)?
+    };
+    let mut rows: Vec<CursorRow> = stmt
         .query_map([], |r| {
             live.push(r.get::<_, bool>(7)?);
             let (last_seen, notified) =

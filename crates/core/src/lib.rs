@@ -33,14 +33,15 @@
 #![warn(missing_docs)]
 
 // The store's parts, each with one job (docs/architecture.md lists them). The public API is
-// what this file re-exports, plus the pure `inspect`, `keys` and `upstream` modules. With the
-// `test-hooks` feature (the workspace's tests and benches turn it on) the modules that
-// benchmarks and integration tests open directly are public too.
+// what this file re-exports, plus the `import`, `inspect`, `keys` and `upstream` modules.
+// With the `test-hooks` feature (the workspace's tests and benches turn it on) the modules
+// that benchmarks and integration tests open directly are public too.
 pub(crate) mod conn;
 pub(crate) mod delivery;
 mod error;
 pub(crate) mod event;
 pub(crate) mod hooks;
+pub mod import;
 pub(crate) mod inert;
 pub mod inspect;
 pub mod keys;

@@ -57,7 +57,6 @@ const STATEMENT_CACHE: usize = 64;
 ///
 /// `:memory:` opens a private in-memory database. A new file is created with mode 0600, and a
 /// missing parent directory with mode 0700.
-#[cfg(any(test, feature = "test-hooks"))]
 pub fn open(path: &str, busy_timeout_ms: u32) -> Result<Connection> {
     prepare(path)?;
     connect(path, busy_timeout_ms)
