@@ -20,6 +20,15 @@ use crate::tx::Tx;
 /// An hour: a record prunes when this long has passed since the last prune (§6).
 pub(crate) const AUTO_PRUNE_INTERVAL_MS: i64 = 60 * 60 * 1000;
 
+/// The outcome of a sweep.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Cursors whose notice is pending after the sweep.
+    pub notices: u64,
+    /// The prune that followed.
+    pub prune: PruneReport,
+}
+
 /// When the last prune ran, and a clock reading for one more run requested while one ran.
 #[derive(Default)]
 struct AutoPrune {
@@ -63,6 +72,31 @@ impl Maintenance {
         self.db.check_open()?;
         self.auto_prune.lock().last = Some(now);
         self.prune_batches(now, false)
+    }
+
+    /// The sweep's re-freeze (§7) of the cursors of `only` (every watcher when `None`), its
+    /// notices queued and wakes scheduled, then a prune.
+    pub(crate) fn sweep(&self, only: Option<&[String]>, now: i64) -> Result<SweepReport> {
+        let conn = self.db.lock()?;
+        let tx = Tx::immediate(&conn)?;
+        let pending = cursors::refreeze(&tx, only)?;
+        tx.commit()?;
+        let wakes = self.delivery.enqueue(&pending);
+        drop(conn);
+        self.delivery.wake_all(wakes);
+        let prune = self.prune(now)?;
+        // The prune may expire cursors just re-queued; their notices are not pending after it.
+        let notices = {
+            let q = self.delivery.queue();
+            pending
+                .iter()
+                .filter(|p| q.contains(&p.watcher, &p.target))
+                .count()
+        };
+        Ok(SweepReport {
+            notices: notices as u64,
+            prune,
+        })
     }
 
     /// True while an automatic prune runs in the background.

@@ -18,7 +18,7 @@ use crate::exclusive::FileGuard;
 use crate::hooks::{Hooks, Host};
 use crate::keys::{self, SessionKey};
 use crate::log::{self, Changes};
-use crate::maintenance::Maintenance;
+use crate::maintenance::{Maintenance, SweepReport};
 use crate::options::Options;
 use crate::prune::PruneReport;
 use crate::queue::{Notice, QueueSignal};
@@ -28,15 +28,6 @@ use crate::sync::SyncState;
 use crate::tx::Tx;
 use crate::upstream::links::Link;
 use crate::upstream::monitor::{AdoptInput, Monitor, RemoteCheck};
-
-/// The outcome of a sweep.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SweepReport {
-    /// Cursors whose notice is pending after the sweep.
-    pub notices: u64,
-    /// The prune that followed.
-    pub prune: PruneReport,
-}
 
 /// A session named for `stateVersions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -339,26 +330,7 @@ impl Store {
                 )
             }
         };
-        let conn = self.db().lock()?;
-        let tx = Tx::immediate(&conn)?;
-        let pending = cursors::refreeze(&tx, only.as_deref())?;
-        tx.commit()?;
-        let wakes = self.delivery().enqueue(&pending);
-        drop(conn);
-        self.delivery().wake_all(wakes);
-        let prune = self.prune(now)?;
-        // The prune may expire cursors just re-queued; their notices are not pending after it.
-        let notices = {
-            let q = self.delivery().queue();
-            pending
-                .iter()
-                .filter(|p| q.contains(&p.watcher, &p.target))
-                .count()
-        };
-        Ok(SweepReport {
-            notices: notices as u64,
-            prune,
-        })
+        self.inner.recorder.maintenance.sweep(only.as_deref(), now)
     }
 
     /// The watcher session was reset: its cursors and pending notices go; its own history stays.
