@@ -1,0 +1,111 @@
+// `node24 bench/openclaw/floor.mjs`: for the reads where the addon is furthest from 5× OpenClaw,
+// the same reads as bare SQL through Node 24's own SQLite binding (`node:sqlite`, statements
+// prepared once, rows returned as objects): the least any implementation on SQLite pays to hand
+// the rows to JavaScript. Prints, per read, the medians of alternating rounds for OpenClaw,
+// the addon and the bare SQL, and OpenClaw / bare SQL: the most any such implementation could
+// gain on OpenClaw. Not part of `npm run bench`; BENCHMARKS.md quotes a run.
+
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { DatabaseSync } from 'node:sqlite'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openOpenClaw } from './api.mjs'
+import { INPUT_LOG } from './workloads.mjs'
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS) || 15
+const hr = () => process.hrtime.bigint()
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
+const batch = (ops, fn) => {
+  const start = hr()
+  for (let i = 0; i < ops; i++) fn()
+  return Number(hr() - start) / ops / 1e3
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'session-awareness-floor-'))
+try {
+  mkdirSync(join(dir, 'state-dir'), { mode: 0o700 })
+  const oc = await openOpenClaw(join(dir, 'state-dir'))
+  const { SessionState } = createRequire(import.meta.url)('../..')
+  const addonFile = join(dir, 'addon.sqlite')
+  const store = new SessionState(addonFile, { wake: () => {}, onError: (e) => { throw e } })
+  const o = { path: join(dir, 'openclaw.sqlite') }
+  const CHANGES = 'agent:main:subagent:changes'
+  const refs = Array.from({ length: 500 }, (_, i) => ({ sessionKey: `agent:main:subagent:v${i}` }))
+  for (let i = 0; i < 200; i++) {
+    store.record({ ...INPUT_LOG, sessionKey: CHANGES })
+    oc.state.recordSessionStateEvent({ ...INPUT_LOG, sessionKey: CHANGES, agentId: 'main' }, o)
+  }
+  for (const { sessionKey } of refs) {
+    store.record({ ...INPUT_LOG, sessionKey })
+    oc.state.recordSessionStateEvent({ ...INPUT_LOG, sessionKey, agentId: 'main' }, o)
+  }
+  // The bare SQL reads a copy of the addon's file (the same tables and indexes as OpenClaw's;
+  // the addon refuses a file another SQLite library of the process has open).
+  const bareFile = join(dir, 'bare.sqlite')
+  copyFileSync(addonFile, bareFile)
+  if (existsSync(`${addonFile}-wal`)) copyFileSync(`${addonFile}-wal`, `${bareFile}-wal`)
+  const bare = new DatabaseSync(bareFile)
+  const head = bare.prepare('SELECT last_sequence, pruned_max_sequence FROM session_state_heads WHERE session_key = ? AND agent_id = ?')
+  const events = bare.prepare('SELECT * FROM session_state_events WHERE session_key = ? AND agent_id = ? AND sequence > ? ORDER BY sequence LIMIT ?')
+  const earliest = bare.prepare('SELECT min(sequence) AS s FROM session_state_events WHERE session_key = ? AND agent_id = ?')
+  const keys = refs.map((r) => r.sessionKey)
+  const inList = bare.prepare(`SELECT session_key, agent_id, last_sequence FROM session_state_heads WHERE session_key IN (${keys.map(() => '?').join(',')})`)
+  const reads = {
+    'changesSince, 200 events': {
+      openclaw: () => oc.state.listSessionStateEventsSince(CHANGES, 'main', 0, 200, o),
+      addon: () => store.changesSince(CHANGES, 0),
+      bare: () => {
+        bare.exec('BEGIN')
+        head.get(CHANGES, 'main')
+        const rows = events.all(CHANGES, 'main', 0, 201)
+        earliest.get(CHANGES, 'main')
+        bare.exec('COMMIT')
+        return rows
+      },
+      check: (r) => (r.events ?? r.stateChanges?.events ?? r).length === 200,
+    },
+    'stateVersions, 500 keys (bare: one IN query, as OpenClaw)': {
+      openclaw: () => oc.state.getSessionStateVersions(refs, o),
+      addon: () => store.stateVersions(refs),
+      bare: () => inList.all(...keys),
+      check: (r) => (r.main ? Object.keys(r.main) : r).length === 500,
+    },
+    'stateVersions, 500 keys (bare: 500 point reads, as the addon)': {
+      openclaw: () => oc.state.getSessionStateVersions(refs, o),
+      addon: () => store.stateVersions(refs),
+      bare: () => {
+        bare.exec('BEGIN')
+        const out = keys.map((k) => head.get(k, 'main'))
+        bare.exec('COMMIT')
+        return out
+      },
+      check: (r) => (r.main ? Object.keys(r.main) : r).length === 500,
+    },
+  }
+  for (const [name, read] of Object.entries(reads)) {
+    for (const side of ['openclaw', 'addon', 'bare']) {
+      if (!read.check(read[side]())) throw new Error(`${name}: ${side} read the wrong rows`)
+    }
+    const t = { openclaw: [], addon: [], bare: [] }
+    const sides = Object.keys(t)
+    for (let r = 0; r < ROUNDS + 1; r++) {
+      for (let k = 0; k < sides.length; k++) {
+        const side = sides[(r + k) % sides.length]
+        const us = batch(20, read[side])
+        if (r > 0) t[side].push(us)
+      }
+    }
+    const m = Object.fromEntries(sides.map((s) => [s, median(t[s])]))
+    console.log(
+      `${name}: OpenClaw ${m.openclaw.toFixed(0)} µs, addon ${m.addon.toFixed(0)} µs, bare SQL ${m.bare.toFixed(0)} µs; ` +
+        `OpenClaw / addon ${(m.openclaw / m.addon).toFixed(2)}×, OpenClaw / bare SQL ${(m.openclaw / m.bare).toFixed(2)}×`,
+    )
+  }
+  bare.close()
+  store.close()
+  oc.db.closeOpenClawStateDatabase()
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
+process.exit(0)
