@@ -3,7 +3,7 @@
 // prepared once, rows returned as objects): the least any implementation on SQLite pays to hand
 // the rows to JavaScript. Prints, per read, the medians of alternating rounds for OpenClaw,
 // the addon and the bare SQL, and OpenClaw / bare SQL: the most any such implementation could
-// gain on OpenClaw. Not part of `npm run bench`; BENCHMARKS.md quotes a run.
+// gain on OpenClaw. The same for prune. Not part of `npm run bench`; BENCHMARKS.md quotes a run.
 
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -11,7 +11,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openOpenClaw } from './api.mjs'
-import { INPUT_LOG } from './workloads.mjs'
+import { INPUT_LOG, WORKLOADS } from './workloads.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS) || 15
 const hr = () => process.hrtime.bigint()
@@ -20,6 +20,62 @@ const batch = (ops, fn) => {
   const start = hr()
   for (let i = 0; i < ops; i++) fn()
   return Number(hr() - start) / ops / 1e3
+}
+
+/**
+ * Prune 60,000 → 50,000 events, one-shot rounds on fresh copies: OpenClaw's prune transaction
+ * (the bench/openclaw/ workload), the addon's `prune()`, and bare SQL: in one transaction, the
+ * pruned watermark of each session that loses events and the delete of the 10,000 oldest.
+ */
+function prune(oc, dir, SessionState) {
+  const ocPrune = WORKLOADS.find((w) => w.name === 'prune 60,000 -> 50,000 rows (total)')
+  const ctx = { dir, oc }
+  ocPrune.setup(ctx)
+  const template = join(dir, 'addon-60k.sqlite')
+  let store = new SessionState(template, { maxEvents: 1e9, onError: (e) => { throw e } })
+  for (let i = 0; i < 60_000; i++) store.record({ ...INPUT_LOG, sessionKey: `agent:main:subagent:p${i % 600}` })
+  store.close()
+  const copy = (to) => {
+    for (const suffix of ['-wal', '-shm', '']) rmSync(to + suffix, { force: true })
+    copyFileSync(template, to)
+    if (existsSync(`${template}-wal`)) copyFileSync(`${template}-wal`, `${to}-wal`)
+    return to
+  }
+  const t = { openclaw: [], addon: [], bare: [] }
+  const sides = {
+    openclaw: () => ocPrune.round(ctx) / 1e3,
+    addon: () => {
+      store = new SessionState(copy(join(dir, 'addon-prune.sqlite')), { onError: (e) => { throw e } })
+      const start = hr()
+      const deleted = store.prune().eventsDeleted
+      const us = Number(hr() - start) / 1e3
+      store.close()
+      if (deleted !== 10_000) throw new Error(`addon pruned ${deleted}`)
+      return us
+    },
+    bare: () => {
+      const db = new DatabaseSync(copy(join(dir, 'bare-prune.sqlite')))
+      const start = hr()
+      db.exec(`BEGIN IMMEDIATE;
+        UPDATE session_state_heads SET pruned_max_sequence = (SELECT max(sequence) FROM session_state_events e
+          WHERE e.session_key = session_state_heads.session_key AND e.agent_id = session_state_heads.agent_id AND e.sequence <= 10000)
+          WHERE session_key IN (SELECT DISTINCT session_key FROM session_state_events WHERE sequence <= 10000);
+        DELETE FROM session_state_events WHERE sequence <= 10000;
+        COMMIT;`)
+      const us = Number(hr() - start) / 1e3
+      const left = db.prepare('SELECT count(*) AS n FROM session_state_events').get().n
+      db.close()
+      if (left !== 50_000) throw new Error(`bare SQL left ${left}`)
+      return us
+    },
+  }
+  const names = Object.keys(t)
+  for (let r = 0; r < 7; r++) for (let k = 0; k < names.length; k++) t[names[(r + k) % names.length]].push(sides[names[(r + k) % names.length]]())
+  const m = Object.fromEntries(names.map((n) => [n, median(t[n])]))
+  console.log(
+    `prune 60,000 → 50,000 events: OpenClaw ${(m.openclaw / 1e3).toFixed(1)} ms, addon ${(m.addon / 1e3).toFixed(1)} ms, bare SQL ${(m.bare / 1e3).toFixed(1)} ms; ` +
+      `OpenClaw / addon ${(m.openclaw / m.addon).toFixed(2)}×, OpenClaw / bare SQL ${(m.openclaw / m.bare).toFixed(2)}×`,
+  )
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'session-awareness-floor-'))
@@ -104,6 +160,7 @@ try {
   }
   bare.close()
   store.close()
+  prune(oc, dir, createRequire(import.meta.url)('../..').SessionState)
   oc.db.closeOpenClawStateDatabase()
 } finally {
   rmSync(dir, { recursive: true, force: true })
