@@ -64,7 +64,7 @@ export async function openOpenClaw(stateDir) {
  * Creates `sessionKey`'s entry in its agent's session store (as the gateway does when a session
  * starts) and keeps that agent's database open, as a gateway serving the session has it:
  * OpenClaw's sweep only re-notifies watchers whose session exists there, and reads the store
- * through the open handle (without one, each read opens the file: about 10× slower here).
+ * through the open handle (without one, each read opens a read-only connection of its own).
  */
 export function ensureSession(oc, sessionKey) {
   if (!oc.sessions.loadSessionEntryReadOnly({ sessionKey, clone: false })) {
