@@ -1,4 +1,4 @@
-// `node24 bench/openclaw/floor.mjs`: for the reads where the addon is furthest from 5× OpenClaw,
+// `npm run bench:openclaw-floor` (node24 bench/openclaw/floor.mjs): for the reads where the addon is furthest from 5× OpenClaw,
 // the same reads as bare SQL through Node 24's own SQLite binding (`node:sqlite`, statements
 // prepared once, rows returned as objects): the least any implementation on SQLite pays to hand
 // the rows to JavaScript. Prints, per read, the medians of alternating rounds for OpenClaw,
