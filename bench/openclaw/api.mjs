@@ -6,6 +6,7 @@
 // OpenClaw reads OPENCLAW_STATE_DIR while its modules load, so `openOpenClaw` sets it before
 // the first import; one process holds one state directory.
 
+import { rmSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -76,3 +77,12 @@ export function ensureSession(oc, sessionKey) {
 
 /** The agent id OpenClaw stores for a key `agent:<id>:…`. */
 export const agentOf = (sessionKey) => sessionKey.split(':')[1]
+
+/**
+ * Exits with `code` and removes `dir` last: OpenClaw's own exit handlers reopen its state
+ * database (creating `<stateDir>/state/` again), so a removal before them leaves files behind.
+ */
+export function exitRemoving(dir, code = 0) {
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
+  process.exit(code)
+}

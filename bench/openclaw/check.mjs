@@ -7,11 +7,11 @@
 // and exits non-zero on a difference; bench/run.js runs it before timing OpenClaw.
 
 import assert from 'node:assert/strict'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ensureSession, openOpenClaw } from './api.mjs'
+import { ensureSession, exitRemoving, openOpenClaw } from './api.mjs'
 import { INPUT_LOG, INPUT_NOTIFY } from './workloads.mjs'
 
 const MAIN = 'agent:main:main'
@@ -106,6 +106,7 @@ const EXPECTED = {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'session-awareness-check-openclaw-'))
+let code = 1
 try {
   const addon = addonSide(dir)
   const { out: openclaw, version } = await openClawSide(dir)
@@ -114,7 +115,9 @@ try {
     assert.deepStrictEqual(openclaw[name], want, `OpenClaw ${version}: ${name}`)
   }
   console.log(`behaviour check, OpenClaw ${version} against the addon (Node ${process.versions.node}): ${Object.keys(EXPECTED).length} checks passed`)
+  code = 0
+} catch (err) {
+  console.error(err)
 } finally {
-  rmSync(dir, { recursive: true, force: true })
+  exitRemoving(dir, code)
 }
-process.exit(0)

@@ -3,10 +3,10 @@
 // workloads named as in bench/workloads.js: `setup` builds one's fixtures, `round` returns one
 // timed sample, `exit` cleans up.
 
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openOpenClaw } from './api.mjs'
+import { exitRemoving, openOpenClaw } from './api.mjs'
 import { WORKLOADS } from './workloads.mjs'
 
 const dir = mkdtempSync(join(tmpdir(), 'session-awareness-bench-openclaw-'))
@@ -39,9 +39,8 @@ async function handle(msg) {
 process.on('message', (msg) => {
   if (msg.cmd === 'exit') {
     oc?.db.closeOpenClawStateDatabase()
-    rmSync(dir, { recursive: true, force: true })
     // OpenClaw's wake timers would keep the process alive.
-    process.exit(0)
+    exitRemoving(dir)
   }
   handle(msg).then(
     (reply) => process.send({ ok: true, ...reply }),

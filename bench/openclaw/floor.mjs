@@ -10,7 +10,7 @@ import { createRequire } from 'node:module'
 import { DatabaseSync } from 'node:sqlite'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openOpenClaw } from './api.mjs'
+import { exitRemoving, openOpenClaw } from './api.mjs'
 import { INPUT_LOG, WORKLOADS } from './workloads.mjs'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS) || 15
@@ -78,6 +78,7 @@ function prune(oc, dir, SessionState) {
   )
 }
 
+let code = 1
 const dir = mkdtempSync(join(tmpdir(), 'session-awareness-floor-'))
 try {
   mkdirSync(join(dir, 'state-dir'), { mode: 0o700 })
@@ -162,7 +163,9 @@ try {
   store.close()
   prune(oc, dir, createRequire(import.meta.url)('../..').SessionState)
   oc.db.closeOpenClawStateDatabase()
+  code = 0
+} catch (err) {
+  console.error(err)
 } finally {
-  rmSync(dir, { recursive: true, force: true })
+  exitRemoving(dir, code)
 }
-process.exit(0)

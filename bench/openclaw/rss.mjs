@@ -7,10 +7,10 @@
 // same 100 watchers (whose sessions exist in their agents' stores), so its notice queue holds
 // what it holds in a gateway: at most 20 notices per watcher.
 
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ensureSession, openOpenClaw } from './api.mjs'
+import { ensureSession, exitRemoving, openOpenClaw } from './api.mjs'
 import { INPUT_NOTIFY } from './workloads.mjs'
 
 function rssMiB() {
@@ -19,6 +19,7 @@ function rssMiB() {
   return process.memoryUsage().rss / (1024 * 1024)
 }
 
+let code = 1
 const dir = mkdtempSync(join(tmpdir(), 'session-awareness-rss-openclaw-'))
 try {
   const stateDir = join(dir, 'state-dir')
@@ -43,7 +44,9 @@ try {
   if (pending !== 100_000 || queued !== 2000) throw new Error(`${pending} pending cursors, ${queued} queued notices`)
   oc.db.closeOpenClawStateDatabase()
   console.log(JSON.stringify({ baseline, rss }))
+  code = 0
+} catch (err) {
+  console.error(err)
 } finally {
-  rmSync(dir, { recursive: true, force: true })
+  exitRemoving(dir, code)
 }
-process.exit(0)
