@@ -7,7 +7,9 @@
 //    mode are started; each workload's rounds are interleaved between them, so every
 //    implementation sees the same machine load. Medians of the rounds are reported.
 // 3. RSS is measured in a fresh process per implementation (bench/rss.js).
-// It prints one table (Markdown) and writes the raw samples to .tmp/bench-results.json.
+// 4. Beside them, OpenClaw's published implementation (bench/openclaw/, on Node 24) and the
+//    addon again on Node 24, in the same rounds: see bench/openclaw/harness.js.
+// It prints two tables (Markdown) and writes the raw samples to .tmp/bench-results.json.
 
 const { execFileSync, fork, spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -16,6 +18,7 @@ const path = require('node:path');
 const readline = require('node:readline');
 const { checkBehaviour } = require('./check-behaviour');
 const { WORKLOADS } = require('./workloads');
+const openclaw = require('./openclaw/harness');
 
 const ROOT = path.join(__dirname, '..');
 const ROUNDS = Number(process.env.BENCH_ROUNDS) || 25;
@@ -59,9 +62,10 @@ function machine() {
   };
 }
 
-/** A child process of one implementation, answering one request at a time. */
-function startChild(impl) {
-  const child = fork(path.join(__dirname, 'child.js'), [impl]);
+/** A child process of one implementation, answering one request at a time. `options` go to
+ * `fork` (bench/openclaw/harness.js starts Node 24 children with them). */
+function startChild(impl, options = {}, script = path.join(__dirname, 'child.js')) {
+  const child = fork(script, [impl], options);
   let waiting = null;
   child.on('message', (msg) => {
     const w = waiting;
@@ -121,7 +125,7 @@ async function startRaw() {
   };
 }
 
-async function behaviourChecks() {
+async function behaviourChecks(harness) {
   const { SessionState } = require('..');
   const { ReferenceSessionState } = require('./reference/session-state');
   for (const [name, Impl] of [
@@ -136,11 +140,13 @@ async function behaviourChecks() {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }
+  if (harness) console.log(openclaw.checkBehaviour(harness));
 }
 
-async function measure() {
+async function measure(harness) {
   const addon = startChild('addon');
   const reference = startChild('reference');
+  const side = harness ? await openclaw.start(harness, startChild) : null;
   console.log('starting the raw SQLite benchmark (cargo bench; the first run compiles it)…');
   const raw = await startRaw();
   const samples = {};
@@ -152,6 +158,13 @@ async function measure() {
         ['addon', async () => addon.ask({ cmd: 'round', index })],
         ['reference', async () => reference.ask({ cmd: 'round', index })],
       ];
+      const compared = side !== null && side.has(w.name);
+      if (compared) {
+        s.addon24 = [];
+        s.openclaw = [];
+        runners.push(['addon24', async () => side.addon24.ask({ cmd: 'round', index })]);
+        runners.push(['openclaw', async () => side.openclaw.ask({ cmd: 'round', name: w.name })]);
+      }
       if (w.name in RAW_INDEX) {
         for (const [name, mode] of [
           ['rawBackground', 'bg'],
@@ -163,6 +176,10 @@ async function measure() {
       }
       await addon.ask({ cmd: 'setup', index });
       await reference.ask({ cmd: 'setup', index });
+      if (compared) {
+        await side.addon24.ask({ cmd: 'setup', index });
+        await side.openclaw.ask({ cmd: 'setup', name: w.name });
+      }
       const rounds = w.oneShot ? ONE_SHOT_ROUNDS : ROUNDS + 1;
       for (let r = 0; r < rounds; r++) {
         // The first round of a per-operation workload only warms up. Each round rotates who
@@ -170,10 +187,11 @@ async function measure() {
         const keep = w.oneShot || r > 0;
         for (let k = 0; k < runners.length; k++) {
           const [name, run] = runners[(r + k) % runners.length];
+          if (compared && (name === 'addon24' || name === 'openclaw') && r >= side.rounds(w.name) + (w.oneShot ? 0 : 1)) continue;
           const reply = await run();
           if (!keep) continue;
           s[name].push(reply.ns);
-          if (reply.baseline !== undefined) s.baseline.push(reply.baseline);
+          if (reply.baseline !== undefined && name === 'addon') s.baseline.push(reply.baseline);
         }
       }
       samples[w.name] = s;
@@ -182,12 +200,16 @@ async function measure() {
         shown += `, raw ${formatNs(median(s.rawBackground))} (checkpoint on the hot path ${formatNs(median(s.rawHot))}), core without the binding ${formatNs(median(s.core))}`;
       }
       if (s.baseline.length > 0) shown += `, empty napi call ${formatNs(median(s.baseline))}`;
+      if (compared) {
+        shown += `; Node 24: OpenClaw ${formatNs(median(s.openclaw))}, addon ${formatNs(median(s.addon24))} (${pairedRatio(s.openclaw, s.addon24).toFixed(2)}×)`;
+      }
       console.log(`  ${w.name}: ${shown}`);
     }
   } finally {
     addon.stop();
     reference.stop();
     raw.stop();
+    side?.stop();
   }
   for (const impl of ['addon', 'reference']) {
     if (ONLY && !ONLY.test('rss')) break;
@@ -195,6 +217,7 @@ async function measure() {
     samples[`rss ${impl}`] = JSON.parse(out.toString());
     console.log(`  rss ${impl}: ${samples[`rss ${impl}`].rss.toFixed(1)} MiB`);
   }
+  if (harness && !(ONLY && !ONLY.test('rss'))) Object.assign(samples, openclaw.measureRss(harness));
   return samples;
 }
 
@@ -238,6 +261,7 @@ function table(samples) {
     row('drain, nothing pending, against an empty napi call', formatNs(median(s.addon)), `isClosed ${formatNs(median(s.baseline))}`, `${ofNoop.toFixed(2)}× the empty call`, '≤ 1.5×', ofNoop <= 1.5);
   }
   pair('drain of 1 pending notice', null, '—', null);
+  pair('sweep over 10,000 cursors', null, '—', null);
   pair('sweep over 100,000 cursors', null, '≥ 3×', 3);
   pair('prune 60,000 -> 50,000 rows (total)', 'prune 60,000 → 50,000 rows, total', '—', null);
   {
@@ -262,9 +286,7 @@ function table(samples) {
   return rows;
 }
 
-function printTable(rows) {
-  const cols = ['operation', 'addon', 'reference', 'ratio', 'target', 'met'];
-  const head = ['Operation', 'Addon (median)', 'Reference or baseline (median)', 'Ratio', 'Target', 'Met'];
+function printTable(rows, cols = ['operation', 'addon', 'reference', 'ratio', 'target', 'met'], head = ['Operation', 'Addon (median)', 'Reference or baseline (median)', 'Ratio', 'Target', 'Met']) {
   const lines = [head, head.map(() => '---'), ...rows.map((r) => cols.map((c) => String(r[c])))];
   return lines.map((l) => `| ${l.join(' | ')} |`).join('\n');
 }
@@ -273,12 +295,18 @@ async function main() {
   const info = machine();
   console.log(`${info.cpu}, ${info.cores} cores, ${info.memoryGiB} GiB, Linux ${info.kernel}`);
   console.log(`Node ${info.node}, ${info.rustc}, load average ${info.loadAverage}`);
-  if (!ONLY) await behaviourChecks();
-  const samples = await measure();
+  const harness = openclaw.harness(ROOT);
+  if (!ONLY) await behaviourChecks(harness);
+  const samples = await measure(harness);
   if (ONLY) return;
   const rows = table(samples);
-  const text = printTable(rows);
+  let text = printTable(rows);
   console.log(`\n${text}\n`);
+  if (harness) {
+    const against = printTable(...openclaw.table(samples, { median, pairedRatio, formatNs }));
+    console.log(`Against OpenClaw ${openclaw.VERSION}, both on Node ${harness.nodeVersion}:\n\n${against}\n`);
+    text += `\n\n${against}`;
+  }
   console.log(`${ROUNDS} rounds per operation-rate workload (after one warm-up), ${ONE_SHOT_ROUNDS} per one-shot workload; ratios are medians of per-round ratios; load average at the end ${machine().loadAverage}`);
   fs.mkdirSync(path.join(ROOT, '.tmp'), { recursive: true });
   fs.writeFileSync(

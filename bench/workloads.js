@@ -52,14 +52,17 @@ function removeDb(file) {
 
 // --- fixtures shared by several workloads -----------------------------------------------------
 
-/** 100,000 cursors, each with a pending notice: 1,000 targets, each recorded once with 100
+/** `targets` × 100 cursors, each with a pending notice: each target recorded once with 100
  * producer-named watchers. */
-function buildHundredThousandCursors(store) {
+function buildCursors(store, targets) {
   const watchers = Array.from({ length: 100 }, (_, i) => `agent:w${i}:main`);
-  for (let t = 0; t < 1000; t++) {
+  for (let t = 0; t < targets; t++) {
     mustRecord(store, { ...INPUT_NOTIFY, sessionKey: `agent:main:subagent:t${t}`, watchers });
   }
 }
+
+/** 100,000 cursors, each with a pending notice. */
+const buildHundredThousandCursors = (store) => buildCursors(store, 1000);
 
 const PRUNE_SESSIONS = Array.from({ length: 600 }, (_, i) => `agent:main:subagent:p${i}`);
 
@@ -104,6 +107,34 @@ function recordWorkload(name, watcherCount, input, ops) {
       return batch(ops, () => {
         if (store.record(input) === null) throw new Error('record failed');
       });
+    },
+  };
+}
+
+function sweepWorkload(name, targets) {
+  return {
+    name,
+    ops: 1,
+    oneShot: true,
+    setup(ctx) {
+      ctx.template = path.join(ctx.dir, `cursors-${targets}.sqlite`);
+      const s = ctx.open(ctx.template);
+      buildCursors(s, targets);
+      s.close();
+      ctx.file = path.join(ctx.dir, 'sweep.sqlite');
+    },
+    round(ctx) {
+      copyDb(ctx.template, ctx.file);
+      const s = ctx.open(ctx.file);
+      const start = hr();
+      const report = s.sweep();
+      const ns = Number(hr() - start);
+      const pending = s.peek('agent:w7:main').length;
+      s.close();
+      if (report.notices !== targets * 100 || pending !== targets) {
+        throw new Error(`sweep: ${report.notices} notices, ${pending} for one watcher`);
+      }
+      return ns;
     },
   };
 }
@@ -192,31 +223,8 @@ const WORKLOADS = [
       return Number(total) / 100;
     },
   },
-  {
-    name: 'sweep over 100,000 cursors',
-    ops: 1,
-    oneShot: true,
-    setup(ctx) {
-      ctx.template = path.join(ctx.dir, 'cursors-100k.sqlite');
-      const s = ctx.open(ctx.template);
-      buildHundredThousandCursors(s);
-      s.close();
-      ctx.file = path.join(ctx.dir, 'sweep.sqlite');
-    },
-    round(ctx) {
-      copyDb(ctx.template, ctx.file);
-      const s = ctx.open(ctx.file);
-      const start = hr();
-      const report = s.sweep();
-      const ns = Number(hr() - start);
-      const pending = s.peek('agent:w7:main').length;
-      s.close();
-      if (report.notices !== 100_000 || pending !== 1000) {
-        throw new Error(`sweep: ${report.notices} notices, ${pending} for one watcher`);
-      }
-      return ns;
-    },
-  },
+  sweepWorkload('sweep over 10,000 cursors', 100),
+  sweepWorkload('sweep over 100,000 cursors', 1000),
   {
     name: 'prune 60,000 -> 50,000 rows (total)',
     ops: 1,
