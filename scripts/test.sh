@@ -37,6 +37,8 @@ echo "== npm run test:package (Node $(node --version))"
 npm run test:package --silent -- --json --outputFile=.tmp/jest-package.json || status=1
 echo "== jest (Node 24: scripts/node24.sh)"
 bash scripts/node24.sh || status=1
+echo "== OpenClaw 2026.9.6's published code reads what the store wrote (npm run test:openclaw)"
+npm run test:openclaw --silent || status=1
 
 node -e '
   const fs = require("node:fs")
