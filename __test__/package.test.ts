@@ -230,7 +230,7 @@ test('import loads the same objects through dist/index.mjs, with the same names,
   expect(out.esmNames).toEqual(out.cjsNames)
   expect(out.cjsNames).toEqual([
     'ActorType', 'EventKind', 'Provenance', 'SessionState', 'SessionStateError', '__napiBindingTarget',
-    'decodeNoticeContextKey', 'encodeNoticeContextKey', 'inspectDatabase', 'readEvents',
+    'decodeNoticeContextKey', 'encodeNoticeContextKey', 'importOpenClawState', 'inspectDatabase', 'readEvents',
   ])
   expect(out.woken).toEqual([{
     source: 'session-state', intent: 'immediate', reason: 'session-state:agent:main:subagent:c',

@@ -23,7 +23,7 @@ const work = mkdtempSync(join(tmpdir(), 'openclaw-check-'))
 process.env.OPENCLAW_STATE_DIR = join(work, 'openclaw-own-state')
 const { loadOpenClaw } = await import('./openclaw/load.mjs')
 const oc = await loadOpenClaw()
-const { SessionState } = createRequire(import.meta.url)(join(root, 'index.js'))
+const { SessionState } = createRequire(import.meta.url)(root)
 const fixtureDir = join(root, 'crates/core/tests/fixtures')
 const fixtureReport = JSON.parse(readFileSync(join(fixtureDir, 'openclaw-2026.9.6.json'), 'utf8'))
 

