@@ -93,7 +93,18 @@ function startChild(impl, options = {}, script = path.join(__dirname, 'child.js'
 async function startRaw() {
   const proc = spawn(
     'cargo',
-    ['bench', '-q', '-p', 'session-awareness-core', '--bench', 'raw_record', '--', '--serve'],
+    [
+      'bench',
+      '-q',
+      '-p',
+      'session-awareness-core',
+      '--features',
+      'test-hooks',
+      '--bench',
+      'raw_record',
+      '--',
+      '--serve',
+    ],
     { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] },
   );
   const lines = readline.createInterface({ input: proc.stdout })[Symbol.asyncIterator]();

@@ -10,7 +10,7 @@
 
 use napi::bindgen_prelude::{Either, Float64Array, Latin1String, Utf16String};
 use napi_derive::napi;
-use session_awareness_core::queue::QueueSignal;
+use session_awareness_core::QueueSignal;
 use session_awareness_core::{Changes, Notice, StateEvent};
 
 /// Numbers per event row of [`PackedRows`].

@@ -10,7 +10,7 @@ use napi::threadsafe_function::{
 use napi::{Result, Status};
 use napi_derive::napi;
 use session_awareness_core::{
-    self as core, store::system_now, Error as CoreError, ErrorSink, Hooks, Options, Provenance,
+    self as core, system_now, Error as CoreError, ErrorSink, Hooks, Options, Provenance,
     RecordInput, Store, VersionRef, WakeSink,
 };
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::{Env, FromNapiValue, Int32Array};
 use napi::{check_status, sys, Result};
-use session_awareness_core::queue::QueueSignal;
+use session_awareness_core::QueueSignal;
 
 extern "C" fn release(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
     // SAFETY: `hint` is the box made in `signal_words`; the engine runs this finalizer once,

@@ -5,7 +5,7 @@ use napi::bindgen_prelude::Env;
 use napi::Result;
 use napi_derive::napi;
 use serde_json::Value;
-use session_awareness_core::upstream::monitor::DEFAULT_INTERVAL_MS;
+use session_awareness_core::upstream::DEFAULT_INTERVAL_MS;
 use session_awareness_core::upstream::{AdoptInput, RemoteCheck};
 use session_awareness_core::Error as CoreError;
 

@@ -24,8 +24,8 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Error, Result};
 use crate::exclusive::FileGuard;
+use crate::hooks::ErrorSink;
 use crate::runtime;
-use crate::store::ErrorSink;
 
 /// New WAL frames after which a background checkpoint is due: SQLite's own default for its
 /// automatic one.
@@ -178,20 +178,22 @@ impl Inner {
         if let Some(g) = &self.guard {
             g.check()?;
         }
-        if guard.is_none() {
-            crate::exclusive::install();
-            let conn = Connection::open_with_flags(
-                &self.path,
-                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )?;
-            conn.busy_timeout(std::time::Duration::from_millis(u64::from(
-                self.busy_timeout_ms,
-            )))?;
-            // A checkpoint copies frames through a buffer of its own, not the page cache.
-            conn.pragma_update(None, "cache_size", -64)?;
-            *guard = Some(conn);
-        }
-        let conn = guard.as_ref().expect("opened above");
+        let conn = match &mut *guard {
+            Some(conn) => conn,
+            slot @ None => {
+                crate::exclusive::install();
+                let conn = Connection::open_with_flags(
+                    &self.path,
+                    OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?;
+                conn.busy_timeout(std::time::Duration::from_millis(u64::from(
+                    self.busy_timeout_ms,
+                )))?;
+                // A checkpoint copies frames through a buffer of its own, not the page cache.
+                conn.pragma_update(None, "cache_size", -64)?;
+                slot.insert(conn)
+            }
+        };
         // PASSIVE never waits for readers or writers; what it cannot copy now, the next one will.
         Ok(conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
             Ok((r.get(1)?, r.get(2)?))

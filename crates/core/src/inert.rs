@@ -5,7 +5,7 @@
 //!
 //! They are never notified, advanced, acknowledged or re-queued, and no read fails on them.
 //! Cursor rows are filtered in SQL by a function registered on each connection
-//! ([`register`], [`LIVE_CURSOR`]), or read as raw values and checked with [`live`]; event
+//! ([`register`], [`live_cursor!`]), or read as raw values and checked with [`live`]; event
 //! rows are read as raw values and checked with [`event_of`].
 
 use rusqlite::functions::FunctionFlags;
@@ -46,10 +46,6 @@ macro_rules! within_head {
     };
 }
 pub(crate) use within_head;
-
-/// The condition a row of `session_watch_cursors` meets when the store could have written
-/// it, positions bounded by the target's head. Needs [`register`] on the connection.
-pub const LIVE_CURSOR: &str = concat!(live_cursor!(), within_head!());
 
 /// Registers [`WATCHABLE_FN`] and [`LIVE_FN`] on `conn`. Every connection that runs the
 /// store's cursor queries needs them.

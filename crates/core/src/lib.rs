@@ -32,32 +32,61 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod checkpoint;
-pub mod cursors;
-pub mod error;
-pub mod event;
-pub mod exclusive;
+// The store's parts, each with one job (docs/architecture.md lists them). The public API is
+// what this file re-exports, plus the `import`, `inspect`, `keys` and `upstream` modules.
+// With the `test-hooks` feature (the workspace's tests and benches turn it on) the modules
+// that benchmarks and integration tests open directly are public too.
+pub(crate) mod conn;
+pub(crate) mod delivery;
+mod error;
+pub(crate) mod event;
+pub(crate) mod hooks;
 pub mod import;
-pub mod inert;
+pub(crate) mod inert;
 pub mod inspect;
 pub mod keys;
-pub mod log;
-pub mod prune;
-pub mod queue;
-pub mod runtime;
-pub mod schema;
-pub mod store;
-pub mod sync;
-pub mod tx;
+pub(crate) mod log;
+pub(crate) mod maintenance;
+pub(crate) mod options;
+pub(crate) mod prune;
+pub(crate) mod queue;
+pub(crate) mod record;
+pub(crate) mod runtime;
+pub(crate) mod store;
+pub(crate) mod sync;
 pub mod upstream;
-pub mod wake;
+pub(crate) mod wake;
+
+#[cfg(feature = "test-hooks")]
+pub mod checkpoint;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod checkpoint;
+#[cfg(feature = "test-hooks")]
+pub mod cursors;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod cursors;
+#[cfg(feature = "test-hooks")]
+pub mod exclusive;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod exclusive;
+#[cfg(feature = "test-hooks")]
+pub mod schema;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod schema;
+#[cfg(feature = "test-hooks")]
+pub mod tx;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod tx;
 
 pub use cursors::{Cursor, Provenance};
 pub use error::{Error, Result};
 pub use event::{ActorType, EventKind, RecordInput, StateEvent};
+pub use hooks::{system_now, Clock, ErrorSink, Hooks};
 pub use keys::{decode_notice_context_key, encode_notice_context_key};
 pub use log::Changes;
+pub use maintenance::SweepReport;
+pub use options::{Options, MAX_RETENTION_MS, MAX_SYNC_INTERVAL_MS, MAX_WAKE_COALESCE_MS};
 pub use prune::PruneReport;
-pub use queue::Notice;
-pub use store::{ErrorSink, Hooks, Options, Store, SweepReport, VersionRef};
+pub use queue::{Notice, QueueSignal};
+pub use store::{Store, VersionRef};
 pub use wake::{WakeRequest, WakeSink};

@@ -235,18 +235,15 @@ impl NoticeQueue {
     }
 
     /// The number of queued notices.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_watcher.values().map(IndexMap::len).sum()
     }
 
     /// True when nothing is queued.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.by_watcher.is_empty()
-    }
-
-    /// Every watcher that has queued notices.
-    pub fn watchers(&self) -> impl Iterator<Item = &str> {
-        self.by_watcher.keys().map(|w| &**w)
     }
 }
 

@@ -1,127 +1,33 @@
-//! [`Store`]: the signal log, the cursors, the notice queue and the wake scheduler behind one
-//! SQLite connection. Every method that needs the time takes `now` (epoch ms) from the caller,
-//! so the host's clock governs heads, cursors and retention.
+//! [`Store`]: the public façade of a session-state store over one SQLite connection. It
+//! composes the parts that do the work, each in its own module: the guarded connection
+//! ([`crate::conn`]), the write path of a record ([`crate::record`]), the notice queue and the
+//! wakes ([`crate::delivery`]), prunes and checkpoints ([`crate::maintenance`]), cross-process
+//! delivery ([`crate::sync`]) and the upstream monitor ([`crate::upstream::monitor`]). Every
+//! method that needs the time takes `now` (epoch ms) from the caller, so the host's clock
+//! governs heads, cursors and retention.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard};
-use rusqlite::Connection;
-
 use crate::checkpoint::Checkpointer;
-use crate::cursors::{self, Pending, Provenance};
+use crate::conn::Db;
+use crate::cursors::{self, Provenance};
+use crate::delivery::Delivery;
 use crate::error::{Error, Result};
-use crate::event::{self, EventKind, RecordInput, StateEvent};
+use crate::event::{RecordInput, StateEvent};
 use crate::exclusive::FileGuard;
+use crate::hooks::{Hooks, Host};
 use crate::keys::{self, SessionKey};
-use crate::log::{self, Changes, Inserted};
-use crate::prune::{self, PruneReport};
-use crate::queue::{Notice, NoticeQueue};
-use crate::runtime;
+use crate::log::{self, Changes};
+use crate::maintenance::{Maintenance, SweepReport};
+use crate::options::Options;
+use crate::prune::PruneReport;
+use crate::queue::{Notice, QueueSignal};
+use crate::record::Recorder;
 use crate::schema;
 use crate::sync::SyncState;
 use crate::tx::Tx;
-use crate::wake::{WakeScheduler, WakeSink};
-
-/// An hour: a record prunes when this long has passed since the last prune (§6).
-pub const AUTO_PRUNE_INTERVAL_MS: i64 = 60 * 60 * 1000;
-
-/// Tunables of a store (§5). Ranges are checked by [`Options::validate`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Options {
-    /// Events and cursors older than this are pruned. Default 30 days.
-    pub retention_ms: i64,
-    /// At most this many events are kept. Default 50,000.
-    pub max_events: u64,
-    /// How long a write waits for another writer's lock. Default 30 s.
-    pub busy_timeout_ms: u32,
-    /// How long a due wake waits for more to coalesce. Default 250 ms.
-    pub wake_coalesce_ms: u32,
-    /// How often the store looks for cursor changes made by other processes (§12). Default
-    /// 100 ms; 0 turns the cross-process delivery off.
-    pub sync_interval_ms: u32,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            retention_ms: 30 * 24 * 60 * 60 * 1000,
-            max_events: 50_000,
-            busy_timeout_ms: 30_000,
-            wake_coalesce_ms: 250,
-            sync_interval_ms: 100,
-        }
-    }
-}
-
-/// The largest accepted `retentionMs` (about 285 years) and `wakeCoalesceMs` (one minute).
-pub const MAX_RETENTION_MS: i64 = 9_000_000_000_000;
-/// See [`MAX_RETENTION_MS`].
-pub const MAX_WAKE_COALESCE_MS: u32 = 60_000;
-/// The largest accepted `syncIntervalMs` (one minute).
-pub const MAX_SYNC_INTERVAL_MS: u32 = 60_000;
-
-impl Options {
-    /// Refuses values outside the documented ranges: `retentionMs` in [1, 9e12],
-    /// `maxEvents` in [1, 2^53 - 1], `busyTimeoutMs` in [0, 2^31 - 1], `wakeCoalesceMs` and
-    /// `syncIntervalMs` in [0, 60000].
-    pub fn validate(&self) -> Result<()> {
-        if !(1..=MAX_RETENTION_MS).contains(&self.retention_ms) {
-            return Err(Error::invalid(
-                "retentionMs must be an integer in [1, 9e12]",
-            ));
-        }
-        if !(1..=log::MAX_SAFE_INTEGER as u64).contains(&self.max_events) {
-            return Err(Error::invalid("maxEvents must be a positive safe integer"));
-        }
-        if self.busy_timeout_ms > i32::MAX as u32 {
-            return Err(Error::invalid(
-                "busyTimeoutMs must be an integer in [0, 2^31 - 1]",
-            ));
-        }
-        if self.wake_coalesce_ms > MAX_WAKE_COALESCE_MS {
-            return Err(Error::invalid(
-                "wakeCoalesceMs must be an integer in [0, 60000]",
-            ));
-        }
-        if self.sync_interval_ms > MAX_SYNC_INTERVAL_MS {
-            return Err(Error::invalid(
-                "syncIntervalMs must be an integer in [0, 60000]",
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Receives failures of work the caller did not wait for (the automatic prune, background
-/// scans). The binding forwards them to the host's `onError`.
-pub trait ErrorSink: Send + Sync + 'static {
-    /// Reports one failure.
-    fn report(&self, error: Error);
-}
-
-/// The clock background work reads (foreground calls pass `now` themselves).
-pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
-
-/// Callbacks into the host.
-#[derive(Default, Clone)]
-pub struct Hooks {
-    /// Where wakes go (§8); none means queue-only.
-    pub wake: Option<Arc<dyn WakeSink>>,
-    /// Where background failures go.
-    pub errors: Option<Arc<dyn ErrorSink>>,
-    /// The clock for background work; the system clock when absent.
-    pub clock: Option<Clock>,
-}
-
-/// The outcome of a sweep.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SweepReport {
-    /// Cursors whose notice is pending after the sweep.
-    pub notices: u64,
-    /// The prune that followed.
-    pub prune: PruneReport,
-}
+use crate::upstream::links::Link;
+use crate::upstream::monitor::{AdoptInput, Monitor, RemoteCheck};
 
 /// A session named for `stateVersions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,52 +38,23 @@ pub struct VersionRef {
     pub agent_id: Option<String>,
 }
 
-/// When the last prune ran, and a clock reading for one more run requested while one ran.
-#[derive(Default)]
-struct AutoPrune {
-    last: Option<i64>,
-    again: Option<i64>,
-}
-
-pub(crate) struct Shared {
-    pub(crate) conn: Mutex<Option<Connection>>,
-    /// Callers blocked waiting for `conn`.
-    conn_waiters: AtomicUsize,
-    pub(crate) queue: Mutex<NoticeQueue>,
-    closed: AtomicBool,
-    wake: Option<WakeScheduler>,
-    hooks: Hooks,
-    pub(crate) opts: Options,
-    auto_prune: Mutex<AutoPrune>,
-    pruning: AtomicBool,
-    pub(crate) monitor: Mutex<crate::upstream::MonitorState>,
-    pub(crate) sync: Option<SyncState>,
-    checkpointer: Option<Checkpointer>,
-    /// Another library of this process on the file (None in memory).
-    pub(crate) guard: Option<Arc<FileGuard>>,
+struct Inner {
+    recorder: Recorder,
+    monitor: Arc<Monitor>,
+    host: Host,
+    opts: Options,
 }
 
 /// A session-state store over one SQLite file. Cheap to clone: clones share everything.
 #[derive(Clone)]
 pub struct Store {
-    pub(crate) shared: Arc<Shared>,
-}
-
-/// The system clock, in epoch ms.
-pub fn system_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-pub(crate) fn wakes_for(p: &Pending) -> bool {
-    p.provenance == Provenance::Explicit && SessionKey::classify(&p.watcher).is_main_like()
+    inner: Arc<Inner>,
 }
 
 impl Store {
     /// Opens the store at `path` (`:memory:` for a private in-memory database).
     /// Opening never prunes. With `sync_interval_ms` > 0 and a database file, a background
-    /// task delivers notices opened by other processes (§12, [`crate::sync`]).
+    /// task delivers notices opened by other processes (§12).
     pub fn open(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
         opts.validate()?;
         schema::prepare(path)?;
@@ -194,37 +71,56 @@ impl Store {
             hooks.errors.clone(),
             guard.clone(),
         )?;
-        let sync = match conn.path().filter(|p| !p.is_empty()) {
-            Some(file) if opts.sync_interval_ms > 0 => {
-                Some(SyncState::open(file, opts.sync_interval_ms, &conn)?)
-            }
-            _ => None,
+        let file = conn
+            .path()
+            .filter(|p| !p.is_empty() && opts.sync_interval_ms > 0)
+            .map(str::to_owned);
+        let host = Host::of(&hooks);
+        let db = Arc::new(Db::new(conn, guard));
+        let delivery = Arc::new(Delivery::new(hooks.wake.clone(), opts.wake_coalesce_ms));
+        let sync = match file {
+            Some(file) => Some(Arc::new(SyncState::open(
+                &file,
+                opts.sync_interval_ms,
+                Arc::clone(&db),
+                Arc::clone(&delivery),
+                host.clone(),
+            )?)),
+            None => None,
         };
-        let wake = hooks
-            .wake
-            .clone()
-            .map(|sink| WakeScheduler::new(sink, opts.wake_coalesce_ms));
-        let store = Store {
-            shared: Arc::new(Shared {
-                conn: Mutex::new(Some(conn)),
-                conn_waiters: AtomicUsize::new(0),
-                queue: Mutex::new(NoticeQueue::default()),
-                closed: AtomicBool::new(false),
-                wake,
-                hooks,
-                opts,
-                auto_prune: Mutex::new(AutoPrune::default()),
-                pruning: AtomicBool::new(false),
-                monitor: Mutex::new(Default::default()),
-                sync,
-                checkpointer,
-                guard,
-            }),
+        let maintenance = Arc::new(Maintenance::new(
+            Arc::clone(&db),
+            Arc::clone(&delivery),
+            host.clone(),
+            opts,
+            checkpointer,
+        ));
+        let recorder = Recorder {
+            db,
+            delivery,
+            maintenance,
+            sync,
         };
-        if let Some(sync) = &store.shared.sync {
-            sync.spawn(Arc::downgrade(&store.shared));
+        let monitor = Arc::new(Monitor::new(recorder.clone(), host.clone()));
+        if let Some(sync) = &recorder.sync {
+            sync.spawn();
         }
-        Ok(store)
+        Ok(Store {
+            inner: Arc::new(Inner {
+                recorder,
+                monitor,
+                host,
+                opts,
+            }),
+        })
+    }
+
+    fn db(&self) -> &Db {
+        &self.inner.recorder.db
+    }
+
+    fn delivery(&self) -> &Delivery {
+        &self.inner.recorder.delivery
     }
 
     /// Serves `watcher` (§12): notices opened for it by other processes enter this store's
@@ -239,327 +135,47 @@ impl Store {
         Ok(())
     }
 
-    /// True when `watcher` is served (see [`Store::serve`]).
-    pub fn serves(&self, watcher: &str) -> bool {
-        self.shared.sync.as_ref().is_some_and(|s| s.serves(watcher))
-    }
-
     fn mark_served(&self, watcher: &str) {
-        if let Some(s) = &self.shared.sync {
-            s.serve(watcher);
-        }
-    }
-
-    /// Looks for changes made by other processes now instead of at the next poll, and
-    /// brings the queue in line with the cursor rows. A no-op without cross-process delivery.
-    pub fn sync_now(&self) -> Result<()> {
-        self.check_open()?;
-        match &self.shared.sync {
-            Some(s) => s.run(self, true),
-            None => Ok(()),
-        }
-    }
-
-    /// True while the background poll for other processes' changes runs (until `close`).
-    pub fn is_syncing(&self) -> bool {
-        self.shared.sync.as_ref().is_some_and(SyncState::is_running)
+        self.inner.recorder.mark_served(watcher);
     }
 
     /// The options in force.
     pub fn options(&self) -> Options {
-        self.shared.opts
+        self.inner.opts
     }
 
     /// The clock background work uses.
     pub fn now(&self) -> i64 {
-        self.shared
-            .hooks
-            .clock
-            .as_ref()
-            .map_or_else(system_now, |c| c())
+        self.inner.host.now()
     }
 
     /// True once [`Store::close`] ran.
     pub fn is_closed(&self) -> bool {
-        self.shared.closed.load(Ordering::Acquire)
+        self.db().is_closed()
     }
 
     fn check_open(&self) -> Result<()> {
-        if self.is_closed() {
-            Err(Error::Closed)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Runs `f` with the connection, or fails with `ERR_CLOSED`.
-    pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
-        let mut guard = self.lock_conn()?;
-        let conn = guard.as_mut().ok_or(Error::Closed)?;
-        f(conn)
-    }
-
-    pub(crate) fn lock_conn(&self) -> Result<MutexGuard<'_, Option<Connection>>> {
-        let guard = match self.shared.conn.try_lock() {
-            Some(g) => g,
-            None => {
-                // Counted, so background work between two transactions lets this caller in
-                // first (see `yield_to_waiters`).
-                self.shared.conn_waiters.fetch_add(1, Ordering::AcqRel);
-                let g = self.shared.conn.lock();
-                self.shared.conn_waiters.fetch_sub(1, Ordering::AcqRel);
-                g
-            }
-        };
-        if guard.is_none() {
-            return Err(Error::Closed);
-        }
-        // Every call that touches the database comes here, right before its SQL: a handle of
-        // another library that appeared since the last call is found before the write.
-        if let Some(g) = &self.shared.guard {
-            g.check()?;
-        }
-        Ok(guard)
+        self.db().check_open()
     }
 
     /// Reports a failure of background work to the host.
     pub fn report(&self, error: Error) {
-        if let Some(sink) = &self.shared.hooks.errors {
-            sink.report(error);
-        }
+        self.inner.host.report(error);
     }
 
-    /// Queues the notices of `pending` (already committed), keeping one per pair, and returns
-    /// the watchers to wake with the target that made the wake due. Caller holds the conn lock.
-    pub(crate) fn enqueue(&self, pending: &[Pending]) -> Vec<(String, String)> {
-        let mut q = self.shared.queue.lock();
-        let mut wakes = Vec::new();
-        for p in pending {
-            if q.upsert(&p.watcher, &p.target, p.last_seen) && wakes_for(p) {
-                wakes.push((p.watcher.clone(), p.target.to_string()));
-            }
-        }
-        wakes
-    }
-
-    /// Schedules the due wakes. Called after every lock is released.
-    pub(crate) fn wake_all(&self, wakes: Vec<(String, String)>) {
-        if let Some(w) = &self.shared.wake {
-            for (watcher, target) in wakes {
-                w.due(&watcher, &target);
-            }
-        }
+    /// Runs `f` with the connection, or fails with `ERR_CLOSED`.
+    fn with_conn<T>(&self, f: impl FnOnce(&mut rusqlite::Connection) -> Result<T>) -> Result<T> {
+        self.db().with(f)
     }
 
     /// Records one event (§6). `Ok(None)` means `onlyIfWatched` found nobody watching.
     pub fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
-        self.record_with(input, now, |_| Ok(()))
-    }
-
-    /// [`Store::record`], with `also` run in the same write transaction once the event is in
-    /// (or found by its dedupe key): a failure of either leaves neither. `also` does not run
-    /// when `onlyIfWatched` finds nobody watching.
-    pub(crate) fn record_with(
-        &self,
-        input: RecordInput,
-        now: i64,
-        also: impl FnOnce(&Connection) -> Result<()>,
-    ) -> Result<Option<StateEvent>> {
-        self.check_open()?;
-        let v = event::validate(input, now)?;
-        for w in &v.watchers {
-            self.mark_served(w);
-        }
-        let target = v.event.session_key.as_str();
-        let watchable = keys::is_watchable(target);
-        let mut guard = self.lock_conn()?;
-        let conn = guard.as_mut().expect("checked open");
-        if v.only_if_watched && v.watchers.is_empty() {
-            // A read outside the write lock: a watch racing with this record simply lands
-            // after it.
-            let watched = watchable && cursors::is_watched(conn, target)?;
-            if !watched {
-                return Ok(None);
-            }
-        }
-        let tx = Tx::immediate(conn)?;
-        let sequence = match log::insert_event(&tx, &v)? {
-            Inserted::New(seq) => seq,
-            Inserted::Duplicate(first) => {
-                also(&tx)?;
-                tx.commit()?;
-                return Ok(Some(first));
-            }
-        };
-        log::bump_head(&tx, target, &v.event.agent_id, sequence, now)?;
-        let mut pending = Vec::new();
-        let mut reseeded = Vec::new();
-        if watchable {
-            if v.event.kind == EventKind::ChildSpawned {
-                for w in &v.watchers {
-                    if cursors::seed(&tx, w, target, sequence, now)? {
-                        reseeded.push(w.as_str());
-                    }
-                }
-            } else if v.event.kind.notifies() {
-                let actor = v.event.actor_id.as_deref();
-                let shared: Arc<str> = Arc::from(target);
-                pending = cursors::material_update(&tx, &shared, sequence, actor, now)?;
-                for w in v.watchers.iter().filter(|w| Some(w.as_str()) != actor) {
-                    pending.extend(cursors::material_insert(&tx, w, &shared, sequence, now)?);
-                }
-            }
-        }
-        also(&tx)?;
-        tx.commit()?;
-        if !reseeded.is_empty() {
-            let mut q = self.shared.queue.lock();
-            for w in reseeded {
-                q.remove(w, target);
-            }
-        }
-        let wakes = self.enqueue(&pending);
-        drop(guard);
-        self.wake_all(wakes);
-        self.maybe_prune_in_background(now);
-        let mut event = v.event;
-        event.sequence = sequence;
-        Ok(Some(event))
-    }
-
-    fn maybe_prune_in_background(&self, now: i64) {
-        {
-            let mut state = self.shared.auto_prune.lock();
-            if state
-                .last
-                .is_some_and(|t| now - t <= AUTO_PRUNE_INTERVAL_MS)
-            {
-                return;
-            }
-            state.last = Some(now);
-            if self.shared.pruning.load(Ordering::Acquire) {
-                // One is running: it runs again with this clock reading when it is done.
-                state.again = Some(now);
-                return;
-            }
-            self.shared.pruning.store(true, Ordering::Release);
-        }
-        let store = self.clone();
-        // Pruning a large backlog takes many batches: run them off the caller's thread, taking
-        // the connection one batch at a time, so the JS thread never waits more than a batch.
-        runtime::handle().spawn_blocking(move || {
-            let mut now = now;
-            loop {
-                match store.prune_batches(now, true) {
-                    // A shared file is reported by the caller's own calls, which it refuses.
-                    Ok(_) | Err(Error::Closed | Error::FileShared(_)) => {}
-                    Err(e) => store.report(e),
-                }
-                let mut state = store.shared.auto_prune.lock();
-                match state.again.take() {
-                    Some(next) if !store.is_closed() => now = next,
-                    _ => {
-                        store.shared.pruning.store(false, Ordering::Release);
-                        return;
-                    }
-                }
-            }
-        });
-    }
-
-    /// True while an automatic prune runs in the background.
-    pub fn is_pruning(&self) -> bool {
-        self.shared.pruning.load(Ordering::Acquire)
-    }
-
-    /// The watchers with a wake scheduled and not yet delivered, sorted (none without a
-    /// wake sink). Lets tests check the wake rule (§8) without waiting for the timer.
-    pub fn scheduled_wakes(&self) -> Vec<String> {
-        self.shared
-            .wake
-            .as_ref()
-            .map_or_else(Vec::new, WakeScheduler::scheduled_watchers)
+        self.inner.recorder.record_with(input, now, |_| Ok(()))
     }
 
     /// Prunes now (§10) and restarts the automatic-prune hour.
     pub fn prune(&self, now: i64) -> Result<PruneReport> {
-        self.check_open()?;
-        self.shared.auto_prune.lock().last = Some(now);
-        self.prune_batches(now, false)
-    }
-
-    /// Called by background work between two of its transactions: a caller waiting for the
-    /// connection (the JS thread) takes it before the next one. Without this the background
-    /// thread, already running, usually locks again before the waiter (spinning or yielding
-    /// on a busy machine) notices the connection was free, and the waiter sits through
-    /// several batches. Bounded, so a steady stream of callers cannot stall the work.
-    fn yield_to_waiters(&self) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(20);
-        while self.shared.conn_waiters.load(Ordering::Acquire) > 0
-            && std::time::Instant::now() < deadline
-        {
-            std::thread::yield_now();
-        }
-    }
-
-    /// Prunes in batches. In the `background`, the WAL is checkpointed between batches and
-    /// waiting callers go first.
-    fn prune_batches(&self, now: i64, background: bool) -> Result<PruneReport> {
-        let opts = self.shared.opts;
-        let age_cutoff = now.saturating_sub(opts.retention_ms);
-        let mut report = PruneReport::default();
-        loop {
-            let mut guard = self.lock_conn()?;
-            let conn = guard.as_mut().expect("checked open");
-            let tx = Tx::immediate(conn)?;
-            let batch = if background {
-                prune::BATCH
-            } else {
-                prune::SYNC_BATCH
-            };
-            let n = prune::events_batch(&tx, age_cutoff, opts.max_events, batch)?;
-            tx.commit()?;
-            drop(guard);
-            if background {
-                self.yield_to_waiters();
-            }
-            report.events_deleted += n as u64;
-            if let (true, Some(c)) = (background, &self.shared.checkpointer) {
-                if let Err(e) = c.catch_up() {
-                    self.report(e);
-                }
-            }
-            // A short batch may be the last of the age pass; the row cap still has to run,
-            // so only an empty batch means done.
-            if n == 0 {
-                break;
-            }
-        }
-        let mut after = 0;
-        loop {
-            let mut guard = self.lock_conn()?;
-            let conn = guard.as_mut().expect("checked open");
-            let tx = Tx::immediate(conn)?;
-            let (expired, deleted, next) =
-                cursors::expire_chunk(&tx, age_cutoff, after, cursors::EXPIRE_CHUNK)?;
-            tx.commit()?;
-            {
-                let mut q = self.shared.queue.lock();
-                for (w, t) in &expired {
-                    q.remove(w, t);
-                }
-            }
-            drop(guard);
-            if background {
-                self.yield_to_waiters();
-            }
-            report.cursors_deleted += deleted;
-            match next {
-                Some(n) => after = n,
-                None => break,
-            }
-        }
-        Ok(report)
+        self.inner.recorder.maintenance.prune(now)
     }
 
     /// `watch` (§7). False for a bare watcher or target, or watcher == target.
@@ -593,9 +209,9 @@ impl Store {
         self.check_open()?;
         SessionKey::parse(watcher)?;
         SessionKey::parse(target)?;
-        let mut guard = self.lock_conn()?;
-        let removed = cursors::delete(guard.as_mut().expect("checked open"), watcher, target)?;
-        self.shared.queue.lock().remove(watcher, target);
+        let conn = self.db().lock()?;
+        let removed = cursors::delete(&conn, watcher, target)?;
+        self.delivery().queue().remove(watcher, target);
         Ok(removed)
     }
 
@@ -649,8 +265,8 @@ impl Store {
 
     /// The words the notice queue keeps current for a reader that takes no lock
     /// ([`crate::queue::QueueSignal`]).
-    pub fn queue_signal(&self) -> Arc<crate::queue::QueueSignal> {
-        Arc::clone(self.shared.queue.lock().signal())
+    pub fn queue_signal(&self) -> Arc<QueueSignal> {
+        self.delivery().signal()
     }
 
     /// True when the watcher has queued notices. Runs no SQL.
@@ -658,7 +274,7 @@ impl Store {
         self.check_open()?;
         SessionKey::check(watcher)?;
         self.mark_served(watcher);
-        Ok(self.shared.queue.lock().has_any(watcher))
+        Ok(self.delivery().queue().has_any(watcher))
     }
 
     /// The watcher's pending notices, nothing acknowledged. Runs no SQL.
@@ -666,7 +282,7 @@ impl Store {
         self.check_open()?;
         SessionKey::parse(watcher)?;
         self.mark_served(watcher);
-        Ok(self.shared.queue.lock().peek(watcher))
+        Ok(self.delivery().queue().peek(watcher))
     }
 
     /// The watcher's pending notices, acknowledged (§7). With nothing queued it runs no SQL.
@@ -674,43 +290,7 @@ impl Store {
         self.check_open()?;
         SessionKey::parse(watcher)?;
         self.mark_served(watcher);
-        if !self.shared.queue.lock().has_any(watcher) {
-            return Ok(Vec::new());
-        }
-        let mut guard = self.lock_conn()?;
-        let conn = guard.as_mut().expect("checked open");
-        let queued = self.shared.queue.lock().take(watcher);
-        let outcome = (|| {
-            let tx = Tx::immediate(conn)?;
-            let mut out = Vec::with_capacity(queued.len());
-            let mut reopened = Vec::new();
-            for n in &queued {
-                // The cursor row decides: a notice consumed elsewhere is not handed out again.
-                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, now)? {
-                    out.push(Notice::new(watcher, &n.target, acked.old_last_seen));
-                    if acked.after.notified != acked.after.last_seen {
-                        reopened.push(acked.after);
-                    }
-                }
-            }
-            tx.commit()?;
-            Ok((out, reopened))
-        })();
-        match outcome {
-            Ok((out, reopened)) => {
-                let wakes = self.enqueue(&reopened);
-                drop(guard);
-                self.wake_all(wakes);
-                Ok(out)
-            }
-            Err(e) => {
-                let mut q = self.shared.queue.lock();
-                for n in queued {
-                    q.push(watcher, &n.target, n.changes_since);
-                }
-                Err(e)
-            }
-        }
+        self.delivery().drain(self.db(), watcher, now)
     }
 
     /// Acknowledges the watcher's pending notices on `targets` (§7), for hosts that route
@@ -726,32 +306,8 @@ impl Store {
                 unique.push(t);
             }
         }
-        let mut guard = self.lock_conn()?;
-        let conn = guard.as_mut().expect("checked open");
-        let tx = Tx::immediate(conn)?;
-        let mut count = 0;
-        let mut acked = Vec::new();
-        for t in unique {
-            if let Some(a) = cursors::acknowledge(&tx, watcher, t, now)? {
-                count += 1;
-                acked.push(a.after);
-            }
-        }
-        tx.commit()?;
-        let reopened: Vec<Pending> = {
-            let mut q = self.shared.queue.lock();
-            for a in &acked {
-                q.remove(watcher, &a.target);
-            }
-            acked
-                .into_iter()
-                .filter(|a| a.notified != a.last_seen)
-                .collect()
-        };
-        let wakes = self.enqueue(&reopened);
-        drop(guard);
-        self.wake_all(wakes);
-        Ok(count)
+        self.delivery()
+            .acknowledge(self.db(), watcher, &unique, now)
     }
 
     /// Sweep (§7), then a prune. `watcher_exists` is asked once per watcher with material
@@ -774,40 +330,18 @@ impl Store {
                 )
             }
         };
-        let mut guard = self.lock_conn()?;
-        let conn = guard.as_mut().expect("checked open");
-        let tx = Tx::immediate(conn)?;
-        let pending = cursors::refreeze(&tx, only.as_deref())?;
-        tx.commit()?;
-        let wakes = self.enqueue(&pending);
-        drop(guard);
-        self.wake_all(wakes);
-        let prune = self.prune(now)?;
-        // The prune may expire cursors just re-queued; their notices are not pending after it.
-        let notices = {
-            let q = self.shared.queue.lock();
-            pending
-                .iter()
-                .filter(|p| q.contains(&p.watcher, &p.target))
-                .count()
-        };
-        Ok(SweepReport {
-            notices: notices as u64,
-            prune,
-        })
+        self.inner.recorder.maintenance.sweep(only.as_deref(), now)
     }
 
     /// The watcher session was reset: its cursors and pending notices go; its own history stays.
     pub fn reset_session(&self, session_key: &str) -> Result<()> {
         self.check_open()?;
         SessionKey::parse(session_key)?;
-        let mut guard = self.lock_conn()?;
-        cursors::delete_watcher(guard.as_mut().expect("checked open"), session_key)?;
-        self.shared.queue.lock().remove_watcher(session_key);
-        drop(guard);
-        if let Some(w) = &self.shared.wake {
-            w.cancel(session_key);
-        }
+        let conn = self.db().lock()?;
+        cursors::delete_watcher(&conn, session_key)?;
+        self.delivery().queue().remove_watcher(session_key);
+        drop(conn);
+        self.delivery().cancel(session_key);
         Ok(())
     }
 
@@ -818,9 +352,8 @@ impl Store {
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
         let own = agent == keys::resolve_agent(session_key, None)?;
-        let mut guard = self.lock_conn()?;
-        let conn = guard.as_mut().expect("checked open");
-        let tx = Tx::immediate(conn)?;
+        let conn = self.db().lock()?;
+        let tx = Tx::immediate(&conn)?;
         log::delete_session(&tx, session_key, &agent)?;
         crate::upstream::links::delete(&tx, session_key, &agent)?;
         if own {
@@ -829,46 +362,139 @@ impl Store {
         }
         tx.commit()?;
         if own {
-            if let Some(s) = &self.shared.sync {
+            if let Some(s) = &self.inner.recorder.sync {
                 s.unserve(session_key);
-                self.shared.queue.lock().signal().unserved();
+                self.delivery().queue().signal().unserved();
             }
-            let mut q = self.shared.queue.lock();
+            let mut q = self.delivery().queue();
             q.remove_watcher(session_key);
             q.remove_target(session_key);
             drop(q);
-            drop(guard);
-            if let Some(w) = &self.shared.wake {
-                w.cancel(session_key);
-            }
+            drop(conn);
+            self.delivery().cancel(session_key);
         }
         Ok(())
     }
 
     /// Closes the store: the connection, the queue and every scheduled wake. Idempotent.
     pub fn close(&self) {
-        if self.shared.closed.swap(true, Ordering::AcqRel) {
+        if !self.db().mark_closed() {
             return;
         }
-        if let Some(w) = &self.shared.wake {
-            w.close();
-        }
-        self.stop_upstream_monitor();
+        self.delivery().close_wakes();
+        self.inner.monitor.stop();
         // The poller's read-only connection goes first: the store's own connection, closed
         // last, checkpoints the WAL into the file and removes the -wal and -shm files, so a
         // closed store leaves one complete file (a read-only connection closed last does not).
-        if let Some(s) = &self.shared.sync {
+        if let Some(s) = &self.inner.recorder.sync {
             s.stop();
         }
-        // The checkpointer's connection too (after its checkpoint in progress, if any).
-        if let Some(c) = &self.shared.checkpointer {
-            c.close();
-        }
-        let conn = self.shared.conn.lock().take();
-        let mut q = self.shared.queue.lock();
-        q.clear();
-        q.signal().close();
-        drop(q);
+        self.inner.recorder.maintenance.close();
+        let conn = self.db().take();
+        self.delivery().close_queue();
         drop(conn);
+    }
+
+    /// Adopts `session_key` (§11): records `adopted` (log only) and stores a new link,
+    /// replacing the earlier one of the same session and agent, in one transaction: a failure
+    /// leaves neither. A local transcript is scanned from its current end: what it held before
+    /// adoption is history, not a change behind the watcher's back.
+    pub fn adopt(
+        &self,
+        session_key: &str,
+        input: AdoptInput,
+        now: i64,
+    ) -> Result<Option<StateEvent>> {
+        self.inner.monitor.adopt(session_key, input, now)
+    }
+
+    /// The link of an adopted session, if any.
+    pub fn upstream_link(&self, session_key: &str) -> Result<Option<Link>> {
+        self.inner.monitor.link(session_key)
+    }
+
+    /// Remembers a user message the gateway itself sent into an adopted session, so its echo
+    /// in the upstream transcript is not taken for a human (the last 10 are kept). Does
+    /// nothing for a session without a link.
+    pub fn note_own_user_message(&self, session_key: &str, text: &str, now: i64) -> Result<()> {
+        self.inner
+            .monitor
+            .note_own_user_message(session_key, text, now)
+    }
+
+    /// Takes the result of the host's probe of a remote upstream (§11). Returns the event it
+    /// recorded, if any; null for a session without a link. The first successful check sets
+    /// the baseline; later ones classify the new items among the last 50, and say
+    /// `windowOverflow: true` when more new items arrived than the window holds.
+    pub fn check_upstream(
+        &self,
+        session_key: &str,
+        check: RemoteCheck,
+        now: i64,
+    ) -> Result<Option<StateEvent>> {
+        self.inner.monitor.check(session_key, check, now)
+    }
+
+    /// One scan of every watched adopted session with a local transcript (§11): at most
+    /// 1 MiB of new bytes each, from the durable offset; complete lines are classified, a
+    /// partial last line waits; the non-echo human turns of the interval become one
+    /// `human_direct_message`. Returns the events recorded.
+    pub fn scan_upstream(&self, now: i64) -> Result<Vec<StateEvent>> {
+        self.inner.monitor.scan(now)
+    }
+
+    /// Starts the background scan every `interval_ms` (restarting it if it runs). It never
+    /// keeps the process alive and stops with [`Store::stop_upstream_monitor`] or `close`.
+    pub fn start_upstream_monitor(&self, interval_ms: u32) -> Result<()> {
+        self.inner.monitor.start(interval_ms)
+    }
+
+    /// Stops the background scan: when it returns, no scan runs or starts. Idempotent.
+    pub fn stop_upstream_monitor(&self) {
+        self.inner.monitor.stop();
+    }
+}
+
+/// Hooks for tests that look inside a store: compiled for the crate's own tests and with the
+/// `test-hooks` feature, never into the addon.
+#[cfg(any(test, feature = "test-hooks"))]
+impl Store {
+    /// True when `watcher` is served (see [`Store::serve`]).
+    pub fn serves(&self, watcher: &str) -> bool {
+        self.inner
+            .recorder
+            .sync
+            .as_ref()
+            .is_some_and(|s| s.serves(watcher))
+    }
+
+    /// Looks for changes made by other processes now instead of at the next poll, and
+    /// brings the queue in line with the cursor rows. A no-op without cross-process delivery.
+    pub fn sync_now(&self) -> Result<()> {
+        self.check_open()?;
+        match &self.inner.recorder.sync {
+            Some(s) => s.run(true),
+            None => Ok(()),
+        }
+    }
+
+    /// True while the background poll for other processes' changes runs (until `close`).
+    pub fn is_syncing(&self) -> bool {
+        self.inner
+            .recorder
+            .sync
+            .as_ref()
+            .is_some_and(|s| s.is_running())
+    }
+
+    /// True while an automatic prune runs in the background.
+    pub fn is_pruning(&self) -> bool {
+        self.inner.recorder.maintenance.is_pruning()
+    }
+
+    /// The watchers with a wake scheduled and not yet delivered, sorted (none without a
+    /// wake sink). Lets tests check the wake rule (§8) without waiting for the timer.
+    pub fn scheduled_wakes(&self) -> Vec<String> {
+        self.delivery().scheduled_wakes()
     }
 }

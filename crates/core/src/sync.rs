@@ -19,7 +19,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -27,12 +27,14 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use tokio::task::AbortHandle;
 use tokio::time::MissedTickBehavior;
 
+use crate::conn::Db;
 use crate::cursors::{self, Pending};
+use crate::delivery::{wakes_for, Delivery, Wake};
 use crate::error::{Error, Result};
+use crate::hooks::Host;
 use crate::inert;
 use crate::keys;
 use crate::runtime;
-use crate::store::{wakes_for, Shared, Store};
 
 /// How long the reader waits for a lock before it gives up until the next poll. Readers of a
 /// WAL database never wait for writers; this only matters for rollback-journal files.
@@ -54,6 +56,9 @@ struct Poller {
 
 /// The cross-process state of one store: the served watchers and the poller.
 pub(crate) struct SyncState {
+    db: Arc<Db>,
+    delivery: Arc<Delivery>,
+    host: Host,
     interval: Duration,
     served: Mutex<Served>,
     poller: Mutex<Option<Poller>>,
@@ -123,14 +128,23 @@ fn changed_sessions(conn: &Connection, after: i64, upto: i64) -> Result<(Vec<Str
 
 impl SyncState {
     /// Opens the reader on `path` and notes where the file stands, so the first poll only
-    /// looks at what changes after the store opened. `own` is the store's connection.
-    pub(crate) fn open(path: &str, interval_ms: u32, own: &Connection) -> Result<Self> {
-        let data_version = data_version(own)?;
+    /// looks at what changes after the store opened. `db` holds the store's connection.
+    pub(crate) fn open(
+        path: &str,
+        interval_ms: u32,
+        db: Arc<Db>,
+        delivery: Arc<Delivery>,
+        host: Host,
+    ) -> Result<Self> {
+        let data_version = db.with(|own| data_version(own))?;
         let mut reader = open_reader(path)?;
         let tx = reader.transaction()?;
         let last_sequence = top_sequence(&tx)?;
         tx.finish()?;
         Ok(SyncState {
+            db,
+            delivery,
+            host,
             interval: Duration::from_millis(u64::from(interval_ms)),
             served: Mutex::new(Served::default()),
             poller: Mutex::new(Some(Poller {
@@ -162,19 +176,22 @@ impl SyncState {
     }
 
     /// True when `watcher` is served.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn serves(&self, watcher: &str) -> bool {
         self.served.lock().all.contains(watcher)
     }
 
     /// True while the poll task runs.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn is_running(&self) -> bool {
         self.task.lock().as_ref().is_some_and(|t| !t.is_finished())
     }
 
-    /// Starts the poll task. It holds the store weakly, so a store dropped without `close`
+    /// Starts the poll task. It holds the state weakly, so a store dropped without `close`
     /// still goes away, and the task ends at its next tick.
-    pub(crate) fn spawn(&self, store: Weak<Shared>) {
+    pub(crate) fn spawn(self: &Arc<Self>) {
         let interval = self.interval;
+        let state: Weak<SyncState> = Arc::downgrade(self);
         let task = runtime::handle().spawn(async move {
             let mut ticker = tokio::time::interval(interval);
             // After a slow poll, wait a whole interval again rather than catching up in a burst.
@@ -182,33 +199,27 @@ impl SyncState {
             ticker.tick().await;
             loop {
                 ticker.tick().await;
-                let Some(shared) = store.upgrade() else {
+                let Some(sync) = state.upgrade() else {
                     return;
                 };
-                let store = Store { shared };
-                let Some(sync) = store.shared.sync.as_ref() else {
-                    return;
-                };
-                if store.is_closed() {
+                if sync.db.is_closed() {
                     return;
                 }
                 // The cheap check runs here; the read that follows a change may wait for the
                 // store's connection lock, so it goes to a blocking thread and never holds up
                 // the runtime's timers.
-                match sync.due(&store) {
+                match sync.due() {
                     Ok(false) => continue,
                     Ok(true) => {}
                     Err(e) => {
-                        sync.failed(&store, e);
+                        sync.failed(e);
                         continue;
                     }
                 }
-                let s = store.clone();
                 let joined = runtime::handle()
                     .spawn_blocking(move || {
-                        let sync = s.shared.sync.as_ref().expect("sync is on");
-                        if let Err(e) = sync.run(&s, false) {
-                            sync.failed(&s, e);
+                        if let Err(e) = sync.run(false) {
+                            sync.failed(e);
                         }
                     })
                     .await;
@@ -222,32 +233,28 @@ impl SyncState {
 
     /// True when a poll may have something to read: newly served watchers, or a commit by
     /// another connection.
-    fn due(&self, store: &Store) -> Result<bool> {
+    fn due(&self) -> Result<bool> {
         let slot = self.poller.lock();
         let Some(p) = slot.as_ref() else {
             return Ok(false);
         };
         // Its statement below reads the WAL index, which another library's open resets: once
         // such a handle is seen, the poll stops touching the file.
-        if let Some(g) = &store.shared.guard {
-            g.check()?;
-        }
+        self.db.check_guard()?;
         if !self.served.lock().fresh.is_empty() {
             return Ok(true);
         }
         // Asked on the store's own connection, whose data_version ignores its own commits: a
         // process that only writes never reads the cursor tables back. When the JS thread
         // holds the connection, the poll decides under the lock instead of waiting here.
-        let Some(guard) = store.shared.conn.try_lock() else {
-            return Ok(true);
-        };
-        match guard.as_ref() {
-            Some(conn) => Ok(data_version(conn)? != p.data_version),
-            None => Ok(false),
+        match self.db.try_lock() {
+            None => Ok(true),
+            Some(Some(conn)) => Ok(data_version(&conn)? != p.data_version),
+            Some(None) => Ok(false),
         }
     }
 
-    fn failed(&self, store: &Store, error: Error) {
+    fn failed(&self, error: Error) {
         // A closed store is the normal end; a lock held by another process passes by the next
         // poll. Anything else is told once until a poll succeeds again.
         // A shared file is reported by the host's own calls, which the store refuses.
@@ -255,20 +262,20 @@ impl SyncState {
             return;
         }
         if !self.failing.swap(true, Ordering::AcqRel) {
-            store.report(error);
+            self.host.report(error);
         }
     }
 
     /// One poll: when the file changed (or `force`), reads what moved and updates the queue.
-    pub(crate) fn run(&self, store: &Store, force: bool) -> Result<()> {
+    pub(crate) fn run(&self, force: bool) -> Result<()> {
         let mut slot = self.poller.lock();
         let Some(p) = slot.as_mut() else {
             return Ok(());
         };
         // Holding the store's connection lock from the read to the queue update means no
         // local write lands in between: the queue ends up matching one consistent snapshot.
-        let guard = store.lock_conn()?;
-        let (version, own_top) = own_view(guard.as_ref().ok_or(Error::Closed)?)?;
+        let guard = self.db.lock()?;
+        let (version, own_top) = own_view(&guard)?;
         let fresh = std::mem::take(&mut self.served.lock().fresh);
         // No other connection committed since the last poll: every event up to `own_top` is
         // this store's own or was read then, so only the fresh watchers need a look.
@@ -277,7 +284,7 @@ impl SyncState {
             p.last_sequence = p.last_sequence.max(own_top);
             return Ok(());
         }
-        let read = self.read(store, p, &fresh, foreign);
+        let read = self.read(p, &fresh, foreign);
         let (rows, top) = match read {
             Ok(r) => r,
             Err(e) => {
@@ -285,12 +292,12 @@ impl SyncState {
                 return Err(e);
             }
         };
-        let wakes = self.apply(store, rows);
+        let wakes = self.apply(rows);
         drop(guard);
         p.data_version = version;
         p.last_sequence = top.unwrap_or(p.last_sequence.max(own_top));
         self.failing.store(false, Ordering::Release);
-        store.wake_all(wakes);
+        self.delivery.wake_all(wakes);
         Ok(())
     }
 
@@ -298,7 +305,6 @@ impl SyncState {
     #[allow(clippy::type_complexity)]
     fn read(
         &self,
-        store: &Store,
         p: &mut Poller,
         fresh: &[String],
         foreign: bool,
@@ -332,7 +338,7 @@ impl SyncState {
         }
         // An acknowledge in another process writes no event, so the watchers of the notices
         // held here are read in full too: one query per watcher, not per notice.
-        let held = store.shared.queue.lock().pairs();
+        let held = self.delivery.queue().pairs();
         full.extend(held.iter().map(|(w, _)| w.clone()));
         for w in &full {
             for c in cursors::pending_of(&tx, w)? {
@@ -348,13 +354,9 @@ impl SyncState {
     }
 
     /// Brings the queue in line with the rows read. Returns the wakes now due.
-    fn apply(
-        &self,
-        store: &Store,
-        rows: HashMap<(String, String), Option<Pending>>,
-    ) -> Vec<(String, String)> {
+    fn apply(&self, rows: HashMap<(String, String), Option<Pending>>) -> Vec<Wake> {
         let served = self.served.lock();
-        let mut q = store.shared.queue.lock();
+        let mut q = self.delivery.queue();
         let mut open = Vec::new();
         for ((w, t), row) in rows {
             match row {

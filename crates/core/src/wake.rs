@@ -89,11 +89,13 @@ impl WakeScheduler {
     }
 
     /// The number of wakes scheduled and not yet delivered.
+    #[cfg(test)]
     pub fn scheduled(&self) -> usize {
         self.pending.lock().as_ref().map_or(0, HashMap::len)
     }
 
     /// The watchers with a wake scheduled and not yet delivered, sorted.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub fn scheduled_watchers(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .pending

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use session_awareness_core::inspect::{self, CursorRow, EventRow, SessionRow};
-use session_awareness_core::store::system_now;
+use session_awareness_core::system_now;
 use session_awareness_core::{Hooks, Notice, Options, Provenance, RecordInput, Store};
 
 const PARENT: &str = "agent:main:main";

@@ -171,6 +171,7 @@ pub fn check_writable(path: &Path) -> std::io::Result<()> {
 
 /// Turns the detection on or off for the whole process. Only for measuring its cost; a store
 /// with the detection off is exposed to the lost writes this module prevents.
+#[cfg(any(test, feature = "test-hooks"))]
 #[doc(hidden)]
 pub fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Release);
@@ -356,11 +357,13 @@ impl FileGuard {
     }
 
     /// How many scans [`FileGuard::check`] ran (the one at open not counted).
+    #[cfg(any(test, feature = "test-hooks"))]
     pub fn scans(&self) -> u64 {
         self.scans.load(Ordering::Relaxed)
     }
 
     /// The files guarded.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub fn family(&self) -> &Family {
         &self.family
     }

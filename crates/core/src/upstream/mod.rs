@@ -28,7 +28,14 @@ pub use classify::{
 pub use normalize::{is_self_echo, normalize_text};
 pub use scanner::{LineScanner, ScannedLine, DEFAULT_LINE_CAP};
 
+#[cfg(feature = "test-hooks")]
 pub mod links;
-pub mod monitor;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod links;
+pub(crate) mod monitor;
 
-pub use monitor::{AdoptInput, MonitorState, RemoteCheck};
+pub use links::Link;
+pub use monitor::{
+    AdoptInput, RemoteCheck, DEFAULT_INTERVAL_MS, MISSING_AFTER_FAILURES, REMOTE_WINDOW,
+    SCAN_CAP_BYTES,
+};

@@ -1,5 +1,6 @@
-//! Upstream monitoring (§11) on a [`Store`]: adopting sessions, the gateway's own messages,
-//! the local transcript scan, remote checks, and the background task that scans.
+//! Upstream monitoring (§11): adopting sessions, the gateway's own messages, the local
+//! transcript scan, remote checks, and the background task that scans. [`Monitor`] records
+//! through the store's write path ([`Recorder`]); `Store` delegates its upstream methods here.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -12,13 +13,16 @@ use rusqlite::TransactionBehavior;
 use serde_json::{json, Map, Value};
 use tokio::task::AbortHandle;
 
+use super::classify::{cap_text, classify_value, LineClass, HUMAN_TEXT_CAP};
 use super::links::{self, Link, OWN_MESSAGES_KEPT};
-use super::{cap_text, classify_value, is_self_echo, LineClass, LineScanner, HUMAN_TEXT_CAP};
+use super::normalize::is_self_echo;
+use super::scanner::LineScanner;
 use crate::error::{Error, Result};
 use crate::event::{RecordInput, StateEvent};
+use crate::hooks::Host;
 use crate::keys;
+use crate::record::Recorder;
 use crate::runtime;
-use crate::store::Store;
 
 /// New transcript bytes read per session and interval.
 pub const SCAN_CAP_BYTES: u64 = 1024 * 1024;
@@ -59,7 +63,7 @@ pub enum RemoteCheck {
 /// Per-session scanning state kept between intervals: a line longer than the per-interval
 /// cap progresses through the scanner without the durable offset moving past it.
 #[derive(Default)]
-pub struct MonitorState {
+struct MonitorState {
     // session key -> (file offset the scanner started at, scanner)
     scanners: HashMap<String, (u64, LineScanner)>,
     task: Option<MonitorTask>,
@@ -105,12 +109,28 @@ fn item_identity(item: &Value) -> String {
     format!("fnv:{h:016x}")
 }
 
-impl Store {
+/// The upstream monitor of one store.
+pub(crate) struct Monitor {
+    recorder: Recorder,
+    host: Host,
+    state: Mutex<MonitorState>,
+}
+
+impl Monitor {
+    /// The monitor recording through `recorder`, reporting and reading the clock through `host`.
+    pub(crate) fn new(recorder: Recorder, host: Host) -> Self {
+        Monitor {
+            recorder,
+            host,
+            state: Mutex::new(MonitorState::default()),
+        }
+    }
+
     /// Adopts `session_key` (§11): records `adopted` (log only) and stores a new link,
     /// replacing the earlier one of the same session and agent, in one transaction: a failure
     /// leaves neither. A local transcript is scanned from its current end: what it held before
     /// adoption is history, not a change behind the watcher's back.
-    pub fn adopt(
+    pub(crate) fn adopt(
         &self,
         session_key: &str,
         input: AdoptInput,
@@ -142,7 +162,7 @@ impl Store {
             remote_id,
         );
         link.scan_offset = offset;
-        let event = self.record_with(
+        let event = self.recorder.record_with(
             RecordInput {
                 session_key: session_key.to_owned(),
                 agent_id: Some(agent_id),
@@ -155,21 +175,26 @@ impl Store {
             now,
             |tx| links::put(tx, &link, now),
         )?;
-        self.shared.monitor.lock().scanners.remove(session_key);
+        self.state.lock().scanners.remove(session_key);
         Ok(event)
     }
 
     /// The link of an adopted session, if any.
-    pub fn upstream_link(&self, session_key: &str) -> Result<Option<Link>> {
-        self.with_conn(|conn| links::get(conn, session_key))
+    pub(crate) fn link(&self, session_key: &str) -> Result<Option<Link>> {
+        self.recorder.db.with(|conn| links::get(conn, session_key))
     }
 
     /// Remembers a user message the gateway itself sent into an adopted session, so its echo
     /// in the upstream transcript is not taken for a human (the last 10 are kept). Does
     /// nothing for a session without a link.
-    pub fn note_own_user_message(&self, session_key: &str, text: &str, now: i64) -> Result<()> {
+    pub(crate) fn note_own_user_message(
+        &self,
+        session_key: &str,
+        text: &str,
+        now: i64,
+    ) -> Result<()> {
         keys::SessionKey::parse(session_key)?;
-        self.with_conn(|conn| {
+        self.recorder.db.with(|conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if let Some(mut link) = links::get(&tx, session_key)? {
                 link.own_messages
@@ -188,10 +213,10 @@ impl Store {
     fn upstream_failed(&self, mut link: Link, now: i64) -> Result<Option<StateEvent>> {
         link.failure_count += 1;
         if link.failure_count < MISSING_AFTER_FAILURES {
-            self.with_conn(|conn| links::put(conn, &link, now))?;
+            self.recorder.db.with(|conn| links::put(conn, &link, now))?;
             return Ok(None);
         }
-        let event = self.record_with(
+        let event = self.recorder.record_with(
             RecordInput {
                 session_key: link.session_key.clone(),
                 agent_id: Some(link.agent_id.clone()),
@@ -204,11 +229,7 @@ impl Store {
             now,
             |tx| links::delete(tx, &link.session_key, &link.agent_id).map(drop),
         )?;
-        self.shared
-            .monitor
-            .lock()
-            .scanners
-            .remove(&link.session_key);
+        self.state.lock().scanners.remove(&link.session_key);
         Ok(event)
     }
 
@@ -225,7 +246,7 @@ impl Store {
         let mut payload = Map::new();
         payload.insert("turns".into(), json!(turns));
         payload.extend(extra);
-        self.record_with(
+        self.recorder.record_with(
             RecordInput {
                 session_key: link.session_key.clone(),
                 agent_id: Some(link.agent_id.clone()),
@@ -245,14 +266,14 @@ impl Store {
     /// recorded, if any; null for a session without a link. The first successful check sets
     /// the baseline; later ones classify the new items among the last 50, and say
     /// `windowOverflow: true` when more new items arrived than the window holds.
-    pub fn check_upstream(
+    pub(crate) fn check(
         &self,
         session_key: &str,
         check: RemoteCheck,
         now: i64,
     ) -> Result<Option<StateEvent>> {
         keys::SessionKey::parse(session_key)?;
-        let Some(mut link) = self.upstream_link(session_key)? else {
+        let Some(mut link) = self.link(session_key)? else {
             return Ok(None);
         };
         let items = match check {
@@ -294,7 +315,7 @@ impl Store {
             }
             return self.record_human_turns(&link, turns, extra, None, now);
         }
-        self.with_conn(|conn| links::put(conn, &link, now))?;
+        self.recorder.db.with(|conn| links::put(conn, &link, now))?;
         Ok(None)
     }
 
@@ -302,15 +323,15 @@ impl Store {
     /// 1 MiB of new bytes each, from the durable offset; complete lines are classified, a
     /// partial last line waits; the non-echo human turns of the interval become one
     /// `human_direct_message`. Returns the events recorded.
-    pub fn scan_upstream(&self, now: i64) -> Result<Vec<StateEvent>> {
-        let watched = self.with_conn(|conn| links::watched_local(conn))?;
+    pub(crate) fn scan(&self, now: i64) -> Result<Vec<StateEvent>> {
+        let watched = self.recorder.db.with(|conn| links::watched_local(conn))?;
         let mut out = Vec::new();
         for link in watched {
             match self.scan_one(link, now) {
                 Ok(Some(e)) => out.push(e),
                 Ok(None) => {}
                 Err(e @ (Error::Closed | Error::FileShared(_))) => return Err(e),
-                Err(e) => self.report(e),
+                Err(e) => self.host.report(e),
             }
         }
         Ok(out)
@@ -328,8 +349,7 @@ impl Store {
         let len = file.metadata()?.len();
         let durable = link.scan_offset.max(0) as u64;
         let (mut base, mut scanner) = self
-            .shared
-            .monitor
+            .state
             .lock()
             .scanners
             .remove(&link.session_key)
@@ -354,7 +374,7 @@ impl Store {
                     }
                 }
                 Ok(_) => {}
-                Err(e) => self.report(Error::UpstreamParse(format!(
+                Err(e) => self.host.report(Error::UpstreamParse(format!(
                     "{}: bytes {}..{} of {}: {e}",
                     keys::json_string(&link.session_key),
                     base + line.start,
@@ -383,13 +403,12 @@ impl Store {
             self.record_human_turns(&link, turns, Map::new(), Some(dedupe), now)?
         } else {
             if changed {
-                self.with_conn(|conn| links::put(conn, &link, now))?;
+                self.recorder.db.with(|conn| links::put(conn, &link, now))?;
             }
             None
         };
         // The scanner resumes next interval only if the durable offset is still where it left it.
-        self.shared
-            .monitor
+        self.state
             .lock()
             .scanners
             .insert(link.session_key.clone(), (base, scanner));
@@ -397,16 +416,14 @@ impl Store {
     }
 
     /// Starts the background scan every `interval_ms` (restarting it if it runs). It never
-    /// keeps the process alive and stops with [`Store::stop_upstream_monitor`] or `close`.
-    pub fn start_upstream_monitor(&self, interval_ms: u32) -> Result<()> {
+    /// keeps the process alive and stops with [`Monitor::stop`] or the store's `close`.
+    pub(crate) fn start(self: &Arc<Self>, interval_ms: u32) -> Result<()> {
         if interval_ms == 0 {
             return Err(Error::invalid("intervalMs must be a positive integer"));
         }
-        if self.is_closed() {
-            return Err(Error::Closed);
-        }
-        self.stop_upstream_monitor();
-        let store = self.clone();
+        self.recorder.db.check_open()?;
+        self.stop();
+        let monitor = Arc::clone(self);
         let live = Arc::new(Mutex::new(true));
         let scan_live = Arc::clone(&live);
         let period = Duration::from_millis(u64::from(interval_ms));
@@ -416,27 +433,27 @@ impl Store {
             ticker.tick().await;
             loop {
                 ticker.tick().await;
-                let s = store.clone();
+                let m = Arc::clone(&monitor);
                 let live = Arc::clone(&scan_live);
                 let done = tokio::task::spawn_blocking(move || {
                     let live = live.lock();
                     if !*live {
                         return Err(Error::Closed);
                     }
-                    let now = s.now();
-                    s.scan_upstream(now)
+                    let now = m.host.now();
+                    m.scan(now)
                 })
                 .await;
                 match done {
                     Ok(Err(Error::Closed)) => break,
                     // A shared file is reported by the host's own calls, which it refuses.
                     Ok(Err(Error::FileShared(_))) => {}
-                    Ok(Err(e)) => store.report(e),
+                    Ok(Err(e)) => monitor.host.report(e),
                     _ => {}
                 }
             }
         });
-        self.shared.monitor.lock().task = Some(MonitorTask {
+        self.state.lock().task = Some(MonitorTask {
             handle: task.abort_handle(),
             live,
         });
@@ -444,8 +461,8 @@ impl Store {
     }
 
     /// Stops the background scan: when it returns, no scan runs or starts. Idempotent.
-    pub fn stop_upstream_monitor(&self) {
-        let task = self.shared.monitor.lock().task.take();
+    pub(crate) fn stop(&self) {
+        let task = self.state.lock().task.take();
         if let Some(t) = task {
             t.stop();
         }

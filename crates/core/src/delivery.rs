@@ -1,0 +1,180 @@
+//! Delivery: the notice queue and the wake scheduler of one store. A committed cursor change
+//! enters the queue here ([`Delivery::enqueue`], under the connection lock), and the wakes it
+//! made due are scheduled once every lock is released ([`Delivery::wake_all`]). The watcher
+//! takes its notices here too ([`Delivery::drain`], [`Delivery::acknowledge`]).
+
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::conn::Db;
+use crate::cursors::{self, Pending, Provenance};
+use crate::error::Result;
+use crate::keys::SessionKey;
+use crate::queue::{Notice, NoticeQueue, QueueSignal};
+use crate::tx::Tx;
+use crate::wake::{WakeScheduler, WakeSink};
+
+/// A watcher to wake and the target whose notice made the wake due.
+pub(crate) type Wake = (String, String);
+
+/// True when a pending notice of `p` wakes its watcher (§8): an explicit watch by a main-like
+/// session.
+pub(crate) fn wakes_for(p: &Pending) -> bool {
+    p.provenance == Provenance::Explicit && SessionKey::classify(&p.watcher).is_main_like()
+}
+
+/// The notice queue and the wake scheduler.
+pub(crate) struct Delivery {
+    queue: Mutex<NoticeQueue>,
+    wake: Option<WakeScheduler>,
+}
+
+impl Delivery {
+    /// An empty queue; wakes go to `sink` after `coalesce_ms`, or nowhere without one.
+    pub(crate) fn new(sink: Option<Arc<dyn WakeSink>>, coalesce_ms: u32) -> Self {
+        Delivery {
+            queue: Mutex::new(NoticeQueue::default()),
+            wake: sink.map(|s| WakeScheduler::new(s, coalesce_ms)),
+        }
+    }
+
+    /// The queue, locked.
+    pub(crate) fn queue(&self) -> MutexGuard<'_, NoticeQueue> {
+        self.queue.lock()
+    }
+
+    /// The words the queue keeps current for a reader that takes no lock.
+    pub(crate) fn signal(&self) -> Arc<QueueSignal> {
+        Arc::clone(self.queue.lock().signal())
+    }
+
+    /// Queues the notices of `pending` (already committed), keeping one per pair, and returns
+    /// the watchers to wake with the target that made the wake due. Caller holds the conn lock.
+    pub(crate) fn enqueue(&self, pending: &[Pending]) -> Vec<Wake> {
+        let mut q = self.queue.lock();
+        let mut wakes = Vec::new();
+        for p in pending {
+            if q.upsert(&p.watcher, &p.target, p.last_seen) && wakes_for(p) {
+                wakes.push((p.watcher.clone(), p.target.to_string()));
+            }
+        }
+        wakes
+    }
+
+    /// Schedules the due wakes. Called after every lock is released.
+    pub(crate) fn wake_all(&self, wakes: Vec<Wake>) {
+        if let Some(w) = &self.wake {
+            for (watcher, target) in wakes {
+                w.due(&watcher, &target);
+            }
+        }
+    }
+
+    /// Hands out the watcher's queued notices, acknowledged (§7): the cursor rows decide, in one
+    /// write transaction, and notices that reopened meanwhile are queued again. With nothing
+    /// queued it runs no SQL. On failure the notices taken stay queued.
+    pub(crate) fn drain(&self, db: &Db, watcher: &str, now: i64) -> Result<Vec<Notice>> {
+        if !self.queue().has_any(watcher) {
+            return Ok(Vec::new());
+        }
+        let conn = db.lock()?;
+        let queued = self.queue().take(watcher);
+        let outcome = (|| {
+            let tx = Tx::immediate(&conn)?;
+            let mut out = Vec::with_capacity(queued.len());
+            let mut reopened = Vec::new();
+            for n in &queued {
+                // The cursor row decides: a notice consumed elsewhere is not handed out again.
+                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, now)? {
+                    out.push(Notice::new(watcher, &n.target, acked.old_last_seen));
+                    if acked.after.notified != acked.after.last_seen {
+                        reopened.push(acked.after);
+                    }
+                }
+            }
+            tx.commit()?;
+            Ok((out, reopened))
+        })();
+        match outcome {
+            Ok((out, reopened)) => {
+                let wakes = self.enqueue(&reopened);
+                drop(conn);
+                self.wake_all(wakes);
+                Ok(out)
+            }
+            Err(e) => {
+                let mut q = self.queue();
+                for n in queued {
+                    q.push(watcher, &n.target, n.changes_since);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Acknowledges the watcher's pending notices on `targets` (distinct, checked) in one write
+    /// transaction (§7). Returns how many pending notices it acknowledged.
+    pub(crate) fn acknowledge(
+        &self,
+        db: &Db,
+        watcher: &str,
+        targets: &[&str],
+        now: i64,
+    ) -> Result<u64> {
+        let conn = db.lock()?;
+        let tx = Tx::immediate(&conn)?;
+        let mut count = 0;
+        let mut acked = Vec::new();
+        for &t in targets {
+            if let Some(a) = cursors::acknowledge(&tx, watcher, t, now)? {
+                count += 1;
+                acked.push(a.after);
+            }
+        }
+        tx.commit()?;
+        let reopened: Vec<Pending> = {
+            let mut q = self.queue();
+            for a in &acked {
+                q.remove(watcher, &a.target);
+            }
+            acked
+                .into_iter()
+                .filter(|a| a.notified != a.last_seen)
+                .collect()
+        };
+        let wakes = self.enqueue(&reopened);
+        drop(conn);
+        self.wake_all(wakes);
+        Ok(count)
+    }
+
+    /// Cancels the watcher's scheduled wake (its session was reset or deleted).
+    pub(crate) fn cancel(&self, watcher: &str) {
+        if let Some(w) = &self.wake {
+            w.cancel(watcher);
+        }
+    }
+
+    /// The watchers with a wake scheduled and not yet delivered, sorted.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn scheduled_wakes(&self) -> Vec<String> {
+        self.wake
+            .as_ref()
+            .map_or_else(Vec::new, WakeScheduler::scheduled_watchers)
+    }
+
+    /// Cancels every scheduled wake and stops later ones.
+    pub(crate) fn close_wakes(&self) {
+        if let Some(w) = &self.wake {
+            w.close();
+        }
+    }
+
+    /// Empties the queue and closes its signal.
+    pub(crate) fn close_queue(&self) {
+        let mut q = self.queue.lock();
+        q.clear();
+        q.signal().close();
+    }
+}
