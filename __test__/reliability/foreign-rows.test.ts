@@ -79,10 +79,12 @@ beforeEach(() => {
     )
     for (const row of HOSTILE_EVENTS) db.exec(`INSERT INTO session_state_events VALUES ${row}`)
     db.exec(`UPDATE session_state_heads SET last_sequence = 5 WHERE session_key = '${T}'`)
-    // A lone surrogate, as better-sqlite3 binds it: the bytes ED A0 80, not valid UTF-8.
+    // A lone surrogate as a binding that encodes it naively stores it: the bytes ED A0 80, not
+    // valid UTF-8. What better-sqlite3 stores for 'agent:main:\ud800' depends on the Node
+    // version (under Node 24 the row came out a valid key), so the bytes are written as such.
     db.prepare(
-      `INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES (?, ?, 0, 1, 1, 'explicit', ?)`,
-    ).run('agent:main:\ud800', T, T0)
+      `INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) VALUES (CAST(x'6167656e743a6d61696e3aeda080' AS TEXT), ?, 0, 1, 1, 'explicit', ?)`,
+    ).run(T, T0)
   })
 })
 
