@@ -20,7 +20,7 @@ export declare class NativeSessionState {
    */
   constructor(path: string, options: NativeOptions)
   /**
-   * Records one event (§6) in one write transaction and returns it packed, or null when
+   * Records one event (semantics.md#recording) in one write transaction and returns it packed, or null when
    * `onlyIfWatched` found nobody watching. The payload is its JSON text. Throws every
    * failure: the TypeScript layer reports it.
    */
@@ -66,7 +66,7 @@ export declare class NativeSessionState {
   /** Closes the store. Idempotent. */
   close(): void
   /**
-   * Adopts a session (§11): records `adopted` (log only) and stores its upstream link.
+   * Adopts a session (semantics.md#upstream): records `adopted` (log only) and stores its upstream link.
    * Returns the event packed; throws every failure (the TypeScript layer reports it).
    */
   adopt(sessionKey: string, link: UpstreamLink): string | PackedRows | null

@@ -1,4 +1,4 @@
-// Notice context keys (§7): `session-state:` + lowercase hex of the target's UTF-8 bytes, and
+// Notice context keys (semantics.md#cursors): `session-state:` + lowercase hex of the target's UTF-8 bytes, and
 // a strict decoder that refuses anything the encoder would not produce.
 import { decodeNoticeContextKey, encodeNoticeContextKey } from './helpers'
 

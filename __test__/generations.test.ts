@@ -1,4 +1,4 @@
-// OpenClaw's first schema generations through the package (§3): a state DB from before the
+// OpenClaw's first schema generations through the package (semantics.md#storage): a state DB from before the
 // provenance column, built from OpenClaw's own statements, is read by `inspect` without a
 // change, then opened by the store, upgraded additively, and used; OpenClaw's older writer
 // still inserts rows that omit the columns it never knew.

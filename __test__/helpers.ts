@@ -220,7 +220,7 @@ export async function holdWriteLock(file: string): Promise<{ release: () => Prom
   }
 }
 
-/** The pinned notice text of §7. */
+/** The pinned notice text of semantics.md#cursors. */
 export function noticeText(target: string, since: number): string {
   // The key as a JSON literal; U+0085, U+2028 and U+2029, which JSON.stringify leaves raw,
   // are escaped as well.

@@ -1,4 +1,4 @@
-// Notices across gateway processes (§12): real child processes (__test__/fixtures/gateway.js)
+// Notices across gateway processes (semantics.md#processes): real child processes (__test__/fixtures/gateway.js)
 // share one database file. No assertion depends on timing: waits poll with generous limits,
 // and "only one wake" is proved with barrier wakes that the same process delivers later.
 import { ChildProcess, fork, spawnSync } from 'node:child_process'

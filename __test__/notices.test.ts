@@ -1,4 +1,4 @@
-// Notices (§7): one coalesced notice per (watcher, target), byte-stable text, drain/peek order,
+// Notices (semantics.md#cursors): one coalesced notice per (watcher, target), byte-stable text, drain/peek order,
 // the reopen on acknowledge, and what resetSession / deleteSession take with them.
 import {
   codeOf,
@@ -296,7 +296,7 @@ describe('the empty drain', () => {
     expect(codeOf(() => s.drain(PARENT))).toBe('ERR_CLOSED')
   })
 
-  test('a watcher whose session was deleted is served again by its next drain (§12)', async () => {
+  test('a watcher whose session was deleted is served again by its next drain (semantics.md#processes)', async () => {
     const file = fx.file()
     const wakes = wakeSink()
     const a = fx.open(file, { syncIntervalMs: 10, wakeCoalesceMs: 0, wake: wakes.wake })

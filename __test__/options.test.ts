@@ -1,4 +1,4 @@
-// Constructor options (§5, README "Option ranges"): every bad value is ERR_INVALID_ARG from the
+// Constructor options (semantics.md#api-options): every bad value is ERR_INVALID_ARG from the
 // constructor, the documented boundaries are accepted, and a bad option creates no file.
 import * as fs from 'node:fs'
 

@@ -1,4 +1,4 @@
-// Retention (§6, §10): the automatic prune (the first record after opening, then at most once
+// Retention (semantics.md#recording, semantics.md#retention): the automatic prune (the first record after opening, then at most once
 // an hour on the clock, in the background), never on open; prune() and cursor expiry.
 import { Clock, HOUR, MINUTE, RETENTION, T0, cursorRow, fixture, human, must, settle, waitFor, type SessionState } from './helpers'
 

@@ -1,4 +1,4 @@
-// Reading (§9): stateVersion(s), changesSince with its limit, `after`, truncation, the earliest
+// Reading (semantics.md#reading): stateVersion(s), changesSince with its limit, `after`, truncation, the earliest
 // available sequence and the exact historyGap watermark.
 import { Clock, DAY, RETENTION, T0, codeOf, fixture, human, must, rawDb, type SessionState } from './helpers'
 

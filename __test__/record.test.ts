@@ -1,4 +1,4 @@
-// record (§5, §6): the StateEvent shape, normalisation of the input, and its error reporting.
+// record (semantics.md#api, semantics.md#recording): the StateEvent shape, normalisation of the input, and its error reporting.
 import { spawnSync } from 'node:child_process'
 import * as path from 'node:path'
 import { types } from 'node:util'

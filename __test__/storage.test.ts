@@ -1,4 +1,4 @@
-// Storage (§3): coexisting with the host's tables and user_version, several handles on one
+// Storage (semantics.md#storage): coexisting with the host's tables and user_version, several handles on one
 // file, the file and directory modes, and ERR_DB for what cannot be opened.
 import * as fs from 'node:fs'
 import * as path from 'node:path'

@@ -1,4 +1,4 @@
-// Sweep at gateway start (§7, §8): pending notices are restored from the cursor rows after a
+// Sweep at gateway start (semantics.md#cursors, semantics.md#wake): pending notices are restored from the cursor rows after a
 // reopen, in ascending order of the re-frozen N, exactly once, then a prune runs.
 import { Clock, RETENTION, cursorRow, fixture, human, must, settle, sql, waitFor, wakeSink } from './helpers'
 

@@ -1,4 +1,4 @@
-// Upstream links in OpenClaw's table (§3, §11) from JS: adopt, the transcript scan and
+// Upstream links in OpenClaw's table (semantics.md#storage, semantics.md#upstream) from JS: adopt, the transcript scan and
 // checkUpstream on a copy of the file OpenClaw 2026.9.6 wrote
 // (crates/core/tests/fixtures/openclaw-2026.9.6.sqlite) and on a fresh file, and `adopt` as one
 // transaction. `npm run test:openclaw` also has OpenClaw's own code read the rows back.

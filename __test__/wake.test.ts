@@ -1,4 +1,4 @@
-// Wake (§8): main-like explicit watchers only, coalesced per watcher, never inside record,
+// Wake (semantics.md#wake): main-like explicit watchers only, coalesced per watcher, never inside record,
 // cancelled by close, a throwing callback reported, and a weak callback that never keeps Node
 // alive.
 import { spawnSync } from 'node:child_process'

@@ -1,4 +1,4 @@
-// Watchers (§6 steps 4–5, §7): seeding, the material update, self-suppression, provenance,
+// Watchers (semantics.md#recording-fan-out, semantics.md#cursors): seeding, the material update, self-suppression, provenance,
 // unwatch and acknowledge, seen through notices and the cursor rows (L, N, M).
 import { codeOf, cursorRow, fixture, human, must, spawn } from './helpers'
 

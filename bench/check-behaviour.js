@@ -1,5 +1,5 @@
 'use strict';
-// Behaviour check for the operations the benchmark times (SPEC §3–§10). It only uses the public
+// Behaviour check for the operations the benchmark times (semantics.md#storage–semantics.md#retention). It only uses the public
 // SessionState API, so it runs unchanged against the reference implementation and the native
 // addon:
 //
@@ -595,7 +595,7 @@ async function checkSweepAfterReopen(makeStore, tmpDir) {
   assert.deepEqual(s.peek(WN), [noticeFor(WN, C, 3)]);
   await wakesReach(h2.wakes, 1);
   assert.deepEqual(h2.wakes, [wakeFor(W, B)]);
-  // Read last: in an implementation of §12, peeking for a watcher makes this process serve it,
+  // Read last: in an implementation of semantics.md#processes, peeking for a watcher makes this process serve it,
   // and its pending notice then arrives by the cross-process poll like the second sweep's.
   assert.deepEqual(s.peek(WG), []);
   // A second sweep neither duplicates nor re-wakes what is already queued.

@@ -1,4 +1,4 @@
-// Notices across processes (§12): what the cross-process poll costs and how fast it delivers.
+// Notices across processes (semantics.md#processes): what the cross-process poll costs and how fast it delivers.
 //
 //   node bench/multiprocess.js            # both parts (about 60 s + 40 s)
 //   IDLE_SECONDS=10 NOTICES=200 node bench/multiprocess.js   # a shorter run

@@ -252,7 +252,7 @@ const WORKLOADS = [
       ctx.t60 = eventTemplates(ctx).t60;
       ctx.file = path.join(ctx.dir, 'prune-stall.sqlite');
     },
-    // The first record after opening prunes (SPEC §6): 60,001 rows down to 50,000, so
+    // The first record after opening prunes (semantics.md#recording): 60,001 rows down to 50,000, so
     // sequences 1..10,001 go. A setImmediate heartbeat measures the longest gap on the JS
     // thread (from the start of one tick to the start of the next, so the record itself counts)
     // from that record until sequence 10,001 is gone, polling every ~2 ms the session

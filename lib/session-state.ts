@@ -143,7 +143,7 @@ export class SessionState {
   }
 
   /**
-   * Records one event (§6) in one write transaction: insert, head, cursors; then queues the
+   * Records one event (semantics.md#recording) in one write transaction: insert, head, cursors; then queues the
    * notices and schedules the wakes. Best-effort: never throws (unless `strict`); returns
    * null when nothing was recorded, with exactly one `onError` call giving the reason
    * (`ERR_INVALID_ARG`, `ERR_CLOSED`, `ERR_DB`). With `onlyIfWatched` and nobody watching it
@@ -385,7 +385,7 @@ export class SessionState {
   }
 
   /**
-   * Adopts a session from another tool's catalog (§11): records `adopted` (log only) and
+   * Adopts a session from another tool's catalog (semantics.md#upstream): records `adopted` (log only) and
    * stores its upstream link, replacing any earlier one. A local transcript is scanned from
    * its current end. Best-effort like `record`: null plus one `onError` call on failure.
    */

@@ -85,7 +85,7 @@ export interface StateEvent {
   payload?: Record<string, unknown>
 }
 
-/** What `record` stores (§5). `null` for an optional field means absent. */
+/** What `record` stores (semantics.md#api). `null` for an optional field means absent. */
 export interface RecordInput {
   /** The session the event belongs to (non-empty). */
   sessionKey: string

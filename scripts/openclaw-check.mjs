@@ -1,5 +1,5 @@
 // `npm run test:openclaw`: OpenClaw's published code (2026.9.6) reads the upstream links the
-// store wrote (§3, §11). Runs under Node 24 (OpenClaw needs node:sqlite) with the built addon.
+// store wrote (semantics.md#storage, semantics.md#upstream). Runs under Node 24 (OpenClaw needs node:sqlite) with the built addon.
 //
 // 1. A copy of the file OpenClaw wrote (crates/core/tests/fixtures/openclaw-2026.9.6.sqlite):
 //    the store adopts a local transcript and a remote session, scans, checks and closes; then

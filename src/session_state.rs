@@ -233,7 +233,7 @@ impl NativeSessionState {
         Ok(now)
     }
 
-    /// Records one event (§6) in one write transaction and returns it packed, or null when
+    /// Records one event (semantics.md#recording) in one write transaction and returns it packed, or null when
     /// `onlyIfWatched` found nobody watching. The payload is its JSON text. Throws every
     /// failure: the TypeScript layer reports it.
     #[napi(ts_return_type = "string | PackedRows | null")]

@@ -1,4 +1,4 @@
-//! Upstream monitoring (§11) on the native store: adopted sessions, the gateway's own
+//! Upstream monitoring (semantics.md#upstream) on the native store: adopted sessions, the gateway's own
 //! messages, remote probe results and the background transcript scan.
 
 use napi::bindgen_prelude::Env;
@@ -48,7 +48,7 @@ fn remote_check(
 
 #[napi]
 impl NativeSessionState {
-    /// Adopts a session (§11): records `adopted` (log only) and stores its upstream link.
+    /// Adopts a session (semantics.md#upstream): records `adopted` (log only) and stores its upstream link.
     /// Returns the event packed; throws every failure (the TypeScript layer reports it).
     #[napi(ts_return_type = "string | PackedRows | null")]
     pub fn adopt(

@@ -1,4 +1,4 @@
-// SPEC §3: rows the store would never write itself are inert. Hostile rows are written with
+// semantics.md#storage: rows the store would never write itself are inert. Hostile rows are written with
 // better-sqlite3 while no store has the file open (its handle closed before the store opens);
 // then every JS-visible path runs over them: no notice, no wake, no error, each row unchanged
 // byte for byte, until retention deletes it by the ordinary rules, and no prune adds a head.

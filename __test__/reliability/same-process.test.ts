@@ -1,4 +1,4 @@
-// One SQLite per file per process (SPEC §3; RELIABILITY.md, "Another SQLite library in the
+// One SQLite per file per process (semantics.md#storage; RELIABILITY.md, "Another SQLite library in the
 // same process"). POSIX locks belong to the process, so another copy of SQLite in it
 // (better-sqlite3, node:sqlite) never sees the store's locks, and closing its handle drops
 // them: committed events were lost. The store refuses instead: its constructor throws

@@ -254,7 +254,7 @@ describe('SQL', () => {
       }
       const e = s.record(input)
       expect(s.record({ ...input, summary: 'dedupe hit' })).toStrictEqual(e)
-      // The dedupe hit consumed sequence 2 (AUTOINCREMENT, SPEC §6): the next is 3.
+      // The dedupe hit consumed sequence 2 (AUTOINCREMENT, semantics.md#recording): the next is 3.
       expect(s.record({ ...input, sessionKey: 'agent:main:other', dedupeKey: "%'" })?.sequence).toBe(3)
       const delta = s.changesSince(key, 0)
       expect(delta.stateChanges.events).toStrictEqual([e])

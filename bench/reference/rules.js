@@ -1,5 +1,5 @@
 'use strict';
-// Rules of SPEC §4–§7 that need no database: keys, record input normalisation, notice text,
+// Rules of semantics.md#keys–semantics.md#cursors that need no database: keys, record input normalisation, notice text,
 // context keys, and row <-> StateEvent mapping. Used by session-state.js.
 
 const Database = require('better-sqlite3');
@@ -43,7 +43,7 @@ function toSessionError(err, fallbackCode) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Keys (§4)
+// Keys (semantics.md#keys)
 
 /** `agent:<agentId>:<rest>` → `{ agentId, rest }`; anything else (a bare key) → null. */
 function parseKey(key) {
@@ -80,7 +80,7 @@ function resolveAgent(sessionKey, agentId, parsed = parseKey(sessionKey)) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Notices (§7)
+// Notices (semantics.md#cursors)
 
 function encodeNoticeContextKey(target) {
   requireString(target, 'target');
@@ -119,7 +119,7 @@ function makeNotice(watcherKey, targetKey, since) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Record input (§5, §6 step 1)
+// Record input (semantics.md#api, semantics.md#recording-validation)
 
 function optionalString(value, name) {
   if (value === undefined || value === null) return undefined;

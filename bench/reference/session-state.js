@@ -1,7 +1,7 @@
 'use strict';
-// Reference implementation of session-awareness (SPEC §3–§10) in plain JavaScript over
+// Reference implementation of session-awareness (semantics.md#storage–semantics.md#retention) in plain JavaScript over
 // better-sqlite3, written the way a gateway engineer would write it by hand. It is the
-// baseline the native addon is benchmarked against; §11 (upstream) and §12 (cross-process
+// baseline the native addon is benchmarked against; semantics.md#upstream (upstream) and semantics.md#processes (cross-process
 // notice push) are out of scope.
 
 const fs = require('node:fs');
@@ -306,7 +306,7 @@ class ReferenceSessionState {
     this._wakeTimers.set(watcher, timer);
   }
 
-  // --- record (§6) ----------------------------------------------------------------------------
+  // --- record (semantics.md#recording) ----------------------------------------------------------------------------
 
   record(input) {
     let result;
@@ -404,7 +404,7 @@ class ReferenceSessionState {
     }
   }
 
-  // --- watchers (§7) --------------------------------------------------------------------------
+  // --- watchers (semantics.md#cursors) --------------------------------------------------------------------------
 
   watch(watcherKey, targetKey, options) {
     return this._guard(() => {
@@ -519,7 +519,7 @@ class ReferenceSessionState {
     return swept;
   }
 
-  // --- reading (§9) ---------------------------------------------------------------------------
+  // --- reading (semantics.md#reading) ---------------------------------------------------------------------------
 
   stateVersion(sessionKey, options) {
     const agentId = options == null ? undefined : options.agentId;
@@ -591,7 +591,7 @@ class ReferenceSessionState {
     });
   }
 
-  // --- retention and lifecycle (§10) ----------------------------------------------------------
+  // --- retention and lifecycle (semantics.md#retention) ----------------------------------------------------------
 
   prune() {
     return this._guard(() => {

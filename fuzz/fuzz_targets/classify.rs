@@ -1,5 +1,5 @@
 #![no_main]
-//! The JSONL transcript classifier (§11).
+//! The JSONL transcript classifier (semantics.md#upstream).
 //!
 //! Input: one byte choosing the scanner's line cap (0 streams every line), one byte seeding
 //! the chunking, then the file. Checks: `LineScanner` fed the file in pseudo-random chunks

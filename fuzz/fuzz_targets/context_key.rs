@@ -1,5 +1,5 @@
 #![no_main]
-//! Notice context keys (§7): `session-state:` + lowercase hex of the target key's UTF-8.
+//! Notice context keys (semantics.md#cursors): `session-state:` + lowercase hex of the target key's UTF-8.
 //!
 //! The input, as a string, is tried both ways. As a context key: decoding never panics, it
 //! accepts exactly the prefix followed by non-empty, even-length lowercase hex of valid UTF-8

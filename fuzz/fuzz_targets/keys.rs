@@ -1,10 +1,10 @@
 #![no_main]
-//! Session keys (§4) and the notice text (§7).
+//! Session keys (semantics.md#keys) and the notice text (semantics.md#cursors).
 //!
 //! The input is a key, optionally followed by a NUL and an explicit agent id. Checks:
-//! classification agrees with the rule of §4 written out here independently; parsing refuses
+//! classification agrees with the rule of semantics.md#keys written out here independently; parsing refuses
 //! exactly the empty key and one over 1024 UTF-8 bytes; agent resolution returns a valid
-//! agent, the key's own one for a qualified key, and refuses exactly what §4 refuses; the
+//! agent, the key's own one for a qualified key, and refuses exactly what semantics.md#keys refuses; the
 //! notice text is one line (no control character, no U+0085, U+2028 or U+2029) whose two
 //! JSON literals decode back to the key; the context key of the key decodes back to it.
 

@@ -1,4 +1,4 @@
-//! `record` on a file OpenClaw created versus a file the store created (§3): the same tables
+//! `record` on a file OpenClaw created versus a file the store created (semantics.md#storage): the same tables
 //! and indexes, so the same cost. A third bed adds the three duplicate indexes an earlier
 //! version of the store created beside OpenClaw's, which every write then maintained twice.
 //!

@@ -1,4 +1,4 @@
-//! Watch cursors (§6 steps 4–5, §7): L (acknowledged), N (frozen notified position),
+//! Watch cursors (semantics.md#recording-fan-out, semantics.md#cursors): L (acknowledged), N (frozen notified position),
 //! M (latest material event) per (watcher, target). The rows are the truth; the queue is a
 //! cache of the ones with N != L.
 
@@ -87,7 +87,7 @@ fn provenance_col(s: String) -> rusqlite::Result<Provenance> {
     })
 }
 
-/// Reads one cursor, if it is live: an inert row (§3) reads as none.
+/// Reads one cursor, if it is live: an inert row (semantics.md#storage) reads as none.
 pub fn get(conn: &Connection, watcher: &str, target: &str) -> Result<Option<Cursor>> {
     if watcher == target || !keys::is_watchable(watcher) || !keys::is_watchable(target) {
         return Ok(None);
@@ -134,7 +134,7 @@ fn exists(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
         .exists([watcher, target])?)
 }
 
-/// True when a live cursor (§3) targets `target` (`onlyIfWatched`, §5).
+/// True when a live cursor (semantics.md#storage) targets `target` (`onlyIfWatched`, semantics.md#api).
 pub fn is_watched(conn: &Connection, target: &str) -> Result<bool> {
     Ok(conn
         .prepare_cached(concat!(
@@ -146,10 +146,10 @@ pub fn is_watched(conn: &Connection, target: &str) -> Result<bool> {
         .exists([target])?)
 }
 
-/// Spawn edge (§6 step 5): L = N = M = `sequence`, provenance kept or `explicit`.
+/// Spawn edge (semantics.md#recording-fan-out): L = N = M = `sequence`, provenance kept or `explicit`.
 /// Returns true when a cursor existed (its pending notice, if any, must be dropped).
 ///
-/// The spawn names the pair explicitly, so an inert row of the pair (§3) is replaced by the
+/// The spawn names the pair explicitly, so an inert row of the pair (semantics.md#storage) is replaced by the
 /// seeded cursor: every column is written, an unknown provenance becomes `explicit`.
 pub fn seed(
     conn: &Connection,
@@ -173,9 +173,9 @@ pub fn seed(
     Ok(existed)
 }
 
-/// Material event `sequence` on `target` (§7) for every cursor on it, except the one whose
+/// Material event `sequence` on `target` (semantics.md#cursors) for every cursor on it, except the one whose
 /// watcher caused it (self-suppression). Returns the cursors whose notice is pending after it.
-/// Inert rows (§3) are left as they are: `sequence` is the target's new head, so a live
+/// Inert rows (semantics.md#storage) are left as they are: `sequence` is the target's new head, so a live
 /// cursor's positions all lie below it.
 pub fn material_update(
     conn: &Connection,
@@ -237,10 +237,10 @@ pub fn material_insert(
     }))
 }
 
-/// `watch` (§7): seeds at `head` when there is no cursor; on an existing one refreshes
+/// `watch` (semantics.md#cursors): seeds at `head` when there is no cursor; on an existing one refreshes
 /// `updated_at` and promotes `ambient-group` to `explicit` (never the reverse).
 /// Returns true when a new cursor was seeded. The call names the pair explicitly, so an
-/// inert row of the pair (§3) is replaced by a seeded cursor, as if there were none.
+/// inert row of the pair (semantics.md#storage) is replaced by a seeded cursor, as if there were none.
 pub fn watch(
     conn: &Connection,
     watcher: &str,
@@ -283,8 +283,8 @@ pub struct Acked {
     pub after: Pending,
 }
 
-/// Acknowledge (§7): L = old N; N = max(M, old N). A cursor with nothing pending (or none at
-/// all, or an inert row, §3) is left alone and gives `None`.
+/// Acknowledge (semantics.md#cursors): L = old N; N = max(M, old N). A cursor with nothing pending (or none at
+/// all, or an inert row, semantics.md#storage) is left alone and gives `None`.
 pub fn acknowledge(
     conn: &Connection,
     watcher: &str,
@@ -329,8 +329,8 @@ pub fn watchers_behind(conn: &Connection) -> Result<Vec<String>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Sweep (§7): re-freezes N = M on every live cursor with M > L, for all watchers or for
-/// `only`. Returns the pending cursors in ascending order of N. Inert rows (§3) are neither
+/// Sweep (semantics.md#cursors): re-freezes N = M on every live cursor with M > L, for all watchers or for
+/// `only`. Returns the pending cursors in ascending order of N. Inert rows (semantics.md#storage) are neither
 /// written nor returned.
 ///
 /// The rows are checked here, not in SQL, with each target's head read once: a sweep over
@@ -469,7 +469,7 @@ pub fn on_target(conn: &Connection, target: &str) -> Result<Vec<Pending>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Deletes one cursor (`unwatch`). Returns true if it existed. An inert row of the pair (§3)
+/// Deletes one cursor (`unwatch`). Returns true if it existed. An inert row of the pair (semantics.md#storage)
 /// is no cursor: it is left for retention, and gives false.
 pub fn delete(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
     Ok(conn
@@ -504,7 +504,7 @@ pub type Pair = (String, String);
 /// a large table is expired without holding the connection long.
 pub const EXPIRE_CHUNK: i64 = 5000;
 
-/// Deletes the cursors not updated since `cutoff` (§10) among the rows with a rowid in
+/// Deletes the cursors not updated since `cutoff` (semantics.md#retention) among the rows with a rowid in
 /// `(after, after + span]`; a row without a numeric `updated_at` counts as never updated.
 /// Returns the (watcher, target) pairs deleted whose keys are valid UTF-8 text (only those
 /// can have a queued notice), how many rows it deleted in all, and the `after` of the next

@@ -18,7 +18,7 @@ use crate::wake::{WakeScheduler, WakeSink};
 /// A watcher to wake and the target whose notice made the wake due.
 pub(crate) type Wake = (String, String);
 
-/// True when a pending notice of `p` wakes its watcher (§8): an explicit watch by a main-like
+/// True when a pending notice of `p` wakes its watcher (semantics.md#wake): an explicit watch by a main-like
 /// session.
 pub(crate) fn wakes_for(p: &Pending) -> bool {
     p.provenance == Provenance::Explicit && SessionKey::classify(&p.watcher).is_main_like()
@@ -71,7 +71,7 @@ impl Delivery {
         }
     }
 
-    /// Hands out the watcher's queued notices, acknowledged (§7): the cursor rows decide, in one
+    /// Hands out the watcher's queued notices, acknowledged (semantics.md#cursors): the cursor rows decide, in one
     /// write transaction, and notices that reopened meanwhile are queued again. With nothing
     /// queued it runs no SQL. On failure the notices taken stay queued.
     pub(crate) fn drain(&self, db: &Db, watcher: &str, now: i64) -> Result<Vec<Notice>> {
@@ -114,7 +114,7 @@ impl Delivery {
     }
 
     /// Acknowledges the watcher's pending notices on `targets` (distinct, checked) in one write
-    /// transaction (§7). Returns how many pending notices it acknowledged.
+    /// transaction (semantics.md#cursors). Returns how many pending notices it acknowledged.
     pub(crate) fn acknowledge(
         &self,
         db: &Db,

@@ -15,7 +15,7 @@ pub enum Error {
     Db(rusqlite::Error),
     /// A file-system operation around the database failed (creating its directory, its mode).
     Io(std::io::Error),
-    /// A line of an upstream transcript could not be classified (§11); the scan goes on.
+    /// A line of an upstream transcript could not be classified (semantics.md#upstream); the scan goes on.
     UpstreamParse(String),
     /// The file to inspect is not a SQLite database (or not a regular file).
     NotSqlite(String),

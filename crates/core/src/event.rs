@@ -1,4 +1,4 @@
-//! Event kinds, actors, the stored event, and the validation of a record input (§5, §6 step 1).
+//! Event kinds, actors, the stored event, and the validation of a record input (semantics.md#api, semantics.md#recording-validation).
 
 use serde_json::{Map, Value};
 
@@ -12,7 +12,7 @@ pub const SUMMARY_MAX_CHARS: usize = 240;
 /// The largest payload, as compact JSON in UTF-8 bytes.
 pub const PAYLOAD_MAX_BYTES: usize = 4096;
 
-/// The kind of a state event (§5).
+/// The kind of a state event (semantics.md#api).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EventKind {
     /// A human sent a turn straight into the session (notifies).
@@ -36,7 +36,7 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    /// Every kind, in the order of §5.
+    /// Every kind, in the order of semantics.md#api.
     pub const ALL: [EventKind; 9] = [
         EventKind::HumanDirectMessage,
         EventKind::GoalChanged,
@@ -143,7 +143,7 @@ pub struct StateEvent {
     pub payload_json: Option<String>,
 }
 
-/// What a caller asks `record` to store (§5), before validation.
+/// What a caller asks `record` to store (semantics.md#api), before validation.
 #[derive(Debug, Clone, Default)]
 pub struct RecordInput {
     /// The session the event belongs to (non-empty).
@@ -187,7 +187,7 @@ pub struct ValidEvent {
     pub only_if_watched: bool,
 }
 
-/// Validates and normalises a record input at `now` (§6 step 1).
+/// Validates and normalises a record input at `now` (semantics.md#recording-validation).
 pub fn validate(input: RecordInput, now: i64) -> Result<ValidEvent> {
     let kind = EventKind::parse(&input.kind)?;
     let actor_type = ActorType::parse(&input.actor_type)?;

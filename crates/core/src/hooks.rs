@@ -20,7 +20,7 @@ pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 /// Callbacks into the host.
 #[derive(Default, Clone)]
 pub struct Hooks {
-    /// Where wakes go (§8); none means queue-only.
+    /// Where wakes go (semantics.md#wake); none means queue-only.
     pub wake: Option<Arc<dyn WakeSink>>,
     /// Where background failures go.
     pub errors: Option<Arc<dyn ErrorSink>>,

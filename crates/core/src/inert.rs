@@ -1,4 +1,4 @@
-//! Rows the store would never write itself are inert (§3): a cursor with a bare or empty
+//! Rows the store would never write itself are inert (semantics.md#storage): a cursor with a bare or empty
 //! watcher or target, a cursor whose watcher equals its target, an unknown provenance, NULL
 //! where the store writes a value, text that is not valid UTF-8, a sequence above the head, a
 //! summary or payload the store would not accept, `payload_json` that is not a JSON object.
@@ -16,7 +16,7 @@ use crate::event::{ActorType, EventKind, StateEvent, PAYLOAD_MAX_BYTES, SUMMARY_
 use crate::keys;
 
 /// The SQL function `session_state_watchable(key)`: 1 when `key` is valid UTF-8 text that may
-/// hold a cursor (agent-qualified, §4), else 0 (bare, empty, NULL, a number or a blob).
+/// hold a cursor (agent-qualified, semantics.md#keys), else 0 (bare, empty, NULL, a number or a blob).
 pub const WATCHABLE_FN: &str = "session_state_watchable";
 
 /// The SQL function `session_state_live(watcher, target, L, N, M, provenance, updated_at,

@@ -7,7 +7,7 @@
 //! that WAL like any reader; otherwise every change is already in the main file, which is
 //! then read as an immutable snapshot so that SQLite creates no `-wal` or `-shm` file.
 //! Rows this version would refuse (an unknown kind or provenance) are shown as stored; a
-//! value no row the store writes holds (§3) never fails the report: text that is not valid
+//! value no row the store writes holds (semantics.md#storage) never fails the report: text that is not valid
 //! UTF-8 is shown with U+FFFD in place of each bad sequence, a blob as `x'<hex>'`, NULL as
 //! empty text (or absent, for an optional field) or 0, a non-integer number truncated.
 
@@ -22,7 +22,7 @@ use crate::keys;
 use crate::log::check_after;
 use crate::queue::Notice;
 
-/// The tables of the schema (§3), in the order the report names them.
+/// The tables of the schema (semantics.md#storage), in the order the report names them.
 pub const TABLES: [&str; 4] = [
     "session_state_events",
     "session_state_heads",
@@ -105,7 +105,7 @@ pub struct CursorRow {
     /// Retained events of the target after L: what the watcher has not acknowledged yet.
     pub lag: i64,
     /// N != L on a cursor the store could have written: a notice is pending. An inert row
-    /// (§3: a bare, empty or self pair, an unknown provenance, a value the store never
+    /// (semantics.md#storage: a bare, empty or self pair, an unknown provenance, a value the store never
     /// writes, a position above the target's version) never has one.
     pub pending: bool,
 }

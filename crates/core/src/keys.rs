@@ -1,5 +1,5 @@
-//! Session keys (§4): agent-qualified or bare, nested or main-like, and the notice text and
-//! context key derived from a target key (§7).
+//! Session keys (semantics.md#keys): agent-qualified or bare, nested or main-like, and the notice text and
+//! context key derived from a target key (semantics.md#cursors).
 
 use crate::error::{Error, Result};
 
@@ -22,7 +22,7 @@ pub fn check_len(value: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// A session key, classified by §4.
+/// A session key, classified by semantics.md#keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionKey<'a> {
     /// `agent:<agentId>:<rest>`: may watch and be watched.
@@ -77,7 +77,7 @@ impl<'a> SessionKey<'a> {
         matches!(self, SessionKey::Qualified { rest, .. } if rest.starts_with("subagent:"))
     }
 
-    /// True for qualified keys that are not nested: these may be woken (§8).
+    /// True for qualified keys that are not nested: these may be woken (semantics.md#wake).
     pub fn is_main_like(&self) -> bool {
         self.is_qualified() && !self.is_nested()
     }
@@ -141,7 +141,7 @@ pub fn json_string(key: &str) -> String {
         .replace('\u{2029}', "\\u2029")
 }
 
-/// The pinned, byte-stable notice text of §7.
+/// The pinned, byte-stable notice text of semantics.md#cursors.
 pub fn notice_text(target: &str, last_seen: i64) -> String {
     let t = json_string(target);
     format!(

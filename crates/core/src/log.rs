@@ -1,4 +1,4 @@
-//! The durable signal log (§3, §6 steps 2–3, §9): events, per-session heads, and reading them.
+//! The durable signal log (semantics.md#storage, semantics.md#recording-dedupe, semantics.md#reading): events, per-session heads, and reading them.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -24,7 +24,7 @@ pub enum Inserted {
     Duplicate(StateEvent),
 }
 
-/// Inserts the event (§6 step 2); on a dedupe conflict returns the existing row.
+/// Inserts the event (semantics.md#recording-dedupe); on a dedupe conflict returns the existing row.
 pub fn insert_event(conn: &Connection, v: &ValidEvent) -> Result<Inserted> {
     let e = &v.event;
     let seq: Option<i64> = conn
@@ -59,7 +59,7 @@ pub fn insert_event(conn: &Connection, v: &ValidEvent) -> Result<Inserted> {
             let first = conn
                 .prepare_cached(&sql)?
                 .query_row([&v.dedupe_key], inert::event_of)?;
-            // A row the store would never write (§3) holds the key: it cannot be returned.
+            // A row the store would never write (semantics.md#storage) holds the key: it cannot be returned.
             first.map(Inserted::Duplicate).ok_or_else(|| {
                 Error::Db(rusqlite::Error::InvalidColumnType(
                     0,
@@ -71,8 +71,8 @@ pub fn insert_event(conn: &Connection, v: &ValidEvent) -> Result<Inserted> {
     }
 }
 
-/// Moves the head of `(session_key, agent_id)` to `sequence` (§6 step 3). Never lowers it; a
-/// head the store never wrote (no integer `last_sequence`, §3) is replaced.
+/// Moves the head of `(session_key, agent_id)` to `sequence` (semantics.md#recording-dedupe). Never lowers it; a
+/// head the store never wrote (no integer `last_sequence`, semantics.md#storage) is replaced.
 pub fn bump_head(
     conn: &Connection,
     session_key: &str,
@@ -103,7 +103,7 @@ pub struct Head {
 }
 
 /// Reads the head of `(session_key, agent_id)`; zeroes when there is none. A value that is
-/// not an integer (a head the store never wrote, §3) reads as 0.
+/// not an integer (a head the store never wrote, semantics.md#storage) reads as 0.
 pub fn head(conn: &Connection, session_key: &str, agent_id: &str) -> Result<Head> {
     Ok(conn
         .prepare_cached(
@@ -120,7 +120,7 @@ pub fn head(conn: &Connection, session_key: &str, agent_id: &str) -> Result<Head
         .unwrap_or_default())
 }
 
-/// The result of `changesSince` (§9).
+/// The result of `changesSince` (semantics.md#reading).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Changes {
     /// The session's state version.
@@ -153,10 +153,10 @@ pub fn clamp_limit(limit: Option<f64>) -> Result<u32> {
     }
 }
 
-/// Reads the events of `(session_key, agent_id)` after `after` (§9), in one read transaction.
+/// Reads the events of `(session_key, agent_id)` after `after` (semantics.md#reading), in one read transaction.
 ///
 /// Only the session's versioned history is read: events up to its head. A row the store
-/// would never write (§3: an unknown kind, text that is not valid UTF-8, NULL where the store
+/// would never write (semantics.md#storage: an unknown kind, text that is not valid UTF-8, NULL where the store
 /// writes a value, a summary or payload it would refuse, a sequence above the head) is left
 /// out, as a row deleted by something other than pruning is; it does not count toward
 /// `limit` and does not set `historyGap`.

@@ -1,4 +1,4 @@
-//! Maintenance: retention (§10) run on request or, after an hour, in the background behind a
+//! Maintenance: retention (semantics.md#retention) run on request or, after an hour, in the background behind a
 //! record, and the background WAL checkpointer the prune catches up between its batches.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +17,7 @@ use crate::prune::{self, PruneReport};
 use crate::runtime;
 use crate::tx::Tx;
 
-/// An hour: a record prunes when this long has passed since the last prune (§6).
+/// An hour: a record prunes when this long has passed since the last prune (semantics.md#recording).
 pub(crate) const AUTO_PRUNE_INTERVAL_MS: i64 = 60 * 60 * 1000;
 
 /// The outcome of a sweep.
@@ -67,14 +67,14 @@ impl Maintenance {
         }
     }
 
-    /// Prunes now (§10) and restarts the automatic-prune hour.
+    /// Prunes now (semantics.md#retention) and restarts the automatic-prune hour.
     pub(crate) fn prune(&self, now: i64) -> Result<PruneReport> {
         self.db.check_open()?;
         self.auto_prune.lock().last = Some(now);
         self.prune_batches(now, false)
     }
 
-    /// The sweep's re-freeze (§7) of the cursors of `only` (every watcher when `None`), its
+    /// The sweep's re-freeze (semantics.md#cursors) of the cursors of `only` (every watcher when `None`), its
     /// notices queued and wakes scheduled, then a prune.
     pub(crate) fn sweep(&self, only: Option<&[String]>, now: i64) -> Result<SweepReport> {
         let conn = self.db.lock()?;
@@ -105,7 +105,7 @@ impl Maintenance {
         self.pruning.load(Ordering::Acquire)
     }
 
-    /// Starts a prune in the background when the last one is more than an hour old (§6).
+    /// Starts a prune in the background when the last one is more than an hour old (semantics.md#recording).
     pub(crate) fn maybe_prune_in_background(self: &Arc<Self>, now: i64) {
         {
             let mut state = self.auto_prune.lock();

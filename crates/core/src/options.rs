@@ -1,9 +1,9 @@
-//! The tunables of a store (§5) and their accepted ranges.
+//! The tunables of a store (semantics.md#api) and their accepted ranges.
 
 use crate::error::{Error, Result};
 use crate::log;
 
-/// Tunables of a store (§5). Ranges are checked by [`Options::validate`].
+/// Tunables of a store (semantics.md#api). Ranges are checked by [`Options::validate`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     /// Events and cursors older than this are pruned. Default 30 days.
@@ -14,7 +14,7 @@ pub struct Options {
     pub busy_timeout_ms: u32,
     /// How long a due wake waits for more to coalesce. Default 250 ms.
     pub wake_coalesce_ms: u32,
-    /// How often the store looks for cursor changes made by other processes (§12). Default
+    /// How often the store looks for cursor changes made by other processes (semantics.md#processes). Default
     /// 100 ms; 0 turns the cross-process delivery off.
     pub sync_interval_ms: u32,
 }

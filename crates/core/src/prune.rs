@@ -1,4 +1,4 @@
-//! Retention (§10): events older than `retentionMs`, then all but the newest `maxEvents`,
+//! Retention (semantics.md#retention): events older than `retentionMs`, then all but the newest `maxEvents`,
 //! deleted in bounded batches; each batch raises the pruned watermarks before it deletes.
 
 use rusqlite::{params, Connection};
@@ -39,7 +39,7 @@ impl std::ops::AddAssign for PruneReport {
 /// instead of walking `max_events` rows from its end.
 ///
 /// Only sequences are read into memory, so no stored value can fail the prune: a row with a
-/// key that is not text, or not valid UTF-8, goes like any other (§3). A row without an
+/// key that is not text, or not valid UTF-8, goes like any other (semantics.md#storage). A row without an
 /// integer `occurred_at` never ages out; the row cap takes it in turn.
 pub fn events_batch(
     conn: &Connection,
@@ -89,7 +89,7 @@ pub fn events_batch(
 /// one statement over the victims (`{victims}`, a condition on `e.sequence`). Watermarks
 /// first: a reader that sees the rows gone also sees the gap. Only a head the session
 /// already has is raised, and only by a sequence within it (`<= last_sequence`): a prune
-/// never creates a head, and a row above its session's head (one the store never wrote, §3)
+/// never creates a head, and a row above its session's head (one the store never wrote, semantics.md#storage)
 /// was never part of the history a reader is told about.
 macro_rules! raise {
     ($victims:literal) => {

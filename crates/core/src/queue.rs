@@ -1,4 +1,4 @@
-//! The in-memory pending-notice queue (§7): a cache of the cursor rows whose notice is open.
+//! The in-memory pending-notice queue (semantics.md#cursors): a cache of the cursor rows whose notice is open.
 //!
 //! At most one entry per (watcher, target), in the order the entries entered. An entry holds
 //! only its target (shared between the watchers of one change) and the position L it names:
@@ -54,7 +54,7 @@ pub struct Queued {
 /// What a reader without the queue's lock may know of it: two words the queue and the store
 /// keep current, so that the JS side of `drain` can answer an empty drain without a call
 /// into the addon. Word 0 is [`QueueSignal::EMPTY`], [`QueueSignal::QUEUED`] or
-/// [`QueueSignal::CLOSED`]; word 1 changes each time a watcher stops being served (§12), so
+/// [`QueueSignal::CLOSED`]; word 1 changes each time a watcher stops being served (semantics.md#processes), so
 /// that a reader's list of watchers already served is dropped.
 #[derive(Debug, Default)]
 pub struct QueueSignal {

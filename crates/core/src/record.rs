@@ -1,4 +1,4 @@
-//! The write path of a record (§6): the event, its session's head and the cursors it moves,
+//! The write path of a record (semantics.md#recording): the event, its session's head and the cursors it moves,
 //! in one write transaction, then the notices it opened queued and their wakes scheduled.
 
 use std::sync::Arc;
@@ -30,14 +30,14 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    /// Serves `watcher` across processes (§12), when cross-process delivery is on.
+    /// Serves `watcher` across processes (semantics.md#processes), when cross-process delivery is on.
     pub(crate) fn mark_served(&self, watcher: &str) {
         if let Some(s) = &self.sync {
             s.serve(watcher);
         }
     }
 
-    /// Records one event (§6), with `also` run in the same write transaction once the event is in
+    /// Records one event (semantics.md#recording), with `also` run in the same write transaction once the event is in
     /// (or found by its dedupe key): a failure of either leaves neither. `also` does not run
     /// when `onlyIfWatched` finds nobody watching.
     pub(crate) fn record_with(

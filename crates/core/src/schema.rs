@@ -1,4 +1,4 @@
-//! Opening the database (§3): the file and its mode, pragmas, and the additive schema.
+//! Opening the database (semantics.md#storage): the file and its mode, pragmas, and the additive schema.
 
 use std::path::Path;
 
@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS session_watch_cursors (
 /// How many prepared statements each connection keeps (record, drain and reads all hit it).
 const STATEMENT_CACHE: usize = 64;
 
-/// Opens (creating if needed) the database at `path` with the pragmas of §3 and the schema.
+/// Opens (creating if needed) the database at `path` with the pragmas of semantics.md#storage and the schema.
 ///
 /// `:memory:` opens a private in-memory database. A new file is created with mode 0600, and a
 /// missing parent directory with mode 0700.

@@ -54,7 +54,7 @@ pub struct Store {
 impl Store {
     /// Opens the store at `path` (`:memory:` for a private in-memory database).
     /// Opening never prunes. With `sync_interval_ms` > 0 and a database file, a background
-    /// task delivers notices opened by other processes (§12).
+    /// task delivers notices opened by other processes (semantics.md#processes).
     pub fn open(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
         opts.validate()?;
         schema::prepare(path)?;
@@ -123,7 +123,7 @@ impl Store {
         &self.inner.recorder.delivery
     }
 
-    /// Serves `watcher` (§12): notices opened for it by other processes enter this store's
+    /// Serves `watcher` (semantics.md#processes): notices opened for it by other processes enter this store's
     /// queue and schedule its wakes. Drains, peeks, acknowledges, watches and producer-named
     /// watchers of a record do this implicitly. A bare key is accepted and ignored (it never
     /// has notices); the empty key is `ERR_INVALID_ARG`. Without cross-process delivery (a
@@ -168,17 +168,17 @@ impl Store {
         self.db().with(f)
     }
 
-    /// Records one event (§6). `Ok(None)` means `onlyIfWatched` found nobody watching.
+    /// Records one event (semantics.md#recording). `Ok(None)` means `onlyIfWatched` found nobody watching.
     pub fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
         self.inner.recorder.record_with(input, now, |_| Ok(()))
     }
 
-    /// Prunes now (§10) and restarts the automatic-prune hour.
+    /// Prunes now (semantics.md#retention) and restarts the automatic-prune hour.
     pub fn prune(&self, now: i64) -> Result<PruneReport> {
         self.inner.recorder.maintenance.prune(now)
     }
 
-    /// `watch` (§7). False for a bare watcher or target, or watcher == target.
+    /// `watch` (semantics.md#cursors). False for a bare watcher or target, or watcher == target.
     pub fn watch(
         &self,
         watcher: &str,
@@ -248,7 +248,7 @@ impl Store {
         })
     }
 
-    /// The typed delta after `after` (§9). Moves no cursor.
+    /// The typed delta after `after` (semantics.md#reading). Moves no cursor.
     pub fn changes_since(
         &self,
         session_key: &str,
@@ -285,7 +285,7 @@ impl Store {
         Ok(self.delivery().queue().peek(watcher))
     }
 
-    /// The watcher's pending notices, acknowledged (§7). With nothing queued it runs no SQL.
+    /// The watcher's pending notices, acknowledged (semantics.md#cursors). With nothing queued it runs no SQL.
     pub fn drain(&self, watcher: &str, now: i64) -> Result<Vec<Notice>> {
         self.check_open()?;
         SessionKey::parse(watcher)?;
@@ -293,7 +293,7 @@ impl Store {
         self.delivery().drain(self.db(), watcher, now)
     }
 
-    /// Acknowledges the watcher's pending notices on `targets` (§7), for hosts that route
+    /// Acknowledges the watcher's pending notices on `targets` (semantics.md#cursors), for hosts that route
     /// notices through their own queue. Returns how many pending notices it acknowledged.
     pub fn acknowledge(&self, watcher: &str, targets: &[String], now: i64) -> Result<u64> {
         self.check_open()?;
@@ -310,7 +310,7 @@ impl Store {
             .acknowledge(self.db(), watcher, &unique, now)
     }
 
-    /// Sweep (§7), then a prune. `watcher_exists` is asked once per watcher with material
+    /// Sweep (semantics.md#cursors), then a prune. `watcher_exists` is asked once per watcher with material
     /// history, with no lock held, so it may call back into the store.
     pub fn sweep(
         &self,
@@ -347,7 +347,7 @@ impl Store {
 
     /// Deletes the session's events, head and upstream link for `agent_id` (the link's
     /// identity is the session and agent, as in OpenClaw); for its own agent also every cursor
-    /// where it is watcher or target, and their notices (§10).
+    /// where it is watcher or target, and their notices (semantics.md#retention).
     pub fn delete_session(&self, session_key: &str, agent_id: Option<&str>) -> Result<()> {
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
@@ -395,7 +395,7 @@ impl Store {
         drop(conn);
     }
 
-    /// Adopts `session_key` (§11): records `adopted` (log only) and stores a new link,
+    /// Adopts `session_key` (semantics.md#upstream): records `adopted` (log only) and stores a new link,
     /// replacing the earlier one of the same session and agent, in one transaction: a failure
     /// leaves neither. A local transcript is scanned from its current end: what it held before
     /// adoption is history, not a change behind the watcher's back.
@@ -422,7 +422,7 @@ impl Store {
             .note_own_user_message(session_key, text, now)
     }
 
-    /// Takes the result of the host's probe of a remote upstream (§11). Returns the event it
+    /// Takes the result of the host's probe of a remote upstream (semantics.md#upstream). Returns the event it
     /// recorded, if any; null for a session without a link. The first successful check sets
     /// the baseline; later ones classify the new items among the last 50, and say
     /// `windowOverflow: true` when more new items arrived than the window holds.
@@ -435,7 +435,7 @@ impl Store {
         self.inner.monitor.check(session_key, check, now)
     }
 
-    /// One scan of every watched adopted session with a local transcript (§11): at most
+    /// One scan of every watched adopted session with a local transcript (semantics.md#upstream): at most
     /// 1 MiB of new bytes each, from the durable offset; complete lines are classified, a
     /// partial last line waits; the non-echo human turns of the interval become one
     /// `human_direct_message`. Returns the events recorded.
@@ -493,7 +493,7 @@ impl Store {
     }
 
     /// The watchers with a wake scheduled and not yet delivered, sorted (none without a
-    /// wake sink). Lets tests check the wake rule (§8) without waiting for the timer.
+    /// wake sink). Lets tests check the wake rule (semantics.md#wake) without waiting for the timer.
     pub fn scheduled_wakes(&self) -> Vec<String> {
         self.delivery().scheduled_wakes()
     }

@@ -1,4 +1,4 @@
-//! Notices across processes (§12): several gateway processes share one database file, and a
+//! Notices across processes (semantics.md#processes): several gateway processes share one database file, and a
 //! notice opened by a record in one of them reaches the watchers the others serve.
 //!
 //! The cursor rows are the truth and each process's queue is a cache of them. A background

@@ -15,7 +15,7 @@ pub struct Tx<'c> {
 }
 
 impl<'c> Tx<'c> {
-    /// `BEGIN IMMEDIATE`: the write lock taken up front (§3).
+    /// `BEGIN IMMEDIATE`: the write lock taken up front (semantics.md#storage).
     pub fn immediate(conn: &'c Connection) -> Result<Self> {
         conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         Ok(Tx { conn, open: true })

@@ -1,4 +1,4 @@
-//! Wake scheduling (§8): coalesced per watcher on a timer, delivered through a [`WakeSink`].
+//! Wake scheduling (semantics.md#wake): coalesced per watcher on a timer, delivered through a [`WakeSink`].
 
 use std::collections::HashMap;
 use std::sync::Arc;

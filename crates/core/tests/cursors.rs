@@ -1,5 +1,5 @@
-//! §6 steps 4–5 and §7: seeding, material updates, acknowledging, the notice text and its
-//! context key; §8 wakes from records and acknowledges.
+//! semantics.md#recording-fan-out and semantics.md#cursors: seeding, material updates, acknowledging, the notice text and its
+//! context key; semantics.md#wake wakes from records and acknowledges.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! One SQLite per file per process (§3): a handle on the store's file that the store's own
+//! One SQLite per file per process (semantics.md#storage): a handle on the store's file that the store's own
 //! SQLite did not open refuses the constructor, and every later call that touches the
 //! database, without changing anything.
 

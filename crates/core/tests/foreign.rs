@@ -1,4 +1,4 @@
-//! §3: rows the store would never write itself are inert. Each hostile row is written into a
+//! semantics.md#storage: rows the store would never write itself are inert. Each hostile row is written into a
 //! file (STRICT tables as the store creates them, and the non-STRICT tables of OpenClaw's
 //! older generations) before the store opens; then every path runs over it: no notice, no
 //! wake, no error, the row unchanged byte for byte, until retention deletes it by the

@@ -1,4 +1,4 @@
-//! §3: a file written by any OpenClaw generation opens, is upgraded additively, and works:
+//! semantics.md#storage: a file written by any OpenClaw generation opens, is upgraded additively, and works:
 //! every generation's tables are built from OpenClaw's own statements
 //! (`fixtures/openclaw-schema/*.sql`), filled the way that generation's writer fills them,
 //! opened, used, and checked against what must not change.

@@ -1,4 +1,4 @@
-//! §4 keys and agents, §6 recording into the log, §9 reading it back with `changesSince`.
+//! semantics.md#keys keys and agents, semantics.md#recording recording into the log, semantics.md#reading reading it back with `changesSince`.
 
 mod common;
 

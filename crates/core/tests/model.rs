@@ -1,4 +1,4 @@
-//! Model-based test of SPEC §6–§10: random sequences of operations (record, watch, unwatch,
+//! Model-based test of semantics.md#recording–semantics.md#retention: random sequences of operations (record, watch, unwatch,
 //! drain, acknowledge, sweep, prune, resetSession, deleteSession, changesSince, clock jumps,
 //! restarts) drive the core [`Store`] and the small in-memory model of `model/spec.rs` side by
 //! side, over a small key space (`model/ops.rs`). After every operation its result must
@@ -7,18 +7,18 @@
 //! may change by the SPEC; at the end of a case every session's `changesSince`,
 //! `stateVersion` and `stateVersions`, and `ERR_CLOSED` from every call once closed.
 //!
-//! - The automatic prune (§6) runs in the background after a record: the driver waits until
+//! - The automatic prune (semantics.md#recording) runs in the background after a record: the driver waits until
 //!   `is_pruning()` is false after every record, so it has run at the record's clock reading
 //!   before the next operation, and the model applies it right after the record.
-//! - Wakes (§8): the coalescing delay (60 s) outlasts every case, so the watchers with a
+//! - Wakes (semantics.md#wake): the coalescing delay (60 s) outlasts every case, so the watchers with a
 //!   scheduled wake are exactly those a wake was due for since the last restart, less those
 //!   reset or deleted; none is delivered.
 //! - One case in five runs on a database file and may restart: the queue and the wakes are
-//!   lost, the rows stay, and sweeps then bring the notices back in their order (§7).
+//!   lost, the rows stay, and sweeps then bring the notices back in their order (semantics.md#cursors).
 //! - Each operation is decoded from one `u64` in the model's current state, which keeps the
 //!   generation cheap enough for 10,000 cases in a debug build (`PROPTEST_CASES` overrides
 //!   the count); a failure lists the decoded operations of its shrunk case.
-//! - Every file case starts with rows the store would never write (`model/foreign.rs`, §3):
+//! - Every file case starts with rows the store would never write (`model/foreign.rs`, semantics.md#storage):
 //!   the model ignores them, so a notice, wake or count they caused fails the case, and at
 //!   the end each must be unchanged or deleted by a reset or delete of its keys.
 
@@ -527,7 +527,7 @@ proptest! {
     }
 }
 
-/// §6, deterministic: opening never prunes; the first record after opening prunes; then a
+/// semantics.md#recording, deterministic: opening never prunes; the first record after opening prunes; then a
 /// record prunes only once more than an hour has passed since the last prune, and any prune
 /// (an explicit one too) restarts the hour. Retention is 10 s and every event is recorded
 /// 20 s in the past, so an event survives exactly until the next prune.

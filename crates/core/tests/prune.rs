@@ -1,5 +1,5 @@
-//! §10 retention and lifecycle: pruning by age and by row cap, watermarks, cursor expiry,
-//! the automatic hourly prune (§6), resetSession and deleteSession.
+//! semantics.md#retention retention and lifecycle: pruning by age and by row cap, watermarks, cursor expiry,
+//! the automatic hourly prune (semantics.md#recording), resetSession and deleteSession.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! §3 Storage: the tables coexist with the host's, `user_version` is never touched, the file
+//! semantics.md#storage Storage: the tables coexist with the host's, `user_version` is never touched, the file
 //! is born private, WAL is used on files, and several stores may share one file.
 
 mod common;

@@ -1,4 +1,4 @@
-//! §7 sweep and self-healing after a restart; §8 which watchers are woken.
+//! semantics.md#cursors sweep and self-healing after a restart; semantics.md#wake which watchers are woken.
 
 mod common;
 

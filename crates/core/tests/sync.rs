@@ -1,4 +1,4 @@
-//! Notices across processes (§12): two stores on one file behave like two gateway processes,
+//! Notices across processes (semantics.md#processes): two stores on one file behave like two gateway processes,
 //! each with its own connection, queue and poller. `sync_now` runs a poll on demand, so most
 //! tests do not depend on the background interval.
 

@@ -1,4 +1,4 @@
-//! §3, the edges of the additive upgrade: a fresh file has OpenClaw 2026.9.6's tables and
+//! semantics.md#storage, the edges of the additive upgrade: a fresh file has OpenClaw 2026.9.6's tables and
 //! index names, indexes are never duplicated, a foreign table is refused untouched, two
 //! processes may upgrade one file at once, and every real OpenClaw file in the fixtures
 //! folder opens and works.

@@ -1,4 +1,4 @@
-//! Upstream monitoring (§11): adoption, the local transcript scan, remote checks.
+//! Upstream monitoring (semantics.md#upstream): adoption, the local transcript scan, remote checks.
 
 use std::fs::OpenOptions;
 use std::io::Write;

@@ -1,4 +1,4 @@
-//! Upstream links in OpenClaw's table (§3, §11): on the file OpenClaw 2026.9.6 wrote
+//! Upstream links in OpenClaw's table (semantics.md#storage, semantics.md#upstream): on the file OpenClaw 2026.9.6 wrote
 //! (tests/fixtures/openclaw-2026.9.6.sqlite, made by scripts/openclaw-fixture.mjs with
 //! OpenClaw's own code), on a fresh file, and on the store's own earlier table.
 

@@ -1,4 +1,4 @@
-//! One SQLite per file per process (§3): finds handles of this process on the database file,
+//! One SQLite per file per process (semantics.md#storage): finds handles of this process on the database file,
 //! its `-wal`, `-shm` or `-journal` that the store's own SQLite did not open.
 //!
 //! POSIX `fcntl` locks belong to the process, not to the file descriptor. Two copies of SQLite

@@ -1,4 +1,4 @@
-//! The additive upgrade (§3): a file written by any OpenClaw generation opens, and its tables
+//! The additive upgrade (semantics.md#storage): a file written by any OpenClaw generation opens, and its tables
 //! end up with every column of the newest generation, without a rebuild, a new table or a
 //! change to `user_version`.
 //!

@@ -1,4 +1,4 @@
-//! The `session_upstream_links` rows (§11): one per adopted session, in OpenClaw's table.
+//! The `session_upstream_links` rows (semantics.md#upstream): one per adopted session, in OpenClaw's table.
 //!
 //! The table has OpenClaw's shape, on a fresh file and on one OpenClaw wrote, so a row moves
 //! between the two exactly and OpenClaw keeps reading every row, including the store's:

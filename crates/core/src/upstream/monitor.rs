@@ -1,4 +1,4 @@
-//! Upstream monitoring (§11): adopting sessions, the gateway's own messages, the local
+//! Upstream monitoring (semantics.md#upstream): adopting sessions, the gateway's own messages, the local
 //! transcript scan, remote checks, and the background task that scans. [`Monitor`] records
 //! through the store's write path ([`Recorder`]); `Store` delegates its upstream methods here.
 
@@ -126,7 +126,7 @@ impl Monitor {
         }
     }
 
-    /// Adopts `session_key` (§11): records `adopted` (log only) and stores a new link,
+    /// Adopts `session_key` (semantics.md#upstream): records `adopted` (log only) and stores a new link,
     /// replacing the earlier one of the same session and agent, in one transaction: a failure
     /// leaves neither. A local transcript is scanned from its current end: what it held before
     /// adoption is history, not a change behind the watcher's back.
@@ -262,7 +262,7 @@ impl Monitor {
         )
     }
 
-    /// Takes the result of the host's probe of a remote upstream (§11). Returns the event it
+    /// Takes the result of the host's probe of a remote upstream (semantics.md#upstream). Returns the event it
     /// recorded, if any; null for a session without a link. The first successful check sets
     /// the baseline; later ones classify the new items among the last 50, and say
     /// `windowOverflow: true` when more new items arrived than the window holds.
@@ -319,7 +319,7 @@ impl Monitor {
         Ok(None)
     }
 
-    /// One scan of every watched adopted session with a local transcript (§11): at most
+    /// One scan of every watched adopted session with a local transcript (semantics.md#upstream): at most
     /// 1 MiB of new bytes each, from the durable offset; complete lines are classified, a
     /// partial last line waits; the non-echo human turns of the interval become one
     /// `human_direct_message`. Returns the events recorded.

@@ -1,4 +1,4 @@
-//! Rows the store would never write itself (§3), mixed into every file case of the model
+//! Rows the store would never write itself (semantics.md#storage), mixed into every file case of the model
 //! test: cursor rows on the model's targets that no operation of the model names as a pair,
 //! written before the store opens. The model knows nothing of them, so any notice, wake,
 //! re-queue or prune count they caused would disagree with it; at the end of the case each

@@ -1,13 +1,13 @@
-//! A small in-memory model of SPEC §6–§10, written from the SPEC's words: plain maps and
+//! A small in-memory model of semantics.md#recording–semantics.md#retention, written from the SPEC's words: plain maps and
 //! vectors, no SQL, no shortcuts. Section references point at the sentence each rule follows.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-/// §6: "When more than an hour (on `clock`) has passed since this instance last pruned".
+/// semantics.md#recording: "When more than an hour (on `clock`) has passed since this instance last pruned".
 pub const HOUR: i64 = 60 * 60 * 1000;
-/// §5 `occurredAt`: "clamped to [now - 24h, now]".
+/// semantics.md#api `occurredAt`: "clamped to [now - 24h, now]".
 pub const DAY: i64 = 24 * HOUR;
 
 pub const INVALID: &str = "ERR_INVALID_ARG";
@@ -21,7 +21,7 @@ const LOG_ONLY: [&str; 5] = [
     "created",
 ];
 
-/// §4: `[a-z0-9][a-z0-9_-]{0,63}`.
+/// semantics.md#keys: `[a-z0-9][a-z0-9_-]{0,63}`.
 pub fn is_agent_id(s: &str) -> bool {
     let ok_first = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
     let ok_rest = |c: char| ok_first(c) || c == '_' || c == '-';
@@ -34,7 +34,7 @@ pub fn is_agent_id(s: &str) -> bool {
     rest.len() <= 63 && rest.into_iter().all(ok_rest)
 }
 
-/// §4: the agent of an agent-qualified key `agent:<agentId>:<rest>`, else `None` (bare).
+/// semantics.md#keys: the agent of an agent-qualified key `agent:<agentId>:<rest>`, else `None` (bare).
 pub fn own_agent(key: &str) -> Option<&str> {
     let tail = key.strip_prefix("agent:")?;
     let colon = tail.find(':')?;
@@ -42,12 +42,12 @@ pub fn own_agent(key: &str) -> Option<&str> {
     (is_agent_id(agent) && !rest.is_empty()).then_some(agent)
 }
 
-/// §4: a qualified key whose rest starts with `subagent:` exactly.
+/// semantics.md#keys: a qualified key whose rest starts with `subagent:` exactly.
 pub fn is_nested(key: &str) -> bool {
     own_agent(key).is_some_and(|a| key["agent:".len() + a.len() + 1..].starts_with("subagent:"))
 }
 
-/// §4: explicit agent validated (and equal to a qualified key's own), else the key's, else `main`.
+/// semantics.md#keys: explicit agent validated (and equal to a qualified key's own), else the key's, else `main`.
 pub fn resolve_agent(key: &str, explicit: Option<&str>) -> Result<String, &'static str> {
     if key.is_empty() {
         return Err(INVALID);
@@ -61,7 +61,7 @@ pub fn resolve_agent(key: &str, explicit: Option<&str>) -> Result<String, &'stat
     }
 }
 
-/// §5 `summary`: CRLF, CR, LF, U+2028, U+2029 each become one space; 240 scalars kept.
+/// semantics.md#api `summary`: CRLF, CR, LF, U+2028, U+2029 each become one space; 240 scalars kept.
 pub fn one_line(s: &str) -> String {
     let replaced = s
         .replace("\r\n", " ")
@@ -69,7 +69,7 @@ pub fn one_line(s: &str) -> String {
     replaced.chars().take(240).collect()
 }
 
-/// §7 text, with the key as a JSON string literal.
+/// semantics.md#cursors text, with the key as a JSON string literal.
 pub fn notice_text(target: &str, l: i64) -> String {
     let t = Value::String(target.to_owned()).to_string();
     format!(
@@ -77,13 +77,13 @@ pub fn notice_text(target: &str, l: i64) -> String {
     )
 }
 
-/// §7 contextKey.
+/// semantics.md#cursors contextKey.
 pub fn context_key(target: &str) -> String {
     let hex: String = target.bytes().map(|b| format!("{b:02x}")).collect();
     format!("session-state:{hex}")
 }
 
-/// One stored event (§3 `session_state_events`).
+/// One stored event (semantics.md#storage `session_state_events`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ev {
     pub seq: i64,
@@ -100,7 +100,7 @@ pub struct Ev {
     pub dedupe: Option<String>,
 }
 
-/// What a caller passes to `record` (§5), already in Rust types.
+/// What a caller passes to `record` (semantics.md#api), already in Rust types.
 #[derive(Debug, Clone, Default)]
 pub struct Input {
     pub key: String,
@@ -118,14 +118,14 @@ pub struct Input {
     pub only_if_watched: bool,
 }
 
-/// A head (§3 `session_state_heads`): the state version and the pruned watermark.
+/// A head (semantics.md#storage `session_state_heads`): the state version and the pruned watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Head {
     pub last: i64,
     pub pruned: i64,
 }
 
-/// A cursor (§7): L, N, M, provenance, updated_at.
+/// A cursor (semantics.md#cursors): L, N, M, provenance, updated_at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cur {
     pub l: i64,
@@ -135,7 +135,7 @@ pub struct Cur {
     pub updated: i64,
 }
 
-/// `changesSince` (§9).
+/// `changesSince` (semantics.md#reading).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delta {
     pub state_version: i64,
@@ -157,17 +157,17 @@ pub struct Model {
     pub events: BTreeMap<i64, Ev>,
     pub heads: BTreeMap<(String, String), Head>,
     pub cursors: BTreeMap<(String, String), Cur>,
-    /// Every pending notice, in the order it entered the queue (§7 "in the order they
+    /// Every pending notice, in the order it entered the queue (semantics.md#cursors "in the order they
     /// entered the queue"); a watcher's list is this one filtered.
     pub queue: Vec<Queued>,
-    /// Watchers with a wake due and not yet delivered (§8; delivery is far in the future).
+    /// Watchers with a wake due and not yet delivered (semantics.md#wake; delivery is far in the future).
     pub wakes: BTreeSet<String>,
-    /// When this instance last pruned (§6); opening never prunes.
+    /// When this instance last pruned (semantics.md#recording); opening never prunes.
     pub last_prune: Option<i64>,
     /// How many prunes ran (automatic, explicit or a sweep's).
     pub prunes: u64,
     /// Whether the store was reopened: the queue, a cache of the cursor rows, then misses
-    /// the pending notices until a sweep or the target's next material event (§7).
+    /// the pending notices until a sweep or the target's next material event (semantics.md#cursors).
     restarted: bool,
 }
 
@@ -202,7 +202,7 @@ impl Model {
         self.top_seq
     }
 
-    /// §7: a notice enters the queue (unless the pair already has one); §8: a main-like
+    /// semantics.md#cursors: a notice enters the queue (unless the pair already has one); semantics.md#wake: a main-like
     /// watcher with an explicit cursor gets a wake.
     fn enqueue(&mut self, w: &str, t: &str) {
         if self.queue.iter().any(|(qw, qt, _)| qw == w && qt == t) {
@@ -219,7 +219,7 @@ impl Model {
         self.queue.retain(|(w, t, _)| keep(w, t));
     }
 
-    /// §7 Seed: L = N = M = `at`; provenance kept, or the given one for a new cursor; the
+    /// semantics.md#cursors Seed: L = N = M = `at`; provenance kept, or the given one for a new cursor; the
     /// pair's pending notice is dropped.
     fn seed(&mut self, w: &str, t: &str, at: i64, explicit: bool) {
         let explicit = self
@@ -237,7 +237,7 @@ impl Model {
         self.unqueue(|qw, qt| !(qw == w && qt == t));
     }
 
-    /// §7 Material event `s` on `t` for `w`.
+    /// semantics.md#cursors Material event `s` on `t` for `w`.
     fn material(&mut self, w: &str, t: &str, s: i64) {
         let now = self.now;
         let c = self
@@ -260,7 +260,7 @@ impl Model {
         }
     }
 
-    /// §7 Acknowledge one pair. Returns the L the consumed notice named, if one was pending.
+    /// semantics.md#cursors Acknowledge one pair. Returns the L the consumed notice named, if one was pending.
     fn ack(&mut self, w: &str, t: &str) -> Option<i64> {
         let now = self.now;
         let c = self.cursors.get_mut(&(w.to_owned(), t.to_owned()))?;
@@ -280,7 +280,7 @@ impl Model {
         Some(old_l)
     }
 
-    /// §5/§6 `record`.
+    /// semantics.md#api/semantics.md#recording `record`.
     pub fn record(&mut self, i: &Input) -> Result<Option<Ev>, &'static str> {
         let now = self.now;
         // Step 1: validate.
@@ -316,7 +316,7 @@ impl Model {
         if i.only_if_watched && named.is_empty() && !watched {
             return Ok(None);
         }
-        // Step 2: a dedupe hit returns the first row and changes nothing, but (§6 note)
+        // Step 2: a dedupe hit returns the first row and changes nothing, but (semantics.md#recording note)
         // SQLite's AUTOINCREMENT still consumes a value.
         self.top_seq += 1;
         let dedupe = present(&i.dedupe);
@@ -367,14 +367,14 @@ impl Model {
                 }
             }
         }
-        // §6: the first record after opening prunes, then once more than an hour passed.
+        // semantics.md#recording: the first record after opening prunes, then once more than an hour passed.
         if self.last_prune.is_none_or(|t| now - t > HOUR) {
             self.prune();
         }
         Ok(Some(ev))
     }
 
-    /// §10 Prune. Returns (events deleted, cursors deleted) and restarts the hour.
+    /// semantics.md#retention Prune. Returns (events deleted, cursors deleted) and restarts the hour.
     pub fn prune(&mut self) -> (u64, u64) {
         let cutoff = self.now - self.retention;
         self.last_prune = Some(self.now);
@@ -417,7 +417,7 @@ impl Model {
         (victims.len() as u64, expired.len() as u64)
     }
 
-    /// §7 `watch`.
+    /// semantics.md#cursors `watch`.
     pub fn watch(&mut self, w: &str, t: &str, explicit: bool) -> Result<bool, &'static str> {
         if w.is_empty() || t.is_empty() {
             return Err(INVALID);
@@ -495,7 +495,7 @@ impl Model {
         Ok(count)
     }
 
-    /// §7 Sweep, then a prune. Returns (notices, events deleted, cursors deleted), where
+    /// semantics.md#cursors Sweep, then a prune. Returns (notices, events deleted, cursors deleted), where
     /// notices counts the re-frozen cursors still pending after the prune (the README's
     /// "Sweep count": one re-queued and then expired by the prune is not pending).
     pub fn sweep(&mut self, exists: Option<&BTreeSet<String>>) -> (u64, u64, u64) {
@@ -518,7 +518,7 @@ impl Model {
         (still as u64, events, cursors)
     }
 
-    /// §10 `resetSession`. Also cancels the watcher's scheduled wake (the project's choice:
+    /// semantics.md#retention `resetSession`. Also cancels the watcher's scheduled wake (the project's choice:
     /// nothing is left to wake it for).
     pub fn reset(&mut self, k: &str) -> Result<(), &'static str> {
         if k.is_empty() {
@@ -530,7 +530,7 @@ impl Model {
         Ok(())
     }
 
-    /// §10 `deleteSession`.
+    /// semantics.md#retention `deleteSession`.
     pub fn delete(&mut self, k: &str, agent: Option<&str>) -> Result<(), &'static str> {
         let agent = resolve_agent(k, agent)?;
         self.events.retain(|_, e| !(e.key == k && e.agent == agent));
@@ -543,13 +543,13 @@ impl Model {
         Ok(())
     }
 
-    /// §5 `stateVersion`.
+    /// semantics.md#api `stateVersion`.
     pub fn state_version(&self, k: &str, agent: Option<&str>) -> Result<i64, &'static str> {
         let agent = resolve_agent(k, agent)?;
         Ok(self.heads.get(&(k.to_owned(), agent)).map_or(0, |h| h.last))
     }
 
-    /// §9 `changesSince`.
+    /// semantics.md#reading `changesSince`.
     pub fn changes_since(
         &self,
         k: &str,
