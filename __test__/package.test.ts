@@ -186,8 +186,11 @@ console.log(JSON.stringify({
   resolved: import.meta.resolve('session-awareness'),
   natives: Object.keys(require.cache).filter((f) => f.endsWith('.node')),
   sameAsRequire: binding === require('session-awareness') && SessionState === binding.SessionState,
-  // __esModule: the interop marker of the compiled CommonJS entry, not an API name.
-  esmNames: Object.keys(namespace).filter((k) => k !== 'default' && k !== '__esModule').sort(),
+  // __esModule: the interop marker of the compiled CommonJS entry, not an API name; Node 23
+  // and later also expose a CommonJS module's whole exports object as 'module.exports'.
+  esmNames: Object.keys(namespace)
+    .filter((k) => k !== 'default' && k !== '__esModule' && k !== 'module.exports')
+    .sort(),
   cjsNames: Object.keys(require('session-awareness')).sort(),
   woken, notices: drained.length, contextKey: drained[0].contextKey === encodeNoticeContextKey('agent:main:subagent:c'),
 }))
