@@ -30,11 +30,13 @@ export type {
 } from './inspect'
 export { ActorType, EventKind, Provenance } from './types'
 export type {
+  AcknowledgeOptions,
   AgentOptions,
   ChangesSince,
   ChangesSinceOptions,
   Notice,
   PruneReport,
+  QueuedNotice,
   RecordInput,
   RemoteCheckResult,
   SessionRef,
