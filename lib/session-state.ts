@@ -191,7 +191,9 @@ export class SessionState {
     if (words && words[2] === 0) return
     this.#delivering = true
     try {
+      // Until the outbox is empty: a listener that calls back into the store may queue more.
       for (;;) {
+        if (words && words[2] === 0) return
         let batch: ReturnType<NativeSessionState['takeNotices']>
         try {
           batch = this.#native.takeNotices()
@@ -217,7 +219,6 @@ export class SessionState {
             this.#report(new SessionStateError('ERR_NOTICE_CALLBACK', `the onNotice listener threw: ${why}`))
           }
         }
-        if (!words) return
       }
     } finally {
       this.#delivering = false
