@@ -109,7 +109,8 @@ export function sequence(seed, index, start, length) {
       op = { fn: 'recordSessionStateEvent', args: [input] }
     } else if (w < 32) {
       const parent = r.pick([M, S1, O])
-      const child = r.pick([S1, S2, OS, X, D])
+      let child = r.pick([S1, S2, OS, X, D])
+      if (DIFFERENCES.targetAsOwnWatcher.excluded && child === parent) child = S2
       op = {
         fn: 'recordSubagentSpawned',
         args: [{ childSessionKey: child, agentId: agentOf(child), requesterSessionKey: parent, childRunId: pool('run', 4) }],
@@ -134,6 +135,10 @@ export function sequence(seed, index, start, length) {
       const entry = { sessionId: pool('sid', 3) }
       if (r.chance(0.6)) entry.spawnedBy = r.pick([M, S1, O])
       else if (r.chance(0.5)) entry.parentSessionKey = r.pick([M, O])
+      if (DIFFERENCES.targetAsOwnWatcher.excluded && (entry.spawnedBy === s || entry.parentSessionKey === s)) {
+        delete entry.spawnedBy
+        delete entry.parentSessionKey
+      }
       const params = { sessionKey: s, entry, summary: `goal ${r.int(10)}` }
       if (r.chance(0.4)) params.actor = { type: r.pick(['human', 'agent']), ...(r.chance(0.6) ? { id: r.pick([M, S1, 'human:bob']) } : {}) }
       op = { fn: 'recordSessionGoalChanged', args: [params] }
