@@ -24,15 +24,23 @@ export declare class NativeSessionState {
    * `onlyIfWatched` found nobody watching. The payload is its JSON text. Throws every
    * failure: the TypeScript layer reports it.
    */
-  record(sessionKey: string, agentId: string | undefined | null, sessionId: string | undefined | null, kind: string, actorType: string, actorId: string | undefined | null, runId: string | undefined | null, summary: string, payloadJson: string | undefined | null, occurredAt: number | undefined | null, dedupeKey: string | undefined | null, watchers: Array<string> | undefined | null, onlyIfWatched: boolean): string | PackedRows | null
+  record(sessionKey: string, agentId: string | undefined | null, sessionId: string | undefined | null, kind: string, actorType: string, actorId: string | undefined | null, runId: string | undefined | null, summary: string, payloadJson: string | undefined | null, occurredAt: number | undefined | null, dedupeKey: string | undefined | null, watchers: Array<string> | undefined | null, onlyIfWatched: boolean, watcherScopes?: Record<string, string> | undefined | null): string | PackedRows | null
   /**
-   * The notice queue's two signal words as an `Int32Array` over the addon's own memory,
-   * for the empty-drain answer of the TypeScript layer; null where the runtime refuses
-   * external buffers (every drain then calls the addon).
+   * The notice queue's three signal words as an `Int32Array` over the addon's own memory,
+   * for the empty-drain answer and the listener's outbox check of the TypeScript layer;
+   * null where the runtime refuses external buffers (every drain then calls the addon).
    */
   drainSignal(): Int32Array | null
-  /** Registers `watcherKey` as a watcher of `targetKey` (`provenance` default `explicit`). */
-  watch(watcherKey: string, targetKey: string, provenance?: string | undefined | null): boolean
+  /**
+   * Registers `watcherKey` as a watcher of `targetKey` (`provenance` default `explicit`),
+   * bound to `scope` when given; `refresh: false` keeps an existing cursor's `updated_at`.
+   */
+  watch(watcherKey: string, targetKey: string, provenance?: string | undefined | null, scope?: string | undefined | null, refresh?: boolean | undefined | null): boolean
+  /**
+   * The notices that entered the queue since the last call, in order (the listener's
+   * outbox; empty unless the store was opened with `noticeOutbox`).
+   */
+  takeNotices(): Array<QueuedNotice>
   /** Removes the cursor and its pending notice. True if a cursor was removed. */
   unwatch(watcherKey: string, targetKey: string): boolean
   /** The cursor rows of a watcher and/or a target as stored (all when both are absent). */
@@ -50,8 +58,11 @@ export declare class NativeSessionState {
   drain(watcherKey: string): PackedRows | null
   /** The watcher's pending notices, nothing acknowledged, packed. */
   peek(watcherKey: string): PackedRows
-  /** Acknowledges the watcher's pending notices on `targetKeys`; returns how many. */
-  acknowledge(watcherKey: string, targetKeys: Array<string>): number
+  /**
+   * Acknowledges the watcher's pending notices on `targetKeys`, only those of cursors
+   * bound to `scope` when given; returns how many.
+   */
+  acknowledge(watcherKey: string, targetKeys: Array<string>, scope?: string | undefined | null): number
   /**
    * Gateway start: re-queues the notices of cursors with unacknowledged material history
    * whose watcher still exists (`watcherExists`, default all), then prunes.
@@ -335,6 +346,12 @@ export interface NativeOptions {
   syncIntervalMs?: number
   /** Watchers served from the start. */
   serveWatchers?: Array<string>
+  /** The event kinds that notify; default the three notify kinds. */
+  notifyKinds?: Array<string>
+  /** A spawn's seed makes an existing cursor `explicit`; default false (kept). */
+  seedResetsProvenance?: boolean
+  /** Keep every notice entering the queue for `takeNotices` (the listener's outbox). */
+  noticeOutbox?: boolean
 }
 
 /** A pending notice, as `inspectDatabase` reports it. */
@@ -406,6 +423,26 @@ export interface PruneReport {
   eventsDeleted: number
   /** Cursors expired. */
   cursorsDeleted: number
+}
+
+/** A notice as it entered the queue, for the host's notice listener. */
+export interface QueuedNotice {
+  /** The watcher session. */
+  watcherKey: string
+  /** The session that changed. */
+  targetKey: string
+  /** The version to reconcile from. */
+  changesSince: number
+  /** The notice text. */
+  text: string
+  /** The notice's context key. */
+  contextKey: string
+  /** The cursor's watcher scope, if any. */
+  scope?: string
+  /** The store wakes the watcher for it. */
+  wake: boolean
+  /** An `ambient-group` cursor: the notice waits for the watcher's turn. */
+  queueOnly: boolean
 }
 
 /** Reads a session's events after `options.since`, ascending, without changing the file. */

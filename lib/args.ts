@@ -79,5 +79,20 @@ export function optStrArray(v: unknown, name: string): string[] | undefined {
   return strArray(v, name)
 }
 
+/**
+ * An optional map of strings: a plain object whose own enumerable values are all strings,
+ * copied (each value read once) into a fresh object.
+ */
+export function optStrRecord(v: unknown, name: string): Record<string, string> | undefined {
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'object' || Array.isArray(v)) throw invalid(`${name} must be an object`)
+  const out: Record<string, string> = {}
+  for (const [k, value] of Object.entries(v)) {
+    if (typeof value !== 'string') throw invalid(`${name} must map keys to strings`)
+    out[k] = value
+  }
+  return out
+}
+
 /** An `ERR_INVALID_ARG` error with a message of its own. */
 export { invalid as invalidInput } from './errors'

@@ -32,6 +32,8 @@ export type ErrorCode =
   | 'ERR_UPSTREAM_PARSE'
   /** The `wake` callback threw; reported through `onError`, never fatal. */
   | 'ERR_WAKE_CALLBACK'
+  /** The `onNotice` listener threw; reported through `onError`, never thrown into the caller. */
+  | 'ERR_NOTICE_CALLBACK'
   /** A host service given to the OpenClaw adapter threw; the call returned OpenClaw's default. */
   | 'ERR_HOST_CALLBACK'
 
@@ -47,6 +49,7 @@ const CODES: ReadonlySet<string> = new Set<ErrorCode>([
   'ERR_PROGRESS_CALLBACK',
   'ERR_UPSTREAM_PARSE',
   'ERR_WAKE_CALLBACK',
+  'ERR_NOTICE_CALLBACK',
   'ERR_HOST_CALLBACK',
 ])
 

@@ -30,6 +30,7 @@ export type {
 } from './inspect'
 export { ActorType, EventKind, Provenance } from './types'
 export type {
+  AcknowledgeOptions,
   AgentOptions,
   ChangesSince,
   ChangesSinceOptions,
@@ -37,6 +38,7 @@ export type {
   CursorRowFilter,
   Notice,
   PruneReport,
+  QueuedNotice,
   RecordInput,
   RemoteCheckResult,
   SessionRef,

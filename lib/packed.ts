@@ -12,7 +12,7 @@ export const EVENT_STRIDE = 11
 /** Numbers per `stateVersions` row. */
 export const VERSION_STRIDE = 3
 /** Numbers per notice row. */
-export const NOTICE_STRIDE = 4
+export const NOTICE_STRIDE = 5
 /** A row's length slot: the field is absent. */
 export const ABSENT = -1
 /** A row's length slot: the same value as the row before. */
@@ -217,7 +217,13 @@ export function notices(watcherKey: string, rows: PackedRows): Notice[] {
     len = m[j + 3] as number
     const contextKey = text.slice(at, at + len)
     at += len
-    out.push({ watcherKey, targetKey, changesSince: m[j + 1] as number, text: noticeText, contextKey })
+    const n: Notice = { watcherKey, targetKey, changesSince: m[j + 1] as number, text: noticeText, contextKey }
+    len = m[j + 4] as number
+    if (len !== ABSENT) {
+      n.scope = text.slice(at, at + len)
+      at += len
+    }
+    out.push(n)
   }
   return out
 }

@@ -10,13 +10,16 @@ import { SessionStateError, fromCode, fromNative } from './errors'
 import * as packed from './packed'
 import { payloadJson } from './payload'
 import type {
+  AcknowledgeOptions,
   AgentOptions,
   ChangesSince,
   ChangesSinceOptions,
   CursorRow,
   CursorRowFilter,
+  EventKind,
   Notice,
   PruneReport,
+  QueuedNotice,
   RecordInput,
   RemoteCheckResult,
   SessionRef,
@@ -64,6 +67,27 @@ export interface SessionStateOptions {
    * `watchers`. Bare keys are ignored; an empty key is `ERR_INVALID_ARG`.
    */
   serveWatchers?: string[] | null
+  /**
+   * The event kinds that notify watchers (semantics.md#api-options). Default
+   * `['human_direct_message', 'goal_changed', 'upstream_missing']`; `child_spawned` (a seed
+   * kind) is `ERR_INVALID_ARG`. A gateway that wants `run_completed` and `run_failed` to
+   * notify names them here.
+   */
+  notifyKinds?: EventKind[] | null
+  /**
+   * A `child_spawned` re-seed of an existing cursor makes it `explicit` instead of keeping its
+   * provenance, as OpenClaw does (semantics.md#cursors-scope). Default false.
+   */
+  seedResetsProvenance?: boolean | null
+  /**
+   * Called on the JS thread once per notice entering the queue (semantics.md#notices-listener):
+   * opened, reopened by an acknowledge, re-queued by a sweep, healed, or arrived from another
+   * process for a served watcher. For a call on the JS thread it runs after the commit and
+   * before that call returns, in queue order; notices from the background poll arrive on the
+   * next call or a timer tick. A throwing listener is reported to `onError` as
+   * `ERR_NOTICE_CALLBACK`, never thrown into the caller.
+   */
+  onNotice?: ((notice: QueuedNotice) => void) | null
 }
 
 type Report = (err: SessionStateError) => void
@@ -100,6 +124,11 @@ export class SessionState {
   #words: Int32Array | null | undefined = undefined
   #unserved = 0
   readonly #served = new Set<string>()
+  // The notice listener, its delivery in progress (a listener that calls back into the store
+  // does not start a second one), and the timer that delivers notices of the background poll.
+  readonly #onNotice: ((notice: QueuedNotice) => void) | undefined
+  #delivering = false
+  #tick: ReturnType<typeof setInterval> | undefined
 
   /**
    * Opens (creating if needed) the store at `path`: a SQLite file of its own (for a gateway,
@@ -125,14 +154,75 @@ export class SessionState {
       clock: a.optFn<() => number>(o.clock, 'clock'),
       syncIntervalMs: a.optNum(o.syncIntervalMs, 'syncIntervalMs'),
       serveWatchers: a.optStrArray(o.serveWatchers, 'serveWatchers'),
+      notifyKinds: a.optStrArray(o.notifyKinds, 'notifyKinds'),
+      seedResetsProvenance: a.optBool(o.seedResetsProvenance, 'seedResetsProvenance'),
+      noticeOutbox: o.onNotice !== undefined && o.onNotice !== null,
       onError: (err: { code: string; message: string }) => report(fromCode(err.code, err.message)),
     }
+    this.#onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')
     this.#strict = a.optBool(o.strict, 'strict') ?? false
     this.#report = report
     try {
       this.#native = new NativeSessionState(path, native)
     } catch (e) {
       throw fromNative(e)
+    }
+    if (this.#onNotice !== undefined) {
+      this.#initSignal()
+      const every = native.syncIntervalMs ?? 100
+      if (every > 0) {
+        // The timer holds the store weakly: a store dropped without close() can be collected.
+        const self = new WeakRef(this)
+        this.#tick = setInterval(() => {
+          const store = self.deref()
+          if (store !== undefined) store.#deliver()
+        }, every)
+        this.#tick.unref()
+      }
+    }
+  }
+
+  /**
+   * Hands the notices that entered the queue to the listener, in order (semantics.md#notices-listener).
+   * Cheap when nothing entered: one read of the queue's third signal word.
+   */
+  #deliver(): void {
+    const listener = this.#onNotice
+    if (listener === undefined || this.#delivering) return
+    const words = this.#words
+    if (words && words[2] === 0) return
+    this.#delivering = true
+    try {
+      for (;;) {
+        let batch: ReturnType<NativeSessionState['takeNotices']>
+        try {
+          batch = this.#native.takeNotices()
+        } catch {
+          return
+        }
+        if (batch.length === 0) return
+        for (const q of batch) {
+          const n = {
+            watcherKey: q.watcherKey,
+            targetKey: q.targetKey,
+            changesSince: q.changesSince,
+            text: q.text,
+            contextKey: q.contextKey,
+          } as QueuedNotice
+          if (typeof q.scope === 'string') n.scope = q.scope
+          n.wake = q.wake
+          n.queueOnly = q.queueOnly
+          try {
+            listener(n)
+          } catch (e) {
+            const why = e instanceof Error ? e.message : String(e)
+            this.#report(new SessionStateError('ERR_NOTICE_CALLBACK', `the onNotice listener threw: ${why}`))
+          }
+        }
+        if (!words) return
+      }
+    } finally {
+      this.#delivering = false
     }
   }
 
@@ -171,10 +261,13 @@ export class SessionState {
         a.optStr(i.dedupeKey, 'dedupeKey'),
         a.optStrArray(i.watchers, 'watchers'),
         a.optBool(i.onlyIfWatched, 'onlyIfWatched') ?? false,
+        a.optStrRecord(i.watcherScopes, 'watcherScopes'),
       )
     } catch (e) {
+      if (this.#onNotice !== undefined) this.#deliver()
       return this.#failed(e)
     }
+    if (this.#onNotice !== undefined) this.#deliver()
     return p === null ? null : packed.eventOf(p)
   }
 
@@ -187,11 +280,16 @@ export class SessionState {
   watch(watcherKey: string, targetKey: string, options?: WatchOptions | null): boolean {
     a.str(watcherKey, 'watcherKey')
     a.str(targetKey, 'targetKey')
-    const provenance = a.optStr(a.opts(options)?.provenance, 'provenance')
+    const o = a.opts(options)
+    const provenance = a.optStr(o?.provenance, 'provenance')
+    const scope = a.optStr(o?.scope, 'scope')
+    const refresh = a.optBool(o?.refresh, 'refresh')
     try {
-      return this.#native.watch(watcherKey, targetKey, provenance)
+      return this.#native.watch(watcherKey, targetKey, provenance, scope, refresh)
     } catch (e) {
       throw fromNative(e)
+    } finally {
+      if (this.#onNotice !== undefined) this.#deliver()
     }
   }
 
@@ -284,6 +382,7 @@ export class SessionState {
       words[1] === this.#unserved &&
       this.#served.has(watcherKey)
     ) {
+      if (this.#onNotice !== undefined) this.#deliver()
       return []
     }
     a.str(watcherKey, 'watcherKey')
@@ -293,6 +392,8 @@ export class SessionState {
       if (words === undefined) this.#initSignal()
     } catch (e) {
       throw fromNative(e)
+    } finally {
+      if (this.#onNotice !== undefined) this.#deliver()
     }
     const w = this.#words
     if (w) {
@@ -318,6 +419,8 @@ export class SessionState {
       return packed.notices(stored(watcherKey), this.#native.peek(watcherKey))
     } catch (e) {
       throw fromNative(e)
+    } finally {
+      if (this.#onNotice !== undefined) this.#deliver()
     }
   }
 
@@ -326,13 +429,16 @@ export class SessionState {
    * through their own queue. Returns how many pending notices were acknowledged (a repeated
    * target counts once).
    */
-  acknowledge(watcherKey: string, targetKeys: string[]): number {
+  acknowledge(watcherKey: string, targetKeys: string[], options?: AcknowledgeOptions | null): number {
     a.str(watcherKey, 'watcherKey')
     a.strArray(targetKeys, 'targetKeys')
+    const scope = a.optStr(a.opts(options)?.scope, 'scope')
     try {
-      return this.#native.acknowledge(watcherKey, targetKeys)
+      return this.#native.acknowledge(watcherKey, targetKeys, scope)
     } catch (e) {
       throw fromNative(e)
+    } finally {
+      if (this.#onNotice !== undefined) this.#deliver()
     }
   }
 
@@ -347,6 +453,8 @@ export class SessionState {
       return this.#native.sweep(exists)
     } catch (e) {
       throw fromNative(e)
+    } finally {
+      if (this.#onNotice !== undefined) this.#deliver()
     }
   }
 
@@ -400,6 +508,8 @@ export class SessionState {
    * notices. Idempotent; later calls throw `ERR_CLOSED` (`record`: null and `onError`).
    */
   close(): void {
+    if (this.#tick !== undefined) clearInterval(this.#tick)
+    this.#tick = undefined
     this.#native.close()
   }
 
@@ -458,6 +568,8 @@ export class SessionState {
       p = this.#native.checkUpstream(sessionKey, found, items)
     } catch (e) {
       return this.#failed(e)
+    } finally {
+      if (this.#onNotice !== undefined) this.#deliver()
     }
     return p === null ? null : packed.eventOf(p)
   }
@@ -471,6 +583,8 @@ export class SessionState {
       return packed.events(this.#native.scanUpstream())
     } catch (e) {
       throw fromNative(e)
+    } finally {
+      if (this.#onNotice !== undefined) this.#deliver()
     }
   }
 

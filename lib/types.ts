@@ -113,6 +113,13 @@ export interface RecordInput {
   watchers?: string[] | null
   /** Write nothing, and return null silently, when no cursor targets the session and no usable watcher is given. */
   onlyIfWatched?: boolean | null
+  /**
+   * The watcher scope of each watcher the caller knows, by watcher key (semantics.md#cursors-scope):
+   * a cursor created for a named watcher, or re-seeded by `child_spawned`, is bound to its scope;
+   * for a notify kind, a watcher's cursor bound to another scope (or none) is left alone and
+   * opens no notice. Each scope is a non-empty string of at most 4,096 UTF-8 bytes.
+   */
+  watcherScopes?: Record<string, string> | null
 }
 
 /** A pending stale-state notice for a watcher. */
@@ -127,6 +134,28 @@ export interface Notice {
   text: string
   /** `session-state:` + hex of the target key, for hosts that dedupe on a context key. */
   contextKey: string
+  /** The watcher scope the cursor is bound to, when it has one (semantics.md#cursors-scope). */
+  scope?: string
+}
+
+/**
+ * A notice as it entered the queue, as the `onNotice` listener receives it
+ * (semantics.md#notices-listener).
+ */
+export type QueuedNotice = Notice & {
+  /** True when the store wakes the watcher for it: an `explicit` cursor of a main-like watcher. */
+  wake: boolean
+  /** True for an `ambient-group` cursor: the notice waits for the watcher's next turn, no wake. */
+  queueOnly: boolean
+}
+
+/** Options of `acknowledge`. */
+export interface AcknowledgeOptions {
+  /**
+   * Acknowledge only the cursors bound to this watcher scope; a cursor bound to another scope,
+   * or to none, stays pending (semantics.md#cursors-scope).
+   */
+  scope?: string | null
 }
 
 /** The events of one session after a version. */
@@ -165,6 +194,17 @@ export interface ChangesSinceOptions extends AgentOptions {
 export interface WatchOptions {
   /** `explicit` (default) or `ambient-group`. */
   provenance?: Provenance | null
+  /**
+   * The watcher scope to bind the cursor to (semantics.md#cursors-scope): a cursor bound to
+   * another scope, or to none, is re-seeded at the target's head with this scope and
+   * `provenance`, its pending notice dropped. Absent: an existing cursor's scope is left alone.
+   */
+  scope?: string | null
+  /**
+   * Whether re-registering an existing cursor (same scope) refreshes its expiry. Default true;
+   * false leaves `updated_at` as it was, as OpenClaw's registration does.
+   */
+  refresh?: boolean | null
 }
 
 /** A session named for `stateVersions`. */

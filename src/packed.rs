@@ -18,7 +18,7 @@ pub const EVENT_STRIDE: u32 = 11;
 /// Numbers per `stateVersions` row.
 pub const VERSION_STRIDE: u32 = 3;
 /// Numbers per notice row.
-pub const NOTICE_STRIDE: u32 = 4;
+pub const NOTICE_STRIDE: u32 = 5;
 /// A length slot of a row: the field is absent.
 pub const ABSENT: i32 = -1;
 /// A length slot of a row: the same value as the row before (nothing in the text).
@@ -260,7 +260,7 @@ pub fn versions(rows: &[(String, String, i64)]) -> PackedRows {
 }
 
 /// Notice rows of one watcher: the lengths of the target key, then `changesSince`, the
-/// lengths of the text and the context key.
+/// lengths of the text, the context key and the scope ([`ABSENT`] without one).
 pub fn notices(notices: &[Notice]) -> PackedRows {
     let mut p = Packer::with_capacity(notices.len() * NOTICE_STRIDE as usize);
     for n in notices {
@@ -268,6 +268,10 @@ pub fn notices(notices: &[Notice]) -> PackedRows {
         p.num(n.changes_since as f64);
         p.text(&n.text);
         p.text(&n.context_key);
+        match &n.scope {
+            Some(s) => p.text(s),
+            None => p.num(f64::from(ABSENT)),
+        }
     }
     p.finish(None)
 }

@@ -3,6 +3,8 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
+use std::collections::HashMap;
+
 use napi::bindgen_prelude::{Env, Function, FunctionRef, Int32Array};
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
@@ -10,8 +12,8 @@ use napi::threadsafe_function::{
 use napi::{Result, Status};
 use napi_derive::napi;
 use session_awareness_core::{
-    self as core, system_now, Error as CoreError, ErrorSink, Hooks, Options, Provenance,
-    RecordInput, Store, VersionRef, WakeSink,
+    self as core, system_now, Error as CoreError, ErrorSink, EventKind, Hooks, NotifyKinds,
+    Options, Provenance, RecordInput, Store, VersionRef, WakeSink, WatchOptions,
 };
 
 use crate::error::{coded, to_js, Code, IntoJs, JsResult};
@@ -150,6 +152,19 @@ fn store_options(o: &NativeOptions) -> JsResult<Options> {
             .unwrap_or(d.wake_coalesce_ms),
         sync_interval_ms: opt_u32(o.sync_interval_ms, "syncIntervalMs")?
             .unwrap_or(d.sync_interval_ms),
+        notify_kinds: match &o.notify_kinds {
+            None => d.notify_kinds,
+            Some(names) => {
+                let kinds = names
+                    .iter()
+                    .map(|k| EventKind::parse(k))
+                    .collect::<core::Result<Vec<_>>>()
+                    .js()?;
+                NotifyKinds::of(&kinds).js()?
+            }
+        },
+        seed_resets_provenance: o.seed_resets_provenance.unwrap_or(false),
+        notice_outbox: o.notice_outbox.unwrap_or(false),
     };
     opts.validate().js()?;
     Ok(opts)
@@ -254,6 +269,7 @@ impl NativeSessionState {
         dedupe_key: Option<String>,
         watchers: Option<Vec<String>>,
         only_if_watched: bool,
+        watcher_scopes: Option<HashMap<String, String>>,
     ) -> Result<Option<PackedEvent>, Code> {
         let payload = payload_json
             .map(|j| {
@@ -276,6 +292,7 @@ impl NativeSessionState {
             dedupe_key,
             watchers: watchers.unwrap_or_default(),
             only_if_watched,
+            watcher_scopes: watcher_scopes.unwrap_or_default(),
         };
         let now = self.now(&env).js()?;
         Ok(self
@@ -286,15 +303,16 @@ impl NativeSessionState {
             .map(packed::event))
     }
 
-    /// The notice queue's two signal words as an `Int32Array` over the addon's own memory,
-    /// for the empty-drain answer of the TypeScript layer; null where the runtime refuses
-    /// external buffers (every drain then calls the addon).
+    /// The notice queue's three signal words as an `Int32Array` over the addon's own memory,
+    /// for the empty-drain answer and the listener's outbox check of the TypeScript layer;
+    /// null where the runtime refuses external buffers (every drain then calls the addon).
     #[napi]
     pub fn drain_signal(&self, env: Env) -> Result<Option<Int32Array>, Code> {
         signal::signal_words(&env, self.store.queue_signal()).js()
     }
 
-    /// Registers `watcherKey` as a watcher of `targetKey` (`provenance` default `explicit`).
+    /// Registers `watcherKey` as a watcher of `targetKey` (`provenance` default `explicit`),
+    /// bound to `scope` when given; `refresh: false` keeps an existing cursor's `updated_at`.
     #[napi]
     pub fn watch(
         &self,
@@ -302,11 +320,30 @@ impl NativeSessionState {
         watcher_key: String,
         target_key: String,
         provenance: Option<String>,
+        scope: Option<String>,
+        refresh: Option<bool>,
     ) -> Result<bool, Code> {
         let p = provenance.map_or(Ok(Provenance::Explicit), |p| Provenance::parse(&p));
-        let p = p.js()?;
+        let o = WatchOptions {
+            provenance: p.js()?,
+            scope,
+            refresh: refresh.unwrap_or(true),
+        };
         let now = self.now(&env).js()?;
-        self.store.watch(&watcher_key, &target_key, p, now).js()
+        self.store
+            .watch_with(&watcher_key, &target_key, &o, now)
+            .js()
+    }
+
+    /// The notices that entered the queue since the last call, in order (the listener's
+    /// outbox; empty unless the store was opened with `noticeOutbox`).
+    #[napi]
+    pub fn take_notices(&self) -> Vec<QueuedNotice> {
+        self.store
+            .take_entered_notices()
+            .into_iter()
+            .map(QueuedNotice::from)
+            .collect()
     }
 
     /// Removes the cursor and its pending notice. True if a cursor was removed.
@@ -388,18 +425,20 @@ impl NativeSessionState {
         Ok(packed::notices(&self.store.peek(&watcher_key).js()?))
     }
 
-    /// Acknowledges the watcher's pending notices on `targetKeys`; returns how many.
+    /// Acknowledges the watcher's pending notices on `targetKeys`, only those of cursors
+    /// bound to `scope` when given; returns how many.
     #[napi]
     pub fn acknowledge(
         &self,
         env: Env,
         watcher_key: String,
         target_keys: Vec<String>,
+        scope: Option<String>,
     ) -> Result<i64, Code> {
         let now = self.now(&env).js()?;
         Ok(self
             .store
-            .acknowledge(&watcher_key, &target_keys, now)
+            .acknowledge_in(&watcher_key, &target_keys, scope.as_deref(), now)
             .js()? as i64)
     }
 

@@ -23,14 +23,14 @@ pub fn signal_words(env: &Env, signal: Arc<QueueSignal>) -> Result<Option<Int32A
     let data = signal.words.as_ptr().cast_mut().cast::<c_void>();
     let hint = Box::into_raw(Box::new(signal)).cast::<c_void>();
     let raw = env.raw();
-    // SAFETY: `data` points to two `AtomicI32` (8 bytes, i32-aligned) that live as long as the
+    // SAFETY: `data` points to three `AtomicI32` (12 bytes, i32-aligned) that live as long as the
     // `Arc` in `hint`, which `release` drops when the buffer is collected; if the buffer is not
     // made, `release` never runs and the box is dropped here instead. Every value made here
     // belongs to the native call in progress on `env`.
     let words = unsafe {
         let mut buffer = ptr::null_mut();
         let status =
-            sys::napi_create_external_arraybuffer(raw, data, 8, Some(release), hint, &mut buffer);
+            sys::napi_create_external_arraybuffer(raw, data, 12, Some(release), hint, &mut buffer);
         if status != sys::Status::napi_ok {
             drop(Box::from_raw(hint.cast::<Arc<QueueSignal>>()));
             return Ok(None);
@@ -39,7 +39,7 @@ pub fn signal_words(env: &Env, signal: Arc<QueueSignal>) -> Result<Option<Int32A
         check_status!(sys::napi_create_typedarray(
             raw,
             sys::TypedarrayType::int32_array,
-            2,
+            3,
             buffer,
             0,
             &mut words,

@@ -31,6 +31,12 @@ pub struct NativeOptions {
     pub sync_interval_ms: Option<f64>,
     /// Watchers served from the start.
     pub serve_watchers: Option<Vec<String>>,
+    /// The event kinds that notify; default the three notify kinds.
+    pub notify_kinds: Option<Vec<String>>,
+    /// A spawn's seed makes an existing cursor `explicit`; default false (kept).
+    pub seed_resets_provenance: Option<bool>,
+    /// Keep every notice entering the queue for `takeNotices` (the listener's outbox).
+    pub notice_outbox: Option<bool>,
 }
 
 /// A best-effort failure as the addon reports it: the stable code and the message.
@@ -106,6 +112,43 @@ pub struct Notice {
     pub text: String,
     /// The notice's context key.
     pub context_key: String,
+}
+
+/// A notice as it entered the queue, for the host's notice listener.
+#[napi(object, object_from_js = false)]
+pub struct QueuedNotice {
+    /// The watcher session.
+    pub watcher_key: String,
+    /// The session that changed.
+    pub target_key: String,
+    /// The version to reconcile from.
+    pub changes_since: i64,
+    /// The notice text.
+    pub text: String,
+    /// The notice's context key.
+    pub context_key: String,
+    /// The cursor's watcher scope, if any.
+    pub scope: Option<String>,
+    /// The store wakes the watcher for it.
+    pub wake: bool,
+    /// An `ambient-group` cursor: the notice waits for the watcher's turn.
+    pub queue_only: bool,
+}
+
+impl From<core::QueuedNotice> for QueuedNotice {
+    fn from(q: core::QueuedNotice) -> Self {
+        let n = q.notice;
+        QueuedNotice {
+            watcher_key: n.watcher_key,
+            target_key: n.target_key,
+            changes_since: n.changes_since,
+            text: n.text,
+            context_key: n.context_key,
+            scope: n.scope,
+            wake: q.wake,
+            queue_only: q.queue_only,
+        }
+    }
 }
 
 impl From<core::Notice> for Notice {

@@ -13,6 +13,12 @@ use crate::inert::{self, live_cursor, within_head};
 use crate::keys::{self, SessionKey};
 use crate::log;
 
+mod write;
+pub use write::{
+    check_scope, material_insert, material_update, seed, watch, Scopes, WatchOptions,
+    MAX_SCOPE_BYTES,
+};
+
 /// Where a cursor came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Provenance {
@@ -60,6 +66,8 @@ pub struct Cursor {
     pub provenance: Provenance,
     /// Last seed, material update, acknowledge or re-watch (clock ms).
     pub updated_at: i64,
+    /// The watcher scope it is bound to (`watcher_store_path`), if any (semantics.md#cursors-scope).
+    pub scope: Option<String>,
 }
 
 /// A cursor whose notice is pending (N != L) after a change.
@@ -75,9 +83,25 @@ pub struct Pending {
     pub notified: i64,
     /// Whether a main-like watcher is woken for it.
     pub provenance: Provenance,
+    /// The cursor's watcher scope, if any; non-text reads as none.
+    pub scope: Option<Arc<str>>,
 }
 
-fn provenance_col(s: String) -> rusqlite::Result<Provenance> {
+impl Pending {
+    /// True when its notice wakes the watcher (semantics.md#wake): an explicit cursor of a
+    /// main-like watcher.
+    pub fn wakes(&self) -> bool {
+        self.provenance == Provenance::Explicit
+            && SessionKey::classify(&self.watcher).is_main_like()
+    }
+}
+
+/// The scope column read from a row: text, else none (NULL, or a value another writer left).
+pub(crate) fn scope_col(v: ValueRef<'_>) -> Option<Arc<str>> {
+    inert::text(v).map(Arc::from)
+}
+
+pub(crate) fn provenance_col(s: String) -> rusqlite::Result<Provenance> {
     Provenance::parse(&s).map_err(|_| {
         rusqlite::Error::FromSqlConversionFailure(
             0,
@@ -96,19 +120,21 @@ pub fn get(conn: &Connection, watcher: &str, target: &str) -> Result<Option<Curs
         .prepare_cached(
             "SELECT last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
              coalesce((SELECT h.last_sequence FROM session_state_heads h \
-             WHERE h.session_key = ?2 AND h.agent_id = ?3 AND typeof(h.last_sequence) = 'integer'), 0) \
-             FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+             WHERE h.session_key = ?2 AND h.agent_id = ?3 AND typeof(h.last_sequence) = 'integer'), 0), \
+             watcher_store_path FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
         )?
         .query_row(
             params![watcher, target, SessionKey::classify(target).agent()],
             |r| {
                 let int = |i: usize| -> rusqlite::Result<Option<i64>> { Ok(inert::integer(r.get_ref(i)?)) };
                 let provenance = inert::text(r.get_ref(3)?).and_then(|p| Provenance::parse(p).ok());
-                Ok((int(0)?, int(1)?, int(2)?, provenance, int(4)?, r.get::<_, i64>(5)?))
+                let scope = inert::text(r.get_ref(6)?).map(str::to_owned);
+                Ok((int(0)?, int(1)?, int(2)?, provenance, int(4)?, r.get::<_, i64>(5)?, scope))
             },
         )
         .optional()?;
-    let Some((Some(l), Some(n), Some(m), Some(provenance), Some(updated_at), head)) = row else {
+    let Some((Some(l), Some(n), Some(m), Some(provenance), Some(updated_at), head, scope)) = row
+    else {
         return Ok(None);
     };
     if l.min(n).min(m) < 0 || l.max(n).max(m) > head {
@@ -122,11 +148,12 @@ pub fn get(conn: &Connection, watcher: &str, target: &str) -> Result<Option<Curs
         material: m,
         provenance,
         updated_at,
+        scope,
     }))
 }
 
 /// True when a row for the pair exists, live or inert.
-fn exists(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
+pub(crate) fn exists(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
     Ok(conn
         .prepare_cached(
             "SELECT 1 FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
@@ -146,134 +173,6 @@ pub fn is_watched(conn: &Connection, target: &str) -> Result<bool> {
         .exists([target])?)
 }
 
-/// Spawn edge (semantics.md#recording-fan-out): L = N = M = `sequence`, provenance kept or `explicit`.
-/// Returns true when a cursor existed (its pending notice, if any, must be dropped).
-///
-/// The spawn names the pair explicitly, so an inert row of the pair (semantics.md#storage) is replaced by the
-/// seeded cursor: every column is written, an unknown provenance becomes `explicit`.
-pub fn seed(
-    conn: &Connection,
-    watcher: &str,
-    target: &str,
-    sequence: i64,
-    now: i64,
-) -> Result<bool> {
-    let existed = exists(conn, watcher, target)?;
-    conn.prepare_cached(
-        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
-         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) \
-         VALUES (?1, ?2, ?3, ?3, ?3, 'explicit', ?4) \
-         ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
-         last_seen_sequence = excluded.last_seen_sequence, notified_sequence = excluded.notified_sequence, \
-         material_sequence = excluded.material_sequence, updated_at = excluded.updated_at, \
-         provenance = CASE WHEN provenance IN ('explicit', 'ambient-group') THEN provenance \
-         ELSE 'explicit' END",
-    )?
-    .execute(params![watcher, target, sequence, now])?;
-    Ok(existed)
-}
-
-/// Material event `sequence` on `target` (semantics.md#cursors) for every cursor on it, except the one whose
-/// watcher caused it (self-suppression). Returns the cursors whose notice is pending after it.
-/// Inert rows (semantics.md#storage) are left as they are: `sequence` is the target's new head, so a live
-/// cursor's positions all lie below it.
-pub fn material_update(
-    conn: &Connection,
-    target: &Arc<str>,
-    sequence: i64,
-    actor_id: Option<&str>,
-    now: i64,
-) -> Result<Vec<Pending>> {
-    let mut stmt = conn.prepare_cached(concat!(
-        "UPDATE session_watch_cursors SET \
-         notified_sequence = CASE WHEN notified_sequence = last_seen_sequence THEN ?2 ELSE notified_sequence END, \
-         material_sequence = ?2, updated_at = ?4 \
-         WHERE target_session_key = ?1 AND watcher_session_key IS NOT ?3 AND ",
-        live_cursor!(),
-        "?2 - 1) RETURNING watcher_session_key, last_seen_sequence, notified_sequence, provenance"
-    ))?;
-    let rows = stmt.query_map(params![&**target, sequence, actor_id, now], |r| {
-        Ok(Pending {
-            watcher: r.get(0)?,
-            target: Arc::clone(target),
-            last_seen: r.get(1)?,
-            notified: r.get(2)?,
-            provenance: provenance_col(r.get(3)?)?,
-        })
-    })?;
-    let mut out = Vec::new();
-    for p in rows {
-        let p = p?;
-        if p.notified != p.last_seen {
-            out.push(p);
-        }
-    }
-    Ok(out)
-}
-
-/// A material event for a producer-named watcher that has no cursor yet: L = 0, N = M = S.
-/// Returns the pending cursor when one was inserted.
-pub fn material_insert(
-    conn: &Connection,
-    watcher: &str,
-    target: &Arc<str>,
-    sequence: i64,
-    now: i64,
-) -> Result<Option<Pending>> {
-    let n = conn
-        .prepare_cached(
-            "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
-             last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) \
-             VALUES (?1, ?2, 0, ?3, ?3, 'explicit', ?4) \
-             ON CONFLICT (watcher_session_key, target_session_key) DO NOTHING",
-        )?
-        .execute(params![watcher, &**target, sequence, now])?;
-    Ok((n == 1 && sequence != 0).then(|| Pending {
-        watcher: watcher.to_owned(),
-        target: Arc::clone(target),
-        last_seen: 0,
-        notified: sequence,
-        provenance: Provenance::Explicit,
-    }))
-}
-
-/// `watch` (semantics.md#cursors): seeds at `head` when there is no cursor; on an existing one refreshes
-/// `updated_at` and promotes `ambient-group` to `explicit` (never the reverse).
-/// Returns true when a new cursor was seeded. The call names the pair explicitly, so an
-/// inert row of the pair (semantics.md#storage) is replaced by a seeded cursor, as if there were none.
-pub fn watch(
-    conn: &Connection,
-    watcher: &str,
-    target: &str,
-    head: i64,
-    provenance: Provenance,
-    now: i64,
-) -> Result<bool> {
-    let updated = conn
-        .prepare_cached(concat!(
-            "UPDATE session_watch_cursors SET updated_at = ?3, \
-                 provenance = CASE WHEN ?4 = 'explicit' THEN 'explicit' ELSE provenance END \
-                 WHERE watcher_session_key = ?1 AND target_session_key = ?2 AND ",
-            live_cursor!(),
-            within_head!()
-        ))?
-        .execute(params![watcher, target, now, provenance.as_str()])?;
-    if updated == 1 {
-        return Ok(false);
-    }
-    conn.prepare_cached(
-        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
-         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at) \
-         VALUES (?1, ?2, ?3, ?3, ?3, ?4, ?5) \
-         ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
-         last_seen_sequence = excluded.last_seen_sequence, notified_sequence = excluded.notified_sequence, \
-         material_sequence = excluded.material_sequence, provenance = excluded.provenance, \
-         updated_at = excluded.updated_at",
-    )?
-    .execute(params![watcher, target, head, provenance.as_str(), now])?;
-    Ok(true)
-}
-
 /// The outcome of acknowledging one pending notice.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Acked {
@@ -284,17 +183,19 @@ pub struct Acked {
 }
 
 /// Acknowledge (semantics.md#cursors): L = old N; N = max(M, old N). A cursor with nothing pending (or none at
-/// all, or an inert row, semantics.md#storage) is left alone and gives `None`.
+/// all, or an inert row, semantics.md#storage) is left alone and gives `None`. With `scope`, a cursor
+/// bound to another scope (or to none) is left alone too (semantics.md#cursors-scope).
 pub fn acknowledge(
     conn: &Connection,
     watcher: &str,
     target: &str,
+    scope: Option<&str>,
     now: i64,
 ) -> Result<Option<Acked>> {
     let Some(c) = get(conn, watcher, target)? else {
         return Ok(None);
     };
-    if c.notified == c.last_seen {
+    if c.notified == c.last_seen || scope.is_some_and(|s| c.scope.as_deref() != Some(s)) {
         return Ok(None);
     }
     let new_l = c.notified;
@@ -312,6 +213,7 @@ pub fn acknowledge(
             last_seen: new_l,
             notified: new_n,
             provenance: c.provenance,
+            scope: c.scope.map(Arc::from),
         },
     }))
 }
@@ -339,8 +241,8 @@ pub fn watchers_behind(conn: &Connection) -> Result<Vec<String>> {
 /// the table.
 pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pending>> {
     const COLUMNS: &str = "SELECT rowid, watcher_session_key, target_session_key, \
-         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at \
-         FROM session_watch_cursors WHERE material_sequence > last_seen_sequence";
+         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
+         watcher_store_path FROM session_watch_cursors WHERE material_sequence > last_seen_sequence";
     // The cursors of one target share one string, as they do when a record queues them.
     let mut targets: HashMap<String, (Arc<str>, i64), foldhash::fast::RandomState> =
         HashMap::default();
@@ -388,6 +290,7 @@ pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pendin
                 ValueRef::Text(b"ambient-group") => Provenance::AmbientGroup,
                 _ => Provenance::Explicit,
             },
+            scope: scope_col(r.get_ref(8)?),
         });
         Ok(())
     };
@@ -428,8 +331,8 @@ pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pendin
 /// The watcher's live pending cursors (N != L), in ascending order of N.
 pub fn pending_of(conn: &Connection, watcher: &str) -> Result<Vec<Pending>> {
     let mut stmt = conn.prepare_cached(concat!(
-        "SELECT target_session_key, last_seen_sequence, notified_sequence, provenance \
-         FROM session_watch_cursors WHERE watcher_session_key = ?1 \
+        "SELECT target_session_key, last_seen_sequence, notified_sequence, provenance, \
+         watcher_store_path FROM session_watch_cursors WHERE watcher_session_key = ?1 \
          AND notified_sequence != last_seen_sequence AND ",
         live_cursor!(),
         within_head!(),
@@ -442,6 +345,7 @@ pub fn pending_of(conn: &Connection, watcher: &str) -> Result<Vec<Pending>> {
             last_seen: r.get(1)?,
             notified: r.get(2)?,
             provenance: provenance_col(r.get(3)?)?,
+            scope: scope_col(r.get_ref(4)?),
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -450,8 +354,8 @@ pub fn pending_of(conn: &Connection, watcher: &str) -> Result<Vec<Pending>> {
 /// Every live cursor on `target`, pending or not (`notified != last_seen` tells), by watcher.
 pub fn on_target(conn: &Connection, target: &str) -> Result<Vec<Pending>> {
     let mut stmt = conn.prepare_cached(concat!(
-        "SELECT watcher_session_key, last_seen_sequence, notified_sequence, provenance \
-         FROM session_watch_cursors WHERE target_session_key = ?1 AND ",
+        "SELECT watcher_session_key, last_seen_sequence, notified_sequence, provenance, \
+         watcher_store_path FROM session_watch_cursors WHERE target_session_key = ?1 AND ",
         live_cursor!(),
         within_head!(),
         " ORDER BY watcher_session_key"
@@ -464,6 +368,7 @@ pub fn on_target(conn: &Connection, target: &str) -> Result<Vec<Pending>> {
             last_seen: r.get(1)?,
             notified: r.get(2)?,
             provenance: provenance_col(r.get(3)?)?,
+            scope: scope_col(r.get_ref(4)?),
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -8,10 +8,9 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::conn::Db;
-use crate::cursors::{self, Pending, Provenance};
+use crate::cursors::{self, Pending};
 use crate::error::Result;
-use crate::keys::SessionKey;
-use crate::queue::{Notice, NoticeQueue, QueueSignal};
+use crate::queue::{Notice, NoticeQueue, QueueSignal, QueuedNotice};
 use crate::tx::Tx;
 use crate::wake::{WakeScheduler, WakeSink};
 
@@ -21,7 +20,7 @@ pub(crate) type Wake = (String, String);
 /// True when a pending notice of `p` wakes its watcher (semantics.md#wake): an explicit watch by a main-like
 /// session.
 pub(crate) fn wakes_for(p: &Pending) -> bool {
-    p.provenance == Provenance::Explicit && SessionKey::classify(&p.watcher).is_main_like()
+    p.wakes()
 }
 
 /// The notice queue and the wake scheduler.
@@ -31,10 +30,11 @@ pub(crate) struct Delivery {
 }
 
 impl Delivery {
-    /// An empty queue; wakes go to `sink` after `coalesce_ms`, or nowhere without one.
-    pub(crate) fn new(sink: Option<Arc<dyn WakeSink>>, coalesce_ms: u32) -> Self {
+    /// An empty queue; wakes go to `sink` after `coalesce_ms`, or nowhere without one. With
+    /// `outbox`, every notice entering the queue is also kept for the host's listener.
+    pub(crate) fn new(sink: Option<Arc<dyn WakeSink>>, coalesce_ms: u32, outbox: bool) -> Self {
         Delivery {
-            queue: Mutex::new(NoticeQueue::default()),
+            queue: Mutex::new(NoticeQueue::new(outbox)),
             wake: sink.map(|s| WakeScheduler::new(s, coalesce_ms)),
         }
     }
@@ -55,7 +55,7 @@ impl Delivery {
         let mut q = self.queue.lock();
         let mut wakes = Vec::new();
         for p in pending {
-            if q.upsert(&p.watcher, &p.target, p.last_seen) && wakes_for(p) {
+            if q.enter(p) && wakes_for(p) {
                 wakes.push((p.watcher.clone(), p.target.to_string()));
             }
         }
@@ -86,8 +86,9 @@ impl Delivery {
             let mut reopened = Vec::new();
             for n in &queued {
                 // The cursor row decides: a notice consumed elsewhere is not handed out again.
-                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, now)? {
-                    out.push(Notice::new(watcher, &n.target, acked.old_last_seen));
+                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, None, now)? {
+                    let scope = acked.after.scope.as_deref();
+                    out.push(Notice::new(watcher, &n.target, acked.old_last_seen, scope));
                     if acked.after.notified != acked.after.last_seen {
                         reopened.push(acked.after);
                     }
@@ -106,7 +107,7 @@ impl Delivery {
             Err(e) => {
                 let mut q = self.queue();
                 for n in queued {
-                    q.push(watcher, &n.target, n.changes_since);
+                    q.push(watcher, &n.target, n.changes_since, n.scope);
                 }
                 Err(e)
             }
@@ -114,12 +115,14 @@ impl Delivery {
     }
 
     /// Acknowledges the watcher's pending notices on `targets` (distinct, checked) in one write
-    /// transaction (semantics.md#cursors). Returns how many pending notices it acknowledged.
+    /// transaction (semantics.md#cursors), only those of cursors bound to `scope` when it is
+    /// given. Returns how many pending notices it acknowledged.
     pub(crate) fn acknowledge(
         &self,
         db: &Db,
         watcher: &str,
         targets: &[&str],
+        scope: Option<&str>,
         now: i64,
     ) -> Result<u64> {
         let conn = db.lock()?;
@@ -127,7 +130,7 @@ impl Delivery {
         let mut count = 0;
         let mut acked = Vec::new();
         for &t in targets {
-            if let Some(a) = cursors::acknowledge(&tx, watcher, t, now)? {
+            if let Some(a) = cursors::acknowledge(&tx, watcher, t, scope, now)? {
                 count += 1;
                 acked.push(a.after);
             }
@@ -147,6 +150,11 @@ impl Delivery {
         drop(conn);
         self.wake_all(wakes);
         Ok(count)
+    }
+
+    /// Takes the notices that entered the queue since the last call (the listener's outbox).
+    pub(crate) fn take_entered(&self) -> Vec<QueuedNotice> {
+        self.queue.lock().take_entered()
     }
 
     /// Cancels the watcher's scheduled wake (its session was reset or deleted).

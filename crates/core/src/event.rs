@@ -72,7 +72,7 @@ impl EventKind {
             .ok_or_else(|| Error::invalid(format!("unknown kind {}", keys::json_string(s))))
     }
 
-    /// True for the kinds that notify watchers.
+    /// True for the kinds that notify watchers by default ([`NotifyKinds::default`]).
     pub fn notifies(self) -> bool {
         matches!(
             self,
@@ -143,6 +143,44 @@ pub struct StateEvent {
     pub payload_json: Option<String>,
 }
 
+/// The event kinds that notify watchers (semantics.md#api-options, `notifyKinds`): a small
+/// set, by default the three notify kinds of semantics.md#api-shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotifyKinds(u16);
+
+impl NotifyKinds {
+    /// The set of `kinds` (repeats allowed). `child_spawned` is a seed kind and is refused
+    /// with `ERR_INVALID_ARG`.
+    pub fn of(kinds: &[EventKind]) -> Result<Self> {
+        let mut bits = 0;
+        for &k in kinds {
+            if k == EventKind::ChildSpawned {
+                return Err(Error::invalid(
+                    "notifyKinds cannot hold child_spawned: it seeds cursors",
+                ));
+            }
+            bits |= Self::bit(k);
+        }
+        Ok(NotifyKinds(bits))
+    }
+
+    fn bit(k: EventKind) -> u16 {
+        1 << EventKind::ALL.iter().position(|&a| a == k).unwrap_or(0)
+    }
+
+    /// True when `kind` notifies.
+    pub fn contains(self, kind: EventKind) -> bool {
+        self.0 & Self::bit(kind) != 0
+    }
+}
+
+impl Default for NotifyKinds {
+    fn default() -> Self {
+        let kinds = EventKind::ALL.into_iter().filter(|k| k.notifies());
+        NotifyKinds(kinds.map(Self::bit).fold(0, |a, b| a | b))
+    }
+}
+
 /// What a caller asks `record` to store (semantics.md#api), before validation.
 #[derive(Debug, Clone, Default)]
 pub struct RecordInput {
@@ -172,6 +210,9 @@ pub struct RecordInput {
     pub watchers: Vec<String>,
     /// Write nothing unless someone watches the session.
     pub only_if_watched: bool,
+    /// The watcher scope of each watcher the caller knows (`watcherScopes`,
+    /// semantics.md#cursors-scope), by watcher key.
+    pub watcher_scopes: crate::cursors::Scopes,
 }
 
 /// A record input that passed validation.
@@ -185,6 +226,8 @@ pub struct ValidEvent {
     pub watchers: Vec<String>,
     /// See [`RecordInput::only_if_watched`].
     pub only_if_watched: bool,
+    /// See [`RecordInput::watcher_scopes`].
+    pub watcher_scopes: crate::cursors::Scopes,
 }
 
 /// Validates and normalises a record input at `now` (semantics.md#recording-validation).
@@ -204,6 +247,10 @@ pub fn validate(input: RecordInput, now: i64) -> Result<ValidEvent> {
     }
     for w in &input.watchers {
         keys::check_len(w, "watchers")?;
+    }
+    for (w, scope) in &input.watcher_scopes {
+        keys::check_len(w, "watcherScopes")?;
+        crate::cursors::check_scope(scope)?;
     }
     let payload_json = match input.payload {
         None | Some(Value::Null) => None,
@@ -236,6 +283,7 @@ pub fn validate(input: RecordInput, now: i64) -> Result<ValidEvent> {
         dedupe_key: non_empty(input.dedupe_key),
         watchers,
         only_if_watched: input.only_if_watched,
+        watcher_scopes: input.watcher_scopes,
     })
 }
 

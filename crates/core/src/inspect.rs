@@ -249,7 +249,7 @@ pub fn inspect(path: &str) -> Result<Inspection> {
     });
     let pending_notices = pending
         .into_iter()
-        .map(|c| Notice::new(&c.watcher_key, &c.target_key, c.last_seen))
+        .map(|c| Notice::new(&c.watcher_key, &c.target_key, c.last_seen, None))
         .collect();
     Ok(Inspection {
         pending_notices,

@@ -80,15 +80,15 @@ pub mod tx;
 pub(crate) mod tx;
 
 pub use cursor_rows::CursorRow;
-pub use cursors::{Cursor, Provenance};
+pub use cursors::{Cursor, Provenance, Scopes, WatchOptions, MAX_SCOPE_BYTES};
 pub use error::{Error, Result};
-pub use event::{ActorType, EventKind, RecordInput, StateEvent};
+pub use event::{ActorType, EventKind, NotifyKinds, RecordInput, StateEvent};
 pub use hooks::{system_now, Clock, ErrorSink, Hooks};
 pub use keys::{decode_notice_context_key, encode_notice_context_key};
 pub use log::Changes;
 pub use maintenance::SweepReport;
 pub use options::{Options, MAX_RETENTION_MS, MAX_SYNC_INTERVAL_MS, MAX_WAKE_COALESCE_MS};
 pub use prune::PruneReport;
-pub use queue::{Notice, QueueSignal};
+pub use queue::{Notice, QueueSignal, QueuedNotice};
 pub use store::{Store, VersionRef};
 pub use wake::{WakeRequest, WakeSink};

@@ -1,6 +1,7 @@
 //! The tunables of a store (semantics.md#api) and their accepted ranges.
 
 use crate::error::{Error, Result};
+use crate::event::NotifyKinds;
 use crate::log;
 
 /// Tunables of a store (semantics.md#api). Ranges are checked by [`Options::validate`].
@@ -17,6 +18,15 @@ pub struct Options {
     /// How often the store looks for cursor changes made by other processes (semantics.md#processes). Default
     /// 100 ms; 0 turns the cross-process delivery off.
     pub sync_interval_ms: u32,
+    /// The event kinds that notify watchers (semantics.md#api-options). Default the three
+    /// notify kinds.
+    pub notify_kinds: NotifyKinds,
+    /// A spawn's seed makes an existing cursor `explicit` instead of keeping its provenance
+    /// (semantics.md#cursors-scope). Default false.
+    pub seed_resets_provenance: bool,
+    /// Every notice entering the queue is also kept for the host's listener
+    /// (semantics.md#notices-listener). Default false.
+    pub notice_outbox: bool,
 }
 
 impl Default for Options {
@@ -27,6 +37,9 @@ impl Default for Options {
             busy_timeout_ms: 30_000,
             wake_coalesce_ms: 250,
             sync_interval_ms: 100,
+            notify_kinds: NotifyKinds::default(),
+            seed_resets_provenance: false,
+            notice_outbox: false,
         }
     }
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 use indexmap::IndexMap;
 
+use crate::cursors::{Pending, Provenance};
 use crate::keys;
 
 /// A pending stale-state notice, as handed to the watcher's turn.
@@ -27,39 +28,64 @@ pub struct Notice {
     pub text: String,
     /// `session-state:` + hex of the target key.
     pub context_key: String,
+    /// The watcher scope of the cursor, if it has one (semantics.md#cursors-scope).
+    pub scope: Option<String>,
 }
 
 impl Notice {
-    /// Builds the notice of `watcher` on `target` at acknowledged position `last_seen`.
-    pub fn new(watcher: &str, target: &str, last_seen: i64) -> Self {
+    /// Builds the notice of `watcher` on `target` at acknowledged position `last_seen`, for a
+    /// cursor bound to `scope`.
+    pub fn new(watcher: &str, target: &str, last_seen: i64, scope: Option<&str>) -> Self {
         Notice {
             watcher_key: watcher.to_owned(),
             target_key: target.to_owned(),
             changes_since: last_seen,
             text: keys::notice_text(target, last_seen),
             context_key: keys::encode_notice_context_key(target),
+            scope: scope.map(str::to_owned),
         }
     }
 }
 
-/// One queued entry: the target and the position L its notice names.
+/// A notice as it entered the queue, for the host's notice listener (semantics.md#notices-listener).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedNotice {
+    /// The notice.
+    pub notice: Notice,
+    /// True when the store wakes the watcher for it: an explicit cursor of a main-like watcher.
+    pub wake: bool,
+    /// True for an `ambient-group` cursor: the notice waits for the watcher's next turn.
+    pub queue_only: bool,
+}
+
+/// One queued entry: the target, the position L its notice names and the cursor's scope.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Queued {
     /// The session that changed.
     pub target: Arc<str>,
     /// L.
     pub changes_since: i64,
+    /// The cursor's watcher scope.
+    pub scope: Option<Arc<str>>,
 }
 
-/// What a reader without the queue's lock may know of it: two words the queue and the store
+/// What the queue keeps per (watcher, target): L and the cursor's scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    since: i64,
+    scope: Option<Arc<str>>,
+}
+
+/// What a reader without the queue's lock may know of it: three words the queue and the store
 /// keep current, so that the JS side of `drain` can answer an empty drain without a call
 /// into the addon. Word 0 is [`QueueSignal::EMPTY`], [`QueueSignal::QUEUED`] or
 /// [`QueueSignal::CLOSED`]; word 1 changes each time a watcher stops being served (semantics.md#processes), so
-/// that a reader's list of watchers already served is dropped.
+/// that a reader's list of watchers already served is dropped; word 2 is 1 while the outbox of
+/// the notice listener holds notices (semantics.md#notices-listener), else 0.
 #[derive(Debug, Default)]
 pub struct QueueSignal {
-    /// The two words, in this order.
-    pub words: [AtomicI32; 2],
+    /// The three words, in this order.
+    pub words: [AtomicI32; 3],
 }
 
 impl QueueSignal {
@@ -93,11 +119,49 @@ impl QueueSignal {
 /// Pending notices per watcher, in arrival order, each found by its target in O(1).
 #[derive(Debug, Default)]
 pub struct NoticeQueue {
-    by_watcher: HashMap<Box<str>, IndexMap<Arc<str>, i64, RandomState>, RandomState>,
+    by_watcher: HashMap<Box<str>, IndexMap<Arc<str>, Entry, RandomState>, RandomState>,
     signal: Arc<QueueSignal>,
+    // The notices that entered since the host last took them; `None` without a listener.
+    outbox: Option<Vec<QueuedNotice>>,
 }
 
 impl NoticeQueue {
+    /// A queue that also keeps every notice entering it for the host's listener
+    /// ([`NoticeQueue::take_entered`]) when `outbox` is true.
+    pub fn new(outbox: bool) -> Self {
+        NoticeQueue {
+            outbox: outbox.then(Vec::new),
+            ..Default::default()
+        }
+    }
+
+    /// Queues the notice of a committed pending cursor, replacing a queued one at another
+    /// position (see [`NoticeQueue::upsert`]). Returns true when it entered, and then also
+    /// keeps it for the listener.
+    pub fn enter(&mut self, p: &Pending) -> bool {
+        if !self.upsert(&p.watcher, &p.target, p.last_seen, p.scope.as_ref()) {
+            return false;
+        }
+        if let Some(out) = &mut self.outbox {
+            out.push(QueuedNotice {
+                notice: Notice::new(&p.watcher, &p.target, p.last_seen, p.scope.as_deref()),
+                wake: p.wakes(),
+                queue_only: p.provenance == Provenance::AmbientGroup,
+            });
+            self.signal.words[2].store(1, Ordering::Release);
+        }
+        true
+    }
+
+    /// Takes the notices that entered since the last call, in the order they entered.
+    pub fn take_entered(&mut self) -> Vec<QueuedNotice> {
+        let Some(out) = &mut self.outbox else {
+            return Vec::new();
+        };
+        self.signal.words[2].store(0, Ordering::Release);
+        std::mem::take(out)
+    }
+
     /// The words this queue keeps current.
     pub fn signal(&self) -> &Arc<QueueSignal> {
         &self.signal
@@ -117,23 +181,31 @@ impl NoticeQueue {
         self.publish();
     }
 
-    /// Queues a notice unless the pair already has one. Returns true when it entered.
-    pub fn push(&mut self, watcher: &str, target: &str, last_seen: i64) -> bool {
+    /// Queues a notice unless the pair already has one. Returns true when it entered. The
+    /// listener is not told: this puts back notices taken by a drain that failed.
+    pub fn push(
+        &mut self,
+        watcher: &str,
+        target: &str,
+        last_seen: i64,
+        scope: Option<Arc<str>>,
+    ) -> bool {
         if self.contains(watcher, target) {
             return false;
         }
-        self.insert(watcher, Arc::from(target), last_seen);
+        self.insert(watcher, Arc::from(target), last_seen, scope);
         true
     }
 
-    fn insert(&mut self, watcher: &str, target: Arc<str>, last_seen: i64) {
+    fn insert(&mut self, watcher: &str, target: Arc<str>, since: i64, scope: Option<Arc<str>>) {
+        let entry = Entry { since, scope };
         match self.by_watcher.get_mut(watcher) {
             Some(list) => {
-                list.insert(target, last_seen);
+                list.insert(target, entry);
             }
             None => {
                 let mut list = IndexMap::with_capacity_and_hasher(1, RandomState::default());
-                list.insert(target, last_seen);
+                list.insert(target, entry);
                 self.by_watcher.insert(watcher.into(), list);
                 self.publish();
             }
@@ -143,17 +215,23 @@ impl NoticeQueue {
     /// Replaces the pair's notice if its position differs (another process acknowledged it
     /// and a fresh one opened), else queues it. Returns true when a notice entered. The
     /// target is shared, not copied: the watchers of one change hold one string.
-    pub fn upsert(&mut self, watcher: &str, target: &Arc<str>, last_seen: i64) -> bool {
+    pub fn upsert(
+        &mut self,
+        watcher: &str,
+        target: &Arc<str>,
+        last_seen: i64,
+        scope: Option<&Arc<str>>,
+    ) -> bool {
         if let Some(list) = self.by_watcher.get_mut(watcher) {
             if let Some(i) = list.get_index_of(&**target) {
-                if list[i] == last_seen {
+                if list[i].since == last_seen {
                     return false;
                 }
                 // The old notice was consumed elsewhere; this is a new one, so it goes last.
                 list.shift_remove_index(i);
             }
         }
-        self.insert(watcher, Arc::clone(target), last_seen);
+        self.insert(watcher, Arc::clone(target), last_seen, scope.cloned());
         true
     }
 
@@ -166,7 +244,7 @@ impl NoticeQueue {
 
     /// The position (L) the pair's queued notice names, if it has one.
     pub fn position(&self, watcher: &str, target: &str) -> Option<i64> {
-        self.by_watcher.get(watcher)?.get(target).copied()
+        Some(self.by_watcher.get(watcher)?.get(target)?.since)
     }
 
     /// Every queued (watcher, target) pair.
@@ -187,7 +265,7 @@ impl NoticeQueue {
     pub fn peek(&self, watcher: &str) -> Vec<Notice> {
         self.by_watcher.get(watcher).map_or_else(Vec::new, |l| {
             l.iter()
-                .map(|(target, &since)| Notice::new(watcher, target, since))
+                .map(|(target, e)| Notice::new(watcher, target, e.since, e.scope.as_deref()))
                 .collect()
         })
     }
@@ -196,9 +274,10 @@ impl NoticeQueue {
     pub fn take(&mut self, watcher: &str) -> Vec<Queued> {
         let taken = self.by_watcher.remove(watcher).map_or_else(Vec::new, |l| {
             l.into_iter()
-                .map(|(target, changes_since)| Queued {
+                .map(|(target, e)| Queued {
                     target,
-                    changes_since,
+                    changes_since: e.since,
+                    scope: e.scope,
                 })
                 .collect()
         });
@@ -261,9 +340,9 @@ mod tests {
     #[test]
     fn one_notice_per_pair_in_arrival_order() {
         let mut q = NoticeQueue::default();
-        assert!(q.push("w", "b", 3));
-        assert!(q.push("w", "a", 1));
-        assert!(!q.push("w", "b", 9));
+        assert!(q.push("w", "b", 3, None));
+        assert!(q.push("w", "a", 1, None));
+        assert!(!q.push("w", "b", 9, None));
         assert_eq!(order(&q, "w"), [("b".into(), 3), ("a".into(), 1)]);
         assert!(q.has_any("w"));
         assert_eq!(
@@ -271,11 +350,13 @@ mod tests {
             [
                 Queued {
                     target: "b".into(),
-                    changes_since: 3
+                    changes_since: 3,
+                    scope: None,
                 },
                 Queued {
                     target: "a".into(),
-                    changes_since: 1
+                    changes_since: 1,
+                    scope: None,
                 }
             ]
         );
@@ -286,7 +367,7 @@ mod tests {
     #[test]
     fn notices_are_built_when_handed_out() {
         let mut q = NoticeQueue::default();
-        q.push("agent:main:main", "agent:main:subagent:c", 7);
+        q.push("agent:main:main", "agent:main:subagent:c", 7, None);
         assert_eq!(
             q.peek("agent:main:main"),
             [Notice {
@@ -297,6 +378,7 @@ mod tests {
                        acting: session_status sessionKey \"agent:main:subagent:c\" changesSince 7."
                     .into(),
                 context_key: "session-state:6167656e743a6d61696e3a7375626167656e743a63".into(),
+                scope: None,
             }]
         );
     }
@@ -304,13 +386,13 @@ mod tests {
     #[test]
     fn upsert_replaces_a_consumed_position() {
         let mut q = NoticeQueue::default();
-        q.push("w", "a", 1);
-        q.push("w", "b", 1);
+        q.push("w", "a", 1, None);
+        q.push("w", "b", 1, None);
         let a: Arc<str> = Arc::from("a");
-        assert!(!q.upsert("w", &a, 1));
-        assert!(q.upsert("w", &a, 5));
+        assert!(!q.upsert("w", &a, 1, None));
+        assert!(q.upsert("w", &a, 5, None));
         assert_eq!(order(&q, "w"), [("b".into(), 1), ("a".into(), 5)]);
-        assert!(q.upsert("v", &a, 2));
+        assert!(q.upsert("v", &a, 2, None));
         assert_eq!(order(&q, "v"), [("a".into(), 2)]);
         assert_eq!(q.position("w", "a"), Some(5));
         assert_eq!(q.position("w", "c"), None);
@@ -330,10 +412,10 @@ mod tests {
     #[test]
     fn removals_keep_the_order_of_the_rest() {
         let mut q = NoticeQueue::default();
-        q.push("w1", "t", 0);
-        q.push("w2", "t", 0);
-        q.push("w2", "u", 0);
-        q.push("w2", "v", 0);
+        q.push("w1", "t", 0, None);
+        q.push("w2", "t", 0, None);
+        q.push("w2", "u", 0, None);
+        q.push("w2", "v", 0, None);
         q.remove_target("t");
         assert_eq!(q.len(), 2);
         assert!(q.remove("w2", "u"));
@@ -347,9 +429,9 @@ mod tests {
     fn many_targets_per_watcher() {
         let mut q = NoticeQueue::default();
         for i in 0..2000 {
-            assert!(q.push("w", &format!("t{i}"), i));
+            assert!(q.push("w", &format!("t{i}"), i, None));
         }
-        assert!(!q.push("w", "t1999", 0));
+        assert!(!q.push("w", "t1999", 0, None));
         assert!(q.remove("w", "t0"));
         assert_eq!(q.len(), 1999);
         assert_eq!(order(&q, "w")[0], ("t1".into(), 1));
@@ -361,29 +443,29 @@ mod tests {
         let signal = Arc::clone(q.signal());
         let state = || signal.words[0].load(Ordering::Acquire);
         assert_eq!(state(), QueueSignal::EMPTY);
-        assert!(q.push("w", "a", 1));
+        assert!(q.push("w", "a", 1, None));
         assert_eq!(state(), QueueSignal::QUEUED);
-        assert!(q.push("w", "b", 1));
+        assert!(q.push("w", "b", 1, None));
         assert!(q.remove("w", "a"));
         assert_eq!(state(), QueueSignal::QUEUED, "one notice is left");
         assert!(q.remove("w", "b"));
         assert_eq!(state(), QueueSignal::EMPTY);
-        assert!(q.upsert("v", &Arc::from("a"), 2));
+        assert!(q.upsert("v", &Arc::from("a"), 2, None));
         assert_eq!(state(), QueueSignal::QUEUED);
         assert_eq!(q.take("v").len(), 1);
         assert_eq!(state(), QueueSignal::EMPTY);
-        q.push("w", "a", 1);
-        q.push("v", "a", 1);
+        q.push("w", "a", 1, None);
+        q.push("v", "a", 1, None);
         q.remove_target("a");
         assert_eq!(state(), QueueSignal::EMPTY);
-        q.push("w", "a", 1);
+        q.push("w", "a", 1, None);
         q.remove_watcher("w");
         assert_eq!(state(), QueueSignal::EMPTY);
-        q.push("w", "a", 1);
+        q.push("w", "a", 1, None);
         q.clear();
         assert_eq!(state(), QueueSignal::EMPTY);
         signal.close();
-        q.push("w", "a", 1);
+        q.push("w", "a", 1, None);
         assert_eq!(state(), QueueSignal::CLOSED, "closed stays closed");
         let before = signal.words[1].load(Ordering::Acquire);
         signal.unserved();

@@ -9,7 +9,7 @@ use crate::conn::Db;
 use crate::cursors;
 use crate::delivery::Delivery;
 use crate::error::Result;
-use crate::event::{self, EventKind, RecordInput, StateEvent};
+use crate::event::{self, EventKind, NotifyKinds, RecordInput, StateEvent};
 use crate::keys;
 use crate::log::{self, Inserted};
 use crate::maintenance::Maintenance;
@@ -27,6 +27,10 @@ pub(crate) struct Recorder {
     pub(crate) maintenance: Arc<Maintenance>,
     /// Cross-process delivery, when on.
     pub(crate) sync: Option<Arc<SyncState>>,
+    /// The kinds that notify, and whether a spawn's seed resets provenance.
+    pub(crate) notify_kinds: NotifyKinds,
+    /// See [`crate::Options::seed_resets_provenance`].
+    pub(crate) seed_resets_provenance: bool,
 }
 
 impl Recorder {
@@ -75,18 +79,35 @@ impl Recorder {
         let mut pending = Vec::new();
         let mut reseeded = Vec::new();
         if watchable {
+            let scopes = &v.watcher_scopes;
             if v.event.kind == EventKind::ChildSpawned {
+                let reset = self.seed_resets_provenance;
                 for w in &v.watchers {
-                    if cursors::seed(&tx, w, target, sequence, now)? {
+                    let scope = scopes.get(w).map(String::as_str);
+                    if cursors::seed(&tx, w, target, sequence, scope, reset, now)? {
                         reseeded.push(w.as_str());
                     }
                 }
-            } else if v.event.kind.notifies() {
+            } else if self.notify_kinds.contains(v.event.kind) {
                 let actor = v.event.actor_id.as_deref();
                 let shared: Arc<str> = Arc::from(target);
-                pending = cursors::material_update(&tx, &shared, sequence, actor, now)?;
+                // A cursor bound to another scope than the one given for its watcher is left
+                // alone (semantics.md#cursors-scope).
+                let mut skip = Vec::new();
+                for (w, scope) in scopes {
+                    if Some(w.as_str()) != actor {
+                        let c = cursors::get(&tx, w, target)?;
+                        if c.is_some_and(|c| c.scope.as_deref() != Some(scope.as_str())) {
+                            skip.push(w.as_str());
+                        }
+                    }
+                }
+                pending = cursors::material_update(&tx, &shared, sequence, actor, &skip, now)?;
                 for w in v.watchers.iter().filter(|w| Some(w.as_str()) != actor) {
-                    pending.extend(cursors::material_insert(&tx, w, &shared, sequence, now)?);
+                    let scope = scopes.get(w).map(String::as_str);
+                    pending.extend(cursors::material_insert(
+                        &tx, w, &shared, sequence, scope, now,
+                    )?);
                 }
             }
         }

@@ -78,7 +78,11 @@ impl Store {
             .map(str::to_owned);
         let host = Host::of(&hooks);
         let db = Arc::new(Db::new(conn, guard));
-        let delivery = Arc::new(Delivery::new(hooks.wake.clone(), opts.wake_coalesce_ms));
+        let delivery = Arc::new(Delivery::new(
+            hooks.wake.clone(),
+            opts.wake_coalesce_ms,
+            opts.notice_outbox,
+        ));
         let sync = match file {
             Some(file) => Some(Arc::new(SyncState::open(
                 &file,
@@ -101,6 +105,8 @@ impl Store {
             delivery,
             maintenance,
             sync,
+            notify_kinds: opts.notify_kinds,
+            seed_resets_provenance: opts.seed_resets_provenance,
         };
         let monitor = Arc::new(Monitor::new(recorder.clone(), host.clone()));
         if let Some(sync) = &recorder.sync {
@@ -187,7 +193,27 @@ impl Store {
         provenance: Provenance,
         now: i64,
     ) -> Result<bool> {
+        let o = cursors::WatchOptions {
+            provenance,
+            ..Default::default()
+        };
+        self.watch_with(watcher, target, &o, now)
+    }
+
+    /// `watch` with a watcher scope and the refresh rule (semantics.md#cursors-scope): a
+    /// cursor bound to another scope than `o.scope` is re-seeded at the target's head, its
+    /// pending notice dropped. A scope must be non-empty and at most 4,096 UTF-8 bytes.
+    pub fn watch_with(
+        &self,
+        watcher: &str,
+        target: &str,
+        o: &cursors::WatchOptions,
+        now: i64,
+    ) -> Result<bool> {
         self.check_open()?;
+        if let Some(s) = &o.scope {
+            cursors::check_scope(s)?;
+        }
         SessionKey::parse(watcher)?;
         let t = SessionKey::parse(target)?;
         let (SessionKey::Qualified { agent, .. }, true) =
@@ -196,13 +222,15 @@ impl Store {
             return Ok(false);
         };
         self.mark_served(watcher);
-        self.with_conn(|conn| {
-            let tx = Tx::immediate(conn)?;
-            let head = log::head(&tx, target, agent)?.last_sequence;
-            cursors::watch(&tx, watcher, target, head, provenance, now)?;
-            tx.commit()?;
-            Ok(true)
-        })
+        let conn = self.db().lock()?;
+        let tx = Tx::immediate(&conn)?;
+        let head = log::head(&tx, target, agent)?.last_sequence;
+        let seeded = cursors::watch(&tx, watcher, target, head, o, now)?;
+        tx.commit()?;
+        if seeded {
+            self.delivery().queue().remove(watcher, target);
+        }
+        Ok(true)
     }
 
     /// The cursor rows of `watcher` and/or `target` as stored (every row when both are
@@ -308,7 +336,23 @@ impl Store {
     /// Acknowledges the watcher's pending notices on `targets` (semantics.md#cursors), for hosts that route
     /// notices through their own queue. Returns how many pending notices it acknowledged.
     pub fn acknowledge(&self, watcher: &str, targets: &[String], now: i64) -> Result<u64> {
+        self.acknowledge_in(watcher, targets, None, now)
+    }
+
+    /// [`Store::acknowledge`], limited to the cursors bound to `scope` when it is given
+    /// (semantics.md#cursors-scope): a cursor bound to another scope, or to none, is left
+    /// pending and its queued notice stays.
+    pub fn acknowledge_in(
+        &self,
+        watcher: &str,
+        targets: &[String],
+        scope: Option<&str>,
+        now: i64,
+    ) -> Result<u64> {
         self.check_open()?;
+        if let Some(s) = scope {
+            cursors::check_scope(s)?;
+        }
         SessionKey::parse(watcher)?;
         self.mark_served(watcher);
         let mut unique: Vec<&str> = Vec::with_capacity(targets.len());
@@ -319,7 +363,7 @@ impl Store {
             }
         }
         self.delivery()
-            .acknowledge(self.db(), watcher, &unique, now)
+            .acknowledge(self.db(), watcher, &unique, scope, now)
     }
 
     /// Sweep (semantics.md#cursors), then a prune. `watcher_exists` is asked once per watcher with material
@@ -343,6 +387,12 @@ impl Store {
             }
         };
         self.inner.recorder.maintenance.sweep(only.as_deref(), now)
+    }
+
+    /// Takes the notices that entered the queue since the last call, in the order they entered
+    /// (semantics.md#notices-listener); always empty unless [`Options::notice_outbox`] is on.
+    pub fn take_entered_notices(&self) -> Vec<crate::queue::QueuedNotice> {
+        self.delivery().take_entered()
     }
 
     /// The watcher session was reset: its cursors and pending notices go; its own history stays.

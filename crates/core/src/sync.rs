@@ -374,7 +374,7 @@ impl SyncState {
         let mut wakes = Vec::new();
         for c in open {
             if served.all.contains(&c.watcher) {
-                if q.upsert(&c.watcher, &c.target, c.last_seen) && wakes_for(&c) {
+                if q.enter(&c) && wakes_for(&c) {
                     wakes.push((c.watcher, c.target.to_string()));
                 }
             } else if q

@@ -440,6 +440,8 @@ fn the_notice_text_is_pinned_byte_for_byte() {
                     .into(),
                 context_key: "session-state:6167656e743a6d61696e3a7375626167656e743a6368696c64"
                     .into(),
+
+                scope: None,
             },
             Notice {
                 watcher_key: MAIN.into(),
@@ -449,6 +451,8 @@ fn the_notice_text_is_pinned_byte_for_byte() {
                     .into(),
                 context_key: "session-state:6167656e743a6d61696e3a7765226972640a6b65795c78"
                     .into(),
+
+                scope: None,
             },
         ]
     );

@@ -185,7 +185,10 @@ fn reports_a_closed_database_exactly_and_leaves_it_untouched() {
     );
     assert_eq!(
         report.pending_notices,
-        vec![Notice::new(PARENT, CHILD, 1), Notice::new(PARENT, OPS, 0)]
+        vec![
+            Notice::new(PARENT, CHILD, 1, None),
+            Notice::new(PARENT, OPS, 0, None)
+        ]
     );
     let child = inspect::read_events(p, CHILD, None, 2.0).unwrap();
     assert_eq!(child.events.len(), 1);

@@ -95,6 +95,7 @@ fn core_input(i: &Input) -> RecordInput {
         dedupe_key: i.dedupe.clone(),
         watchers: i.watchers.clone(),
         only_if_watched: i.only_if_watched,
+        watcher_scopes: Default::default(),
     }
 }
 
@@ -122,6 +123,7 @@ fn notices(q: &[Queued]) -> Vec<Notice> {
             changes_since: *l,
             text: spec::notice_text(t, *l),
             context_key: spec::context_key(t),
+            scope: None,
         })
         .collect()
 }

@@ -165,7 +165,7 @@ impl Fixture {
         self.conn()
             .query_row(
                 "SELECT last_seen_sequence, notified_sequence, material_sequence, provenance, \
-                 updated_at FROM session_watch_cursors \
+                 updated_at, watcher_store_path FROM session_watch_cursors \
                  WHERE watcher_session_key = ?1 AND target_session_key = ?2",
                 [watcher, target],
                 |r| {
@@ -177,6 +177,7 @@ impl Fixture {
                         material: r.get(2)?,
                         provenance: Provenance::parse(&r.get::<_, String>(3)?).expect("provenance"),
                         updated_at: r.get(4)?,
+                        scope: r.get(5)?,
                     })
                 },
             )

@@ -1,0 +1,227 @@
+//! The writes that seed or move cursors: a spawn's seed, a material event's update, a
+//! producer-named watcher's first cursor, and `watch` (semantics.md#recording-fan-out,
+//! semantics.md#cursors-seed, semantics.md#cursors-material, semantics.md#cursors-scope).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rusqlite::{params, Connection};
+
+use super::{exists, provenance_col, scope_col, Pending, Provenance};
+use crate::error::{Error, Result};
+use crate::inert::{live_cursor, within_head};
+
+/// The scope a record gives each watcher it knows of (`watcherScopes`), by watcher key.
+pub type Scopes = HashMap<String, String>;
+
+/// How `watch` registers a cursor (semantics.md#cursors-seed, semantics.md#cursors-scope).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchOptions {
+    /// The provenance of a new or re-seeded cursor; `explicit` also promotes an existing one.
+    pub provenance: Provenance,
+    /// The watcher scope to bind the cursor to. `None` leaves an existing cursor's scope alone.
+    pub scope: Option<String>,
+    /// Whether a re-register of an existing cursor (same scope) refreshes its `updated_at`.
+    pub refresh: bool,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        WatchOptions {
+            provenance: Provenance::Explicit,
+            scope: None,
+            refresh: true,
+        }
+    }
+}
+
+/// The longest accepted scope, in UTF-8 bytes.
+pub const MAX_SCOPE_BYTES: usize = 4096;
+
+/// Checks a given scope: non-empty, at most [`MAX_SCOPE_BYTES`] UTF-8 bytes.
+pub fn check_scope(scope: &str) -> Result<()> {
+    if scope.is_empty() || scope.len() > MAX_SCOPE_BYTES {
+        return Err(Error::invalid(format!(
+            "a scope must be a non-empty string of at most {MAX_SCOPE_BYTES} UTF-8 bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// Spawn edge (semantics.md#recording-fan-out): L = N = M = `sequence`. The provenance is
+/// kept, or set to `explicit` when `reset_provenance` (a new cursor is `explicit`); `scope`,
+/// when given, binds the cursor, otherwise an existing cursor keeps its own. Returns true when a
+/// cursor existed (its pending notice, if any, must be dropped).
+///
+/// The spawn names the pair explicitly, so an inert row of the pair (semantics.md#storage) is
+/// replaced by the seeded cursor: every column is written, an unknown provenance becomes
+/// `explicit`.
+pub fn seed(
+    conn: &Connection,
+    watcher: &str,
+    target: &str,
+    sequence: i64,
+    scope: Option<&str>,
+    reset_provenance: bool,
+    now: i64,
+) -> Result<bool> {
+    let existed = exists(conn, watcher, target)?;
+    conn.prepare_cached(
+        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
+         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
+         watcher_store_path) VALUES (?1, ?2, ?3, ?3, ?3, 'explicit', ?4, ?5) \
+         ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
+         last_seen_sequence = excluded.last_seen_sequence, notified_sequence = excluded.notified_sequence, \
+         material_sequence = excluded.material_sequence, updated_at = excluded.updated_at, \
+         watcher_store_path = coalesce(?5, watcher_store_path), \
+         provenance = CASE WHEN ?6 = 0 AND provenance IN ('explicit', 'ambient-group') THEN provenance \
+         ELSE 'explicit' END",
+    )?
+    .execute(params![watcher, target, sequence, now, scope, reset_provenance])?;
+    Ok(existed)
+}
+
+/// Material event `sequence` on `target` (semantics.md#cursors-material) for every cursor on it,
+/// except the one whose watcher caused it (self-suppression) and those of the watchers in
+/// `skip` (bound to another scope than the record gave them). Returns the cursors whose notice
+/// is pending after it. Inert rows (semantics.md#storage) are left as they are: `sequence` is
+/// the target's new head, so a live cursor's positions all lie below it.
+pub fn material_update(
+    conn: &Connection,
+    target: &Arc<str>,
+    sequence: i64,
+    actor_id: Option<&str>,
+    skip: &[&str],
+    now: i64,
+) -> Result<Vec<Pending>> {
+    const UPDATE: &str = concat!(
+        "UPDATE session_watch_cursors SET \
+         notified_sequence = CASE WHEN notified_sequence = last_seen_sequence THEN ?2 ELSE notified_sequence END, \
+         material_sequence = ?2, updated_at = ?4 \
+         WHERE target_session_key = ?1 AND watcher_session_key IS NOT ?3 AND ",
+        live_cursor!(),
+        "?2 - 1)"
+    );
+    const RETURNING: &str =
+        " RETURNING watcher_session_key, last_seen_sequence, notified_sequence, provenance, watcher_store_path";
+    let skipped;
+    let mut stmt = if skip.is_empty() {
+        skipped = None;
+        conn.prepare_cached(&[UPDATE, RETURNING].concat())?
+    } else {
+        skipped = Some(serde_json::to_string(skip).map_err(|e| Error::invalid(e.to_string()))?);
+        conn.prepare_cached(
+            &[
+                UPDATE,
+                " AND watcher_session_key NOT IN (SELECT value FROM json_each(?5))",
+                RETURNING,
+            ]
+            .concat(),
+        )?
+    };
+    let map = |r: &rusqlite::Row<'_>| {
+        Ok(Pending {
+            watcher: r.get(0)?,
+            target: Arc::clone(target),
+            last_seen: r.get(1)?,
+            notified: r.get(2)?,
+            provenance: provenance_col(r.get(3)?)?,
+            scope: scope_col(r.get_ref(4)?),
+        })
+    };
+    let rows: Vec<Pending> = match &skipped {
+        None => stmt
+            .query_map(params![&**target, sequence, actor_id, now], map)?
+            .collect::<rusqlite::Result<_>>()?,
+        Some(json) => stmt
+            .query_map(params![&**target, sequence, actor_id, now, json], map)?
+            .collect::<rusqlite::Result<_>>()?,
+    };
+    Ok(rows
+        .into_iter()
+        .filter(|p| p.notified != p.last_seen)
+        .collect())
+}
+
+/// A material event for a producer-named watcher that has no cursor yet: L = 0, N = M = S,
+/// bound to `scope` when given. Returns the pending cursor when one was inserted.
+pub fn material_insert(
+    conn: &Connection,
+    watcher: &str,
+    target: &Arc<str>,
+    sequence: i64,
+    scope: Option<&str>,
+    now: i64,
+) -> Result<Option<Pending>> {
+    let n = conn
+        .prepare_cached(
+            "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
+             last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
+             watcher_store_path) VALUES (?1, ?2, 0, ?3, ?3, 'explicit', ?4, ?5) \
+             ON CONFLICT (watcher_session_key, target_session_key) DO NOTHING",
+        )?
+        .execute(params![watcher, &**target, sequence, now, scope])?;
+    Ok((n == 1 && sequence != 0).then(|| Pending {
+        watcher: watcher.to_owned(),
+        target: Arc::clone(target),
+        last_seen: 0,
+        notified: sequence,
+        provenance: Provenance::Explicit,
+        scope: scope.map(Arc::from),
+    }))
+}
+
+/// `watch` (semantics.md#cursors-seed, semantics.md#cursors-scope): seeds at `head` when there
+/// is no cursor, or when `o.scope` is given and the cursor is bound to another scope (or none);
+/// otherwise refreshes `updated_at` (unless `o.refresh` is false) and promotes `ambient-group`
+/// to `explicit` (never the reverse). Returns true when it seeded: a notice the pair had
+/// pending must then be dropped. The call names the pair explicitly, so an inert row of the
+/// pair (semantics.md#storage) is replaced by a seeded cursor, as if there were none.
+pub fn watch(
+    conn: &Connection,
+    watcher: &str,
+    target: &str,
+    head: i64,
+    o: &WatchOptions,
+    now: i64,
+) -> Result<bool> {
+    let updated = conn
+        .prepare_cached(concat!(
+            "UPDATE session_watch_cursors SET \
+                 updated_at = CASE WHEN ?5 THEN ?3 ELSE updated_at END, \
+                 provenance = CASE WHEN ?4 = 'explicit' THEN 'explicit' ELSE provenance END \
+                 WHERE watcher_session_key = ?1 AND target_session_key = ?2 \
+                 AND (?6 IS NULL OR watcher_store_path IS ?6) AND ",
+            live_cursor!(),
+            within_head!()
+        ))?
+        .execute(params![
+            watcher,
+            target,
+            now,
+            o.provenance.as_str(),
+            o.refresh,
+            o.scope
+        ])?;
+    if updated == 1 {
+        return Ok(false);
+    }
+    conn.prepare_cached(
+        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
+         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
+         watcher_store_path) VALUES (?1, ?2, ?3, ?3, ?3, ?4, ?5, ?6) \
+         ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
+         last_seen_sequence = excluded.last_seen_sequence, notified_sequence = excluded.notified_sequence, \
+         material_sequence = excluded.material_sequence, provenance = excluded.provenance, \
+         updated_at = excluded.updated_at, watcher_store_path = coalesce(?6, watcher_store_path)",
+    )?
+    .execute(params![
+        watcher,
+        target,
+        head,
+        o.provenance.as_str(),
+        now,
+        o.scope
+    ])?;
+    Ok(true)
+}
