@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fork } from 'node:child_process'
 import { sequence } from './openclaw/diff-gen.mjs'
-import { compareStep } from './openclaw/diff-compare.mjs'
+import { compareSequence } from './openclaw/diff-compare.mjs'
 
 const args = process.argv.slice(2)
 const arg = (name, fallback) => {
@@ -76,12 +76,7 @@ for (const i of indices) {
   const ops = sequence(seed, i, startOf(i))
   const [a, b] = await Promise.all([oc.ask({ type: 'run', ops }), ad.ask({ type: 'run', ops })])
   if (verbose) console.log(i, JSON.stringify(a.ms), JSON.stringify(b.ms))
-  let failure = null
-  for (let s = 0; s < ops.length && !failure; s++) {
-    const d = compareStep(ops[s], a.steps[s], b.steps[s])
-    if (d) failure = { step: s, ...d }
-  }
-  if (!failure && a.final !== b.final) failure = { step: 'final', part: 'events', openclaw: a.final, adapter: b.final }
+  const failure = compareSequence(ops, a, b)
   if (failure) {
     failed++
     if (failed <= maxFailures) {

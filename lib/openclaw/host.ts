@@ -9,7 +9,7 @@ import { basename, dirname, join } from 'node:path'
 import { SessionStateError } from '../errors'
 import { SessionState } from '../session-state'
 import type { SessionStateOptions } from '../session-state'
-import type { Notice } from '../types'
+import type { QueuedNotice } from '../types'
 import * as keys from './keys'
 
 /** Options of {@link HostServices.enqueueSystemEvent}, as OpenClaw's system-event queue takes them. */
@@ -165,9 +165,6 @@ export function resolveHost(host: HostServices | null | undefined): ResolvedHost
   }
 }
 
-/** A notice as the store hands it to its listener. */
-export type ListenedNotice = Notice & { wake?: boolean; queueOnly?: boolean; scope?: string }
-
 /** The adapter's state: the store, the host, the clock of the call in progress, the prune hour. */
 export interface Adapter {
   /** The store. */
@@ -221,11 +218,11 @@ export function report(e: unknown): void {
 let reportSink: ((err: SessionStateError) => void) | undefined
 
 /** Hands each notice entering the store's queue to the host, as OpenClaw's module enqueues it. */
-function forward(notice: ListenedNotice): void {
+function forward(notice: QueuedNotice): void {
   const a = current
   if (!a) return
   const storePath = notice.scope ?? null
-  const queueOnly = notice.queueOnly === true
+  const queueOnly = notice.queueOnly
   try {
     a.host.enqueueSystemEvent(notice.text, {
       sessionKey: notice.watcherKey,
@@ -248,12 +245,13 @@ function forward(notice: ListenedNotice): void {
 }
 
 /**
- * The options a store needs for the adapter: its clock (so `options.now` reaches it) and its
- * notice listener (which forwards notices to the host). Spread them into the options of a
- * store given to {@link configureSessionState} as `store`.
+ * The options a store needs for the adapter: its clock (so `options.now` reaches it), its
+ * notice listener (which hands each notice to the host's queue, and wakes), and OpenClaw's
+ * re-seed rule (a spawn makes the parent's cursor `explicit` again). Spread them into the
+ * options of a store given to {@link configureSessionState} as `store`.
  */
-export function openClawStoreOptions(): Pick<SessionStateOptions, 'clock'> & { onNotice: (n: ListenedNotice) => void } {
-  return { clock: adapterClock, onNotice: forward }
+export function openClawStoreOptions(): Pick<SessionStateOptions, 'clock' | 'onNotice' | 'seedResetsProvenance'> {
+  return { clock: adapterClock, onNotice: forward, seedResetsProvenance: true }
 }
 
 /**
@@ -271,7 +269,7 @@ export function configureSessionState(options: ConfigureSessionStateOptions = {}
       ...(options.storeOptions ?? {}),
       ...openClawStoreOptions(),
       onError,
-    } as SessionStateOptions)
+    })
   }
   closeSessionState()
   reportSink = onError ?? undefined

@@ -18,7 +18,6 @@ export {
 export type {
   ConfigureSessionStateOptions,
   HostServices,
-  ListenedNotice,
   SessionEventWake,
   SessionStoreScope,
   SystemEventOptions,

@@ -5,7 +5,7 @@
  * @packageDocumentation
  */
 import { decodeNoticeContextKey } from '../context-key'
-import type { RecordInput, StateEvent } from '../types'
+import type { CursorRow, RecordInput, StateEvent, WatchOptions } from '../types'
 import { adapter, atTime, report } from './host'
 import type { Adapter } from './host'
 import { cursorRows } from './reads'
@@ -28,9 +28,6 @@ import type {
 
 /** OpenClaw prunes behind a record when its last prune is more than an hour old. */
 const PRUNE_INTERVAL_MS = 3_600_000
-
-/** A `watch` option set the adapter passes; the scope and re-registration rules are OpenClaw's. */
-type ScopedWatch = { provenance: 'explicit' | 'ambient-group'; scope: string; refresh: false }
 
 function nowOf(options: SessionStateCallOptions | undefined): number {
   return options?.now ?? Date.now()
@@ -76,7 +73,7 @@ export function recordSessionStateEvent(
     const a = adapter()
     const named = input.watcherSessionKeys
     const scopes = input.watcherStorePaths ?? a.host.captureSessionWatcherStorePaths(named, options.env)
-    const record: RecordInput & { watcherScopes?: Record<string, string> } = {
+    const record: RecordInput = {
       sessionKey: input.sessionKey,
       agentId: input.agentId,
       sessionId: input.sessionId,
@@ -168,6 +165,14 @@ export function listSessionStateEventsSince(
   }
 }
 
+/** Restarts a cursor's expiry and changes nothing else: a re-watch with its own scope and provenance. */
+function rewatch(a: Adapter, r: CursorRow): void {
+  a.store.watch(r.watcherKey, r.targetKey, {
+    provenance: r.provenance === 'ambient-group' ? 'ambient-group' : 'explicit',
+    ...(r.scope !== undefined ? { scope: r.scope } : {}),
+  })
+}
+
 /**
  * Acknowledges the watcher's notices on the targets, for cursors bound to the watcher's
  * current store: each pending one moves on, and reopens (queued again) when material events
@@ -188,7 +193,17 @@ export function acknowledgeSessionStateNotices(
       if (row && a.host.isSystemEventStoreCurrent(watcherSessionKey, row.scope ?? null)) current.add(t)
     }
     if (current.size === 0) return
-    atTime(now, () => a.store.acknowledge(watcherSessionKey, [...current]))
+    atTime(now, () => {
+      a.store.acknowledge(watcherSessionKey, [...current])
+      // OpenClaw's acknowledge stamps `updated_at` on every current cursor it is given, pending
+      // or not; the store's leaves a cursor with nothing pending alone. A re-watch with the
+      // row's own scope and provenance restarts its expiry (and changes nothing else).
+      for (const t of current) {
+        const r = rows.get(t) as CursorRow
+        if (r.notified !== r.lastSeen) continue
+        rewatch(a, r)
+      }
+    })
   } catch (e) {
     report(e)
   }
@@ -231,7 +246,16 @@ export function sweepSessionStateWatchNotices(options: SessionStateCallOptions =
         return false
       }
     }
-    atTime(now, () => a.store.sweep({ watcherExists: exists }))
+    atTime(now, () => {
+      // OpenClaw's sweep stamps `updated_at` on every pending row it re-queues before it
+      // prunes, so each one's expiry restarts; the store's re-freeze leaves `updated_at` alone.
+      // A re-watch with the row's own scope and provenance restarts it first (and changes
+      // nothing else), so the sweep's prune keeps the row as OpenClaw's does.
+      for (const r of a.store.cursorRows()) {
+        if (r.material > r.lastSeen && exists(r.watcherKey)) rewatch(a, r)
+      }
+      a.store.sweep({ watcherExists: exists })
+    })
     a.lastPruneAt = now
   } catch (e) {
     report(e)
@@ -268,8 +292,9 @@ export function listAmbientGroupWatchTargets(watcherSessionKey: string, options:
   }
 }
 
-function scopedWatch(a: Adapter, watcher: string, target: string, w: ScopedWatch, now: number): boolean {
-  return atTime(now, () => a.store.watch(watcher, target, w as never))
+/** `watch` bound to the watcher's store, without refreshing an existing cursor's expiry (OpenClaw's rule). */
+function scopedWatch(a: Adapter, watcher: string, target: string, w: WatchOptions, now: number): boolean {
+  return atTime(now, () => a.store.watch(watcher, target, w))
 }
 
 /**

@@ -35,12 +35,38 @@ export const DIFFERENCES = {
       'notifies the session of its own change; the store drops the target from the watcher list (a cursor needs two ' +
       'distinct sessions).',
   },
+
+  sweepOrder: {
+    normalise: true,
+    why:
+      "The order in which a sweep re-queues one watcher's notices: OpenClaw's follows the cursor table's storage " +
+      'order (its query has no ORDER BY), the store re-queues in ascending N, then watcher, then target ' +
+      '(semantics.md#cursors-sweep). From a sweep on, each watcher\'s queue is compared as a sorted list.',
+  },
 }
 
-/** Compares one step's observations; returns the differing part, or null. */
-export function compareStep(op, a, b) {
-  for (const part of ['result', 'state']) {
-    if (a[part] !== b[part]) return { part, openclaw: a[part], adapter: b[part] }
+/** A step's state with every watcher's queue sorted (sweepOrder). */
+function sortedQueues(state) {
+  const s = JSON.parse(state)
+  for (const key of Object.keys(s.queues)) s.queues[key].sort((x, y) => (JSON.stringify(x) < JSON.stringify(y) ? -1 : 1))
+  return JSON.stringify(s)
+}
+
+/**
+ * Compares a sequence's observations step by step; returns the first difference
+ * ({ step, part, openclaw, adapter }) or null.
+ */
+export function compareSequence(ops, a, b) {
+  let swept = false
+  for (let i = 0; i < ops.length; i++) {
+    if (DIFFERENCES.sweepOrder.normalise && ops[i].fn === 'sweepSessionStateWatchNotices') swept = true
+    const x = a.steps[i]
+    const y = b.steps[i]
+    if (x.result !== y.result) return { step: i, part: 'result', openclaw: x.result, adapter: y.result }
+    const sx = swept ? sortedQueues(x.state) : x.state
+    const sy = swept ? sortedQueues(y.state) : y.state
+    if (sx !== sy) return { step: i, part: 'state', openclaw: x.state, adapter: y.state }
   }
+  if (a.final !== b.final) return { step: 'final', part: 'events', openclaw: a.final, adapter: b.final }
   return null
 }

@@ -190,7 +190,9 @@ export function sequence(seed, index, start, length) {
     } else if (w < 96) {
       op = { fn: 'listAmbientGroupWatchTargets', args: [r.pick([M, O, S1])] }
     } else if (w < 98) {
-      op = { fn: 'pruneSessionStateEvents', args: [] }
+      // OpenClaw's chunk exports neither pruneSessionStateEvents nor hasSessionStateWatchers:
+      // records and sweeps prune, and human messages ask who watches.
+      op = { fn: 'listAmbientGroupWatchTargets', args: [r.pick([M, O])] }
     } else {
       op = {
         fn: 'classifySessionStateActor',
