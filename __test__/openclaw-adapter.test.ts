@@ -288,3 +288,168 @@ describe('the API over the store', () => {
     expect(oc.getSessionStateVersion(CHILD, 'main')).toBe(1)
   })
 })
+
+describe('notices reach the host as OpenClaw enqueues them', () => {
+  type Enqueued = [string, oc.SystemEventOptions]
+  let queued: Enqueued[] = []
+  let woken: oc.SessionEventWake[] = []
+  const text = (target: string, since: number) =>
+    `Session "${target}" changed (other actor). Reconcile before acting: session_status sessionKey "${target}" changesSince ${since}.`
+  const ctx = (target: string) => `session-state:${Buffer.from(target, 'utf8').toString('hex')}`
+
+  function configureHost(host: oc.HostServices = {}): void {
+    queued = []
+    woken = []
+    configure({
+      enqueueSystemEvent: (t, o) => queued.push([t, o]),
+      requestSessionEventWake: (w) => woken.push(w),
+      ...host,
+    })
+  }
+
+  test('an explicit watcher: one system event and one wake, before the record returns', () => {
+    configureHost()
+    oc.registerSessionStateWatch({ watcherSessionKey: M, targetSessionKey: CHILD }, { now: T0 })
+    const e = oc.recordSessionStateEvent(
+      { sessionKey: CHILD, agentId: 'main', kind: 'human_direct_message', actorType: 'human', summary: 'hi' },
+      { now: T0 + 1 },
+    )
+    const seenInside = queued.length
+    expect(e?.sequence).toBe(1)
+    expect(seenInside).toBe(1)
+    expect(queued).toEqual([[text(CHILD, 0), { sessionKey: M, sessionStorePath: '/stores/main.sqlite', contextKey: ctx(CHILD) }]])
+    expect(woken).toEqual([
+      {
+        source: 'session-state',
+        intent: 'immediate',
+        reason: `session-state:${CHILD}`,
+        sessionKey: M,
+        sessionStorePath: '/stores/main.sqlite',
+        coalesceMs: 20_000,
+      },
+    ])
+  })
+
+  test('an ambient group watch replaces and never wakes; a nested watcher is queued without a wake', () => {
+    configureHost()
+    oc.registerMainSessionGroupWatch({ sessionKey: GROUP, agentId: 'main' }, { now: T0 })
+    oc.registerSessionStateWatch({ watcherSessionKey: CHILD, targetSessionKey: GROUP }, { now: T0 })
+    oc.recordSessionStateEvent({ sessionKey: GROUP, agentId: 'main', kind: 'goal_changed', actorType: 'system', summary: 'g' }, { now: T0 + 1 })
+    expect(queued).toEqual([
+      [text(GROUP, 0), { sessionKey: M, sessionStorePath: '/stores/main.sqlite', contextKey: ctx(GROUP), replace: true }],
+      [text(GROUP, 0), { sessionKey: CHILD, sessionStorePath: '/stores/main.sqlite', contextKey: ctx(GROUP) }],
+    ])
+    expect(woken).toEqual([])
+  })
+
+  test('self-suppression, log-only kinds and a spawn queue nothing', () => {
+    configureHost()
+    oc.recordSubagentSpawned({ childSessionKey: CHILD, agentId: 'main', requesterSessionKey: M, childRunId: 'r' })
+    // The producer helpers take no options: they run on the system clock, as in OpenClaw.
+    oc.recordSessionStateEvent({
+      sessionKey: CHILD,
+      agentId: 'main',
+      kind: 'goal_changed',
+      actorType: 'agent',
+      actorId: M,
+      summary: 's',
+      watcherSessionKeys: [M],
+    })
+    oc.recordSubagentTerminalState({ childSessionKey: CHILD, requesterSessionKey: M, runId: 'r', outcomeStatus: 'ok' })
+    expect(queued).toEqual([])
+    expect(oc.getSessionStateStore().cursorRows().map((r) => [r.lastSeen, r.notified, r.material, r.scope])).toEqual([
+      [1, 1, 1, '/stores/main.sqlite'],
+    ])
+  })
+
+  test('a named watcher whose cursor is bound to another store gets no notice and its cursor stays', () => {
+    let store = '/stores/old.sqlite'
+    configureHost({ resolvePhysicalSessionStorePath: () => store })
+    oc.registerSessionStateWatch({ watcherSessionKey: M, targetSessionKey: CHILD }, { now: T0 })
+    store = '/stores/new.sqlite'
+    oc.recordSessionStateEvent(
+      { sessionKey: CHILD, agentId: 'main', kind: 'human_direct_message', actorType: 'human', summary: 's', watcherSessionKeys: [M] },
+      { now: T0 + 1 },
+    )
+    expect(queued).toEqual([])
+    expect(oc.getSessionStateStore().cursorRows().map((r) => [r.lastSeen, r.notified, r.material, r.scope, r.updatedAt])).toEqual([
+      [0, 0, 0, '/stores/old.sqlite', T0],
+    ])
+    // Registering again binds it to the watcher's current store, seeded at the head.
+    expect(oc.registerSessionStateWatch({ watcherSessionKey: M, targetSessionKey: CHILD }, { now: T0 + 2 })).toBe(true)
+    expect(oc.getSessionStateStore().cursorRows().map((r) => [r.lastSeen, r.notified, r.material, r.scope, r.updatedAt])).toEqual([
+      [1, 1, 1, '/stores/new.sqlite', T0 + 2],
+    ])
+  })
+
+  test('acknowledge moves only current cursors; material history since the notice reopens it', () => {
+    let current = true
+    configureHost({ isSystemEventStoreCurrent: () => current })
+    oc.registerSessionStateWatch({ watcherSessionKey: M, targetSessionKey: CHILD }, { now: T0 })
+    for (let i = 0; i < 2; i++) {
+      oc.recordSessionStateEvent({ sessionKey: CHILD, agentId: 'main', kind: 'human_direct_message', actorType: 'human', summary: 's' }, { now: T0 + 1 })
+    }
+    current = false
+    oc.acknowledgeSessionStateNotices(M, [CHILD], { now: T0 + 2 })
+    expect(oc.getSessionStateStore().cursorRows().map((r) => [r.lastSeen, r.notified, r.material])).toEqual([[0, 1, 2]])
+    current = true
+    queued = []
+    oc.acknowledgeSessionStateNotices(M, [CHILD, CHILD], { now: T0 + 3 })
+    expect(oc.getSessionStateStore().cursorRows().map((r) => [r.lastSeen, r.notified, r.material, r.updatedAt])).toEqual([[1, 2, 2, T0 + 3]])
+    expect(queued).toEqual([[text(CHILD, 1), { sessionKey: M, sessionStorePath: '/stores/main.sqlite', contextKey: ctx(CHILD) }]])
+    // A cursor with nothing pending: acknowledging restarts its expiry, as OpenClaw stamps it.
+    oc.acknowledgeSessionStateNotices(M, [CHILD], { now: T0 + 4 })
+    oc.acknowledgeSessionStateNotices(M, [CHILD], { now: T0 + 5 })
+    expect(oc.getSessionStateStore().cursorRows().map((r) => [r.lastSeen, r.notified, r.material, r.updatedAt])).toEqual([[2, 2, 2, T0 + 5]])
+  })
+
+  test('sweep re-queues for watchers whose session entry exists and restarts their cursors\' expiry', () => {
+    const host: oc.HostServices = {
+      loadSessionEntryReadOnly: ({ sessionKey }) => (sessionKey === M ? { sessionId: 'm' } : undefined),
+    }
+    configureHost(host)
+    const file = path.join(stateDir, 'state', 'session-state.sqlite')
+    oc.registerSessionStateWatch({ watcherSessionKey: M, targetSessionKey: CHILD }, { now: T0 })
+    oc.registerSessionStateWatch({ watcherSessionKey: 'agent:main:gone', targetSessionKey: CHILD }, { now: T0 })
+    oc.recordSessionStateEvent({ sessionKey: CHILD, agentId: 'main', kind: 'human_direct_message', actorType: 'human', summary: 's' }, { now: T0 + 1 })
+    // A restart: the same file opened again, an empty queue until the sweep.
+    queued = []
+    woken = []
+    oc.configureSessionState({
+      path: file,
+      host: {
+        enqueueSystemEvent: (t, o) => queued.push([t, o]),
+        requestSessionEventWake: (w) => woken.push(w),
+        resolvePhysicalSessionStorePath: () => '/stores/main.sqlite',
+        ...host,
+      },
+    })
+    const later = T0 + 29 * DAY
+    oc.sweepSessionStateWatchNotices({ now: later })
+    expect(queued).toEqual([[text(CHILD, 0), { sessionKey: M, sessionStorePath: '/stores/main.sqlite', contextKey: ctx(CHILD) }]])
+    expect(woken.map((w) => w.sessionKey)).toEqual([M])
+    expect(oc.getSessionStateStore().cursorRows().map((r) => [r.watcherKey, r.lastSeen, r.notified, r.material, r.updatedAt])).toEqual([
+      ['agent:main:gone', 0, 1, 1, T0 + 1],
+      [M, 0, 1, 1, later],
+    ])
+    // Past the others' retention, the sweep's prune keeps the cursor it just re-queued.
+    oc.sweepSessionStateWatchNotices({ now: T0 + 31 * DAY })
+    expect(oc.getSessionStateStore().cursorRows().map((r) => [r.watcherKey, r.updatedAt])).toEqual([[M, T0 + 31 * DAY]])
+  })
+
+  test('a host service that throws while a notice is handed over is reported, and the call goes on', () => {
+    configureHost({
+      enqueueSystemEvent: () => {
+        throw new Error('queue down')
+      },
+    })
+    oc.registerSessionStateWatch({ watcherSessionKey: M, targetSessionKey: CHILD }, { now: T0 })
+    const e = oc.recordSessionStateEvent(
+      { sessionKey: CHILD, agentId: 'main', kind: 'human_direct_message', actorType: 'human', summary: 's' },
+      { now: T0 + 1 },
+    )
+    expect(e?.sequence).toBe(1)
+    expect(errors.map((x) => x.code)).toEqual(['ERR_HOST_CALLBACK'])
+    expect(woken).toEqual([])
+  })
+})
