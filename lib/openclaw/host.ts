@@ -11,6 +11,7 @@ import { SessionState } from '../session-state'
 import type { SessionStateOptions } from '../session-state'
 import type { QueuedNotice } from '../types'
 import * as keys from './keys'
+import type { Environment } from './types'
 
 /** Options of {@link HostServices.enqueueSystemEvent}, as OpenClaw's system-event queue takes them. */
 export interface SystemEventOptions {
@@ -47,7 +48,7 @@ export interface SessionStoreScope {
   /** Its agent; default: the key's own. */
   agentId?: string
   /** The environment to read `OPENCLAW_STATE_DIR` from; default `process.env`. */
-  env?: NodeJS.ProcessEnv
+  env?: Environment
 }
 
 /**
@@ -62,11 +63,11 @@ export interface HostServices {
   /** The physical path of a session's store. Default: `<stateDir>/agents/<agent>/agent/openclaw-agent.sqlite`. */
   resolvePhysicalSessionStorePath?: (scope: SessionStoreScope) => string
   /** The store paths of the named watchers. Default: {@link HostServices.resolvePhysicalSessionStorePath} of each agent-qualified key. */
-  captureSessionWatcherStorePaths?: (keys: string[] | undefined, env?: NodeJS.ProcessEnv) => Record<string, string>
+  captureSessionWatcherStorePaths?: (keys: string[] | undefined, env?: Environment) => Record<string, string>
   /** True when `storePath` is the watcher's current store. Default: any non-null path is. */
   isSystemEventStoreCurrent?: (sessionKey: string, storePath: string | null) => boolean
   /** The watcher's session entry, for the sweep. Default: every watcher exists. */
-  loadSessionEntryReadOnly?: (scope: { sessionKey: string; clone?: boolean; env?: NodeJS.ProcessEnv }) => unknown
+  loadSessionEntryReadOnly?: (scope: { sessionKey: string; clone?: boolean; env?: Environment }) => unknown
   /** The kind of a session. Default: {@link keys.classifySessionKind}. */
   classifySessionKind?: (sessionKey: string, entry?: keys.SessionKindEntry | null) => string
   /** An agent's main key. Default: {@link keys.buildAgentMainSessionKey}. */
@@ -104,14 +105,14 @@ export interface ConfigureSessionStateOptions {
 export type ResolvedHost = Required<HostServices>
 
 /** The state directory: `OPENCLAW_STATE_DIR`, else `~/.openclaw`. */
-export function resolveStateDir(env: NodeJS.ProcessEnv = process.env): string {
+export function resolveStateDir(env: Environment = process.env): string {
   const dir = env.OPENCLAW_STATE_DIR?.trim()
   if (!dir) return join(homedir(), '.openclaw')
   return dir === '~' || dir.startsWith('~/') ? join(homedir(), dir.slice(1)) : dir
 }
 
 /** The store's default file: `<state dir>/state/session-state.sqlite` (never OpenClaw's own database). */
-export function defaultStatePath(env: NodeJS.ProcessEnv = process.env): string {
+export function defaultStatePath(env: Environment = process.env): string {
   return join(resolveStateDir(env), 'state', 'session-state.sqlite')
 }
 

@@ -5,12 +5,15 @@
  */
 import type { ActorType, EventKind, Provenance } from '../types'
 
+/** An environment: variable name → value (`process.env` by default). */
+export type Environment = Record<string, string | undefined>
+
 /** The options every OpenClaw call takes: the time of the call and the environment. */
 export interface SessionStateCallOptions {
   /** The call's time in epoch ms (the store's clock for this call); default the system clock. */
   now?: number
   /** The environment host services read (`OPENCLAW_STATE_DIR`); default `process.env`. */
-  env?: NodeJS.ProcessEnv
+  env?: Environment
 }
 
 /** One event of the signal log, as OpenClaw returns it. */

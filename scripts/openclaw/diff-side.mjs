@@ -162,6 +162,9 @@ async function step(op) {
       const [key, agentId, after, limit] = op.args
       return api.listSessionStateEventsSince(key, agentId, after, limit, o)
     }
+    case 'dropQueue':
+      // A turn that took the watcher's queued events and ended before acknowledging them.
+      return events.drainSystemEventEntries(op.args[0]).length
     case 'recordSessionGoalChanged':
       return await api.recordSessionGoalChanged(...op.args)
     case 'recordSubagentSpawned':
