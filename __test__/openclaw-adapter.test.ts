@@ -437,6 +437,31 @@ describe('notices reach the host as OpenClaw enqueues them', () => {
     expect(oc.getSessionStateStore().cursorRows().map((r) => [r.watcherKey, r.updatedAt])).toEqual([[M, T0 + 31 * DAY]])
   })
 
+  test('a pending notice the host queue lost is handed over again at the next material event, as OpenClaw enqueues', () => {
+    configureHost()
+    oc.registerSessionStateWatch({ watcherSessionKey: M, targetSessionKey: CHILD }, { now: T0 })
+    const hdm = { sessionKey: CHILD, agentId: 'main', kind: 'human_direct_message' as const, actorType: 'human' as const, summary: 's' }
+    oc.recordSessionStateEvent(hdm, { now: T0 + 1 })
+    // The turn took the event and ended before acknowledging it.
+    queued = []
+    woken = []
+    oc.recordSessionStateEvent(hdm, { now: T0 + 2 })
+    const handed = [text(CHILD, 0), { sessionKey: M, sessionStorePath: '/stores/main.sqlite', contextKey: ctx(CHILD) }]
+    expect(queued).toEqual([handed])
+    expect(woken.map((w) => [w.sessionKey, w.reason])).toEqual([[M, `session-state:${CHILD}`]])
+    // Not for a log-only kind, a repeated dedupe key, or the actor's own change.
+    queued = []
+    oc.recordSessionStateEvent({ ...hdm, kind: 'compacted' }, { now: T0 + 3 })
+    oc.recordSessionStateEvent({ ...hdm, dedupeKey: 'd' }, { now: T0 + 4 })
+    expect(queued).toEqual([handed])
+    queued = []
+    oc.recordSessionStateEvent({ ...hdm, dedupeKey: 'd' }, { now: T0 + 5 })
+    oc.recordSessionStateEvent({ ...hdm, actorId: M }, { now: T0 + 6 })
+    expect(queued).toEqual([])
+    // M is the last material event the watcher did not cause: 4 (5 was spent by the dedupe hit, 6 is M's own).
+    expect(oc.getSessionStateStore().cursorRows().map((r) => [r.lastSeen, r.notified, r.material])).toEqual([[0, 1, 4]])
+  })
+
   test('a host service that throws while a notice is handed over is reported, and the call goes on', () => {
     configureHost({
       enqueueSystemEvent: () => {

@@ -218,10 +218,26 @@ export function report(e: unknown): void {
 
 let reportSink: ((err: SessionStateError) => void) | undefined
 
+// The (watcher, target) pairs handed to the host during the record in progress.
+let forwarded: Set<string> | undefined
+
+/** Runs `fn` and returns, with its result, the (watcher NUL target) pairs it handed to the host. */
+export function tracking<T>(fn: () => T): [T, Set<string>] {
+  const saved = forwarded
+  const seen = new Set<string>()
+  forwarded = seen
+  try {
+    return [fn(), seen]
+  } finally {
+    forwarded = saved
+  }
+}
+
 /** Hands each notice entering the store's queue to the host, as OpenClaw's module enqueues it. */
-function forward(notice: QueuedNotice): void {
+export function forward(notice: QueuedNotice): void {
   const a = current
   if (!a) return
+  forwarded?.add(`${notice.watcherKey}\u0000${notice.targetKey}`)
   const storePath = notice.scope ?? null
   const queueOnly = notice.queueOnly
   try {

@@ -6,7 +6,7 @@
  */
 import { decodeNoticeContextKey } from '../context-key'
 import type { CursorRow, RecordInput, StateEvent, WatchOptions } from '../types'
-import { adapter, atTime, report } from './host'
+import { adapter, atTime, forward, report, tracking } from './host'
 import type { Adapter } from './host'
 import { cursorRows } from './reads'
 import type {
@@ -59,6 +59,32 @@ function pruneAt(a: Adapter, now: number): void {
   }
 }
 
+/** The kinds whose events notify watchers (OpenClaw 2026.9.6's table, the store's default). */
+const NOTIFY_KINDS: ReadonlySet<string> = new Set(['human_direct_message', 'goal_changed', 'upstream_missing'])
+
+/**
+ * OpenClaw enqueues a cursor's notice at every material update, also while it is pending;
+ * its queue drops the repeat, unless the host's queue lost the entry (a turn that took it and
+ * ended before acknowledging). The store hands a pending notice over once, when it enters its
+ * queue. So, after a new event of a notify kind, the notices of the target's cursors that this
+ * event updated but did not open are handed over again, with their wakes, as OpenClaw does.
+ */
+function requeuePending(a: Adapter, event: StateEvent, actorId: string | undefined, handed: Set<string>): void {
+  for (const r of a.store.cursorRows({ targetKey: event.sessionKey })) {
+    if (r.material !== event.sequence || r.notified === event.sequence || r.notified === r.lastSeen) continue
+    if (r.watcherKey === actorId || handed.has(`${r.watcherKey}\u0000${r.targetKey}`)) continue
+    const notice = a.store.peek(r.watcherKey).find((n) => n.targetKey === r.targetKey)
+    if (notice === undefined) continue
+    const queueOnly = r.provenance === 'ambient-group'
+    forward({
+      ...notice,
+      ...(r.scope !== undefined ? { scope: r.scope } : {}),
+      queueOnly,
+      wake: !queueOnly && !a.host.isSubagentSessionKey(r.watcherKey),
+    })
+  }
+}
+
 /**
  * Appends one event without letting a failure reach the caller: the event, its head and its
  * cursors in one transaction, then each notice to the host's queue (and a wake). Returns the
@@ -88,7 +114,10 @@ export function recordSessionStateEvent(
       watchers: named,
       watcherScopes: scopes,
     }
-    const event = atTime(now, () => a.store.record(record))
+    const notify = NOTIFY_KINDS.has(input.kind)
+    const before = notify ? atTime(now, () => a.store.stateVersion(input.sessionKey, { agentId: input.agentId })) : 0
+    const [event, handed] = tracking(() => atTime(now, () => a.store.record(record)))
+    if (notify && event !== null && event.sequence > before) requeuePending(a, event, input.actorId, handed)
     if (now - a.lastPruneAt > PRUNE_INTERVAL_MS) pruneAt(a, now)
     return event === null ? undefined : toOpenClaw(event)
   } catch (e) {

@@ -45,7 +45,6 @@ const KINDS = [
   'adopted',
   'created',
 ]
-const DROPS = process.env.OC_DIFF_DROPS === '1'
 const DAY = 86_400_000
 const HOUR = 3_600_000
 
@@ -164,7 +163,9 @@ export function sequence(seed, index, start, length) {
       const agentId = agentOf(s)
       op = { fn: 'registerMainSessionGroupWatch', args: [{ sessionKey: s, entry: ENTRIES[s], agentId }] }
     } else if (w < 70) {
-      op = { fn: DROPS && r.chance(0.3) ? 'dropQueue' : 'drainAndAcknowledge', args: [r.pick([M, S1, O, M, ...KEYS])] }
+      // A turn takes the queued events and acknowledges them (OpenClaw's reply path), or ends
+      // before acknowledging (the events are gone from the queue, the cursors still pending).
+      op = { fn: r.chance(0.3) ? 'dropQueue' : 'drainAndAcknowledge', args: [r.pick([M, S1, O, M, ...KEYS])] }
     } else if (w < 74) {
       const targets = Array.from({ length: 1 + r.int(3) }, () => key())
       op = { fn: 'acknowledgeSessionStateNotices', args: [r.pick([M, S1, O, ...KEYS]), targets] }
