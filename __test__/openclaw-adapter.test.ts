@@ -458,8 +458,15 @@ describe('notices reach the host as OpenClaw enqueues them', () => {
     oc.recordSessionStateEvent({ ...hdm, dedupeKey: 'd' }, { now: T0 + 5 })
     oc.recordSessionStateEvent({ ...hdm, actorId: M }, { now: T0 + 6 })
     expect(queued).toEqual([])
-    // M is the last material event the watcher did not cause: 4 (5 was spent by the dedupe hit, 6 is M's own).
-    expect(oc.getSessionStateStore().cursorRows().map((r) => [r.lastSeen, r.notified, r.material])).toEqual([[0, 1, 4]])
+    // A sweep hands every pending notice over again, as OpenClaw's does, also one the store still holds.
+    queued = []
+    woken = []
+    oc.sweepSessionStateWatchNotices({ now: T0 + 7 })
+    expect(queued).toEqual([handed])
+    expect(woken.map((w) => w.sessionKey)).toEqual([M])
+    // M is the last material event the watcher did not cause: 4 (5 was spent by the dedupe hit,
+    // 6 is M's own); the sweep re-froze N at it.
+    expect(oc.getSessionStateStore().cursorRows().map((r) => [r.lastSeen, r.notified, r.material])).toEqual([[0, 4, 4]])
   })
 
   test('a host service that throws while a notice is handed over is reported, and the call goes on', () => {

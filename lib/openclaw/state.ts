@@ -70,9 +70,16 @@ const NOTIFY_KINDS: ReadonlySet<string> = new Set(['human_direct_message', 'goal
  * event updated but did not open are handed over again, with their wakes, as OpenClaw does.
  */
 function requeuePending(a: Adapter, event: StateEvent, actorId: string | undefined, handed: Set<string>): void {
-  for (const r of a.store.cursorRows({ targetKey: event.sessionKey })) {
-    if (r.material !== event.sequence || r.notified === event.sequence || r.notified === r.lastSeen) continue
-    if (r.watcherKey === actorId || handed.has(`${r.watcherKey}\u0000${r.targetKey}`)) continue
+  const rows = a.store
+    .cursorRows({ targetKey: event.sessionKey })
+    .filter((r) => r.material === event.sequence && r.notified !== event.sequence && r.watcherKey !== actorId)
+  handOverAgain(a, rows, handed)
+}
+
+/** Hands the queued notices of `rows` to the host again, except those `handed` over already. */
+function handOverAgain(a: Adapter, rows: CursorRow[], handed: Set<string>): void {
+  for (const r of rows) {
+    if (r.notified === r.lastSeen || handed.has(`${r.watcherKey}\u0000${r.targetKey}`)) continue
     const notice = a.store.peek(r.watcherKey).find((n) => n.targetKey === r.targetKey)
     if (notice === undefined) continue
     const queueOnly = r.provenance === 'ambient-group'
@@ -280,10 +287,17 @@ export function sweepSessionStateWatchNotices(options: SessionStateCallOptions =
       // prunes, so each one's expiry restarts; the store's re-freeze leaves `updated_at` alone.
       // A re-watch with the row's own scope and provenance restarts it first (and changes
       // nothing else), so the sweep's prune keeps the row as OpenClaw's does.
-      for (const r of a.store.cursorRows()) {
-        if (r.material > r.lastSeen && exists(r.watcherKey)) rewatch(a, r)
-      }
-      a.store.sweep({ watcherExists: exists })
+      const pending = a.store.cursorRows().filter((r) => r.material > r.lastSeen && exists(r.watcherKey))
+      for (const r of pending) rewatch(a, r)
+      const [, handed] = tracking(() => a.store.sweep({ watcherExists: exists }))
+      // OpenClaw enqueues every pending notice again; the store's sweep skips one still in its
+      // queue, which the host's queue may have lost (a turn that ended before acknowledging).
+      const swept = new Set(pending.map((r) => `${r.watcherKey}\u0000${r.targetKey}`))
+      handOverAgain(
+        a,
+        a.store.cursorRows().filter((r) => swept.has(`${r.watcherKey}\u0000${r.targetKey}`)),
+        handed,
+      )
     })
     a.lastPruneAt = now
   } catch (e) {
