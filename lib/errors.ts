@@ -34,6 +34,8 @@ export type ErrorCode =
   | 'ERR_WAKE_CALLBACK'
   /** The `onNotice` listener threw; reported through `onError`, never thrown into the caller. */
   | 'ERR_NOTICE_CALLBACK'
+  /** A host service given to the OpenClaw adapter threw; the call returned OpenClaw's default. */
+  | 'ERR_HOST_CALLBACK'
 
 /** The codes of {@link ErrorCode}, for checking a native code at run time. */
 const CODES: ReadonlySet<string> = new Set<ErrorCode>([
@@ -48,6 +50,7 @@ const CODES: ReadonlySet<string> = new Set<ErrorCode>([
   'ERR_UPSTREAM_PARSE',
   'ERR_WAKE_CALLBACK',
   'ERR_NOTICE_CALLBACK',
+  'ERR_HOST_CALLBACK',
 ])
 
 /** The error thrown by every call of the package and passed to every `onError`. */

@@ -34,6 +34,8 @@ export type {
   AgentOptions,
   ChangesSince,
   ChangesSinceOptions,
+  CursorRow,
+  CursorRowFilter,
   Notice,
   PruneReport,
   QueuedNotice,

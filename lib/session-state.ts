@@ -14,6 +14,8 @@ import type {
   AgentOptions,
   ChangesSince,
   ChangesSinceOptions,
+  CursorRow,
+  CursorRowFilter,
   EventKind,
   Notice,
   PruneReport,
@@ -304,6 +306,23 @@ export class SessionState {
     }
   }
 
+  /**
+   * The cursor rows of a watcher and/or a target, every column as stored (all rows when both
+   * are absent), ordered by watcher, then target. Moves nothing; for hosts that answer
+   * questions about watches (who watches a session, which targets a watcher follows).
+   */
+  cursorRows(filter?: CursorRowFilter | null): CursorRow[] {
+    const o = a.opts(filter)
+    const watcherKey = a.optStr(o?.watcherKey, 'watcherKey')
+    const targetKey = a.optStr(o?.targetKey, 'targetKey')
+    if (watcherKey === '' || targetKey === '') throw a.invalidInput('a session key must not be empty')
+    try {
+      return this.#native.cursorRows(watcherKey, targetKey).map(cursorRow)
+    } catch (e) {
+      throw fromNative(e)
+    }
+  }
+
   /** The session's state version: the largest sequence recorded for it, 0 when none. */
   stateVersion(sessionKey: string, options?: AgentOptions | null): number {
     a.str(sessionKey, 'sessionKey')
@@ -589,6 +608,21 @@ export class SessionState {
   stopUpstreamMonitor(): void {
     this.#native.stopUpstreamMonitor()
   }
+}
+
+/** A native cursor row in the public shape: an absent scope is left out. */
+function cursorRow(r: {
+  watcherKey: string
+  targetKey: string
+  lastSeen: number
+  notified: number
+  material: number
+  provenance: string
+  scope?: string | null
+  updatedAt: number
+}): CursorRow {
+  const { scope, ...rest } = r
+  return scope === undefined || scope === null ? rest : { ...rest, scope }
 }
 
 /** A key as the addon stores it: a lone surrogate becomes U+FFFD, as in every string it takes. */
