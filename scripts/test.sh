@@ -2,7 +2,8 @@
 # The whole test gate, in order: Rust format and lints, Rust tests, the release addon (also
 # placed in its platform package) and the TypeScript layer (dist/), the type checks, ESLint,
 # the gateway example, then Jest under Node 20 (the suite, then the package test), the same
-# again under Node 24, and OpenClaw 2026.9.6's published code reading what the store wrote.
+# again under Node 24, OpenClaw 2026.9.6's published code reading what the store wrote, and
+# OpenClaw's own callers driven with its session-state chunk swapped.
 # Every step must pass; the last steps all run even when one fails, and the last line sums
 # the Jest runs.
 set -euo pipefail
@@ -42,6 +43,8 @@ echo "== jest (Node 24: scripts/node24.sh)"
 bash scripts/node24.sh || status=1
 echo "== OpenClaw 2026.9.6's published code reads what the store wrote (npm run test:openclaw)"
 npm run test:openclaw --silent || status=1
+echo "== OpenClaw 2026.9.6's dist/ with its session-state chunk swapped, through its callers (npm run test:openclaw-swap)"
+npm run test:openclaw-swap --silent || status=1
 
 node -e '
   const fs = require("node:fs")
