@@ -35,6 +35,8 @@ export declare class NativeSessionState {
   watch(watcherKey: string, targetKey: string, provenance?: string | undefined | null): boolean
   /** Removes the cursor and its pending notice. True if a cursor was removed. */
   unwatch(watcherKey: string, targetKey: string): boolean
+  /** The cursor rows of a watcher and/or a target as stored (all when both are absent). */
+  cursorRows(watcherKey?: string | undefined | null, targetKey?: string | undefined | null): Array<CursorRow>
   /** The session's state version, 0 when none. */
   stateVersion(sessionKey: string, agentId?: string | undefined | null): number
   /** The state versions of many sessions, packed; sessions at 0 are left out. */
@@ -90,6 +92,26 @@ export declare class NativeSessionState {
   startUpstreamMonitor(intervalMs?: number | undefined | null): void
   /** Stops the background scan. Idempotent. */
   stopUpstreamMonitor(): void
+}
+
+/** One cursor row as stored, as `cursorRows` returns it. */
+export interface CursorRow {
+  /** The watching session. */
+  watcherKey: string
+  /** The watched session. */
+  targetKey: string
+  /** L: the acknowledged position. */
+  lastSeen: number
+  /** N: the frozen notified position. */
+  notified: number
+  /** M: the latest material event. */
+  material: number
+  /** The provenance, as stored. */
+  provenance: string
+  /** The watcher's scope, when the row has one. */
+  scope?: string
+  /** Last write of the row (epoch ms). */
+  updatedAt: number
 }
 
 /** The read-only report of one database file. */

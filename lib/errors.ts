@@ -32,6 +32,8 @@ export type ErrorCode =
   | 'ERR_UPSTREAM_PARSE'
   /** The `wake` callback threw; reported through `onError`, never fatal. */
   | 'ERR_WAKE_CALLBACK'
+  /** A host service given to the OpenClaw adapter threw; the call returned OpenClaw's default. */
+  | 'ERR_HOST_CALLBACK'
 
 /** The codes of {@link ErrorCode}, for checking a native code at run time. */
 const CODES: ReadonlySet<string> = new Set<ErrorCode>([
@@ -45,6 +47,7 @@ const CODES: ReadonlySet<string> = new Set<ErrorCode>([
   'ERR_PROGRESS_CALLBACK',
   'ERR_UPSTREAM_PARSE',
   'ERR_WAKE_CALLBACK',
+  'ERR_HOST_CALLBACK',
 ])
 
 /** The error thrown by every call of the package and passed to every `onError`. */

@@ -33,6 +33,8 @@ export type {
   AgentOptions,
   ChangesSince,
   ChangesSinceOptions,
+  CursorRow,
+  CursorRowFilter,
   Notice,
   PruneReport,
   RecordInput,

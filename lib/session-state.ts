@@ -13,6 +13,8 @@ import type {
   AgentOptions,
   ChangesSince,
   ChangesSinceOptions,
+  CursorRow,
+  CursorRowFilter,
   Notice,
   PruneReport,
   RecordInput,
@@ -199,6 +201,22 @@ export class SessionState {
     a.str(targetKey, 'targetKey')
     try {
       return this.#native.unwatch(watcherKey, targetKey)
+    } catch (e) {
+      throw fromNative(e)
+    }
+  }
+
+  /**
+   * The cursor rows of a watcher and/or a target, every column as stored (all rows when both
+   * are absent), ordered by watcher, then target. Moves nothing; for hosts that answer
+   * questions about watches (who watches a session, which targets a watcher follows).
+   */
+  cursorRows(filter?: CursorRowFilter | null): CursorRow[] {
+    const o = a.opts(filter)
+    const watcherKey = a.optStr(o?.watcherKey, 'watcherKey')
+    const targetKey = a.optStr(o?.targetKey, 'targetKey')
+    try {
+      return this.#native.cursorRows(watcherKey, targetKey).map(cursorRow)
     } catch (e) {
       throw fromNative(e)
     }
@@ -473,6 +491,21 @@ export class SessionState {
   stopUpstreamMonitor(): void {
     this.#native.stopUpstreamMonitor()
   }
+}
+
+/** A native cursor row in the public shape: an absent scope is left out. */
+function cursorRow(r: {
+  watcherKey: string
+  targetKey: string
+  lastSeen: number
+  notified: number
+  material: number
+  provenance: string
+  scope?: string | null
+  updatedAt: number
+}): CursorRow {
+  const { scope, ...rest } = r
+  return scope === undefined || scope === null ? rest : { ...rest, scope }
 }
 
 /** A key as the addon stores it: a lone surrogate becomes U+FFFD, as in every string it takes. */

@@ -247,3 +247,31 @@ export interface UpstreamMonitorOptions {
   /** How often watched adopted sessions are scanned. Default 5000; a positive integer up to 2^31 - 1. */
   intervalMs?: number | null
 }
+
+/** Which cursor rows `cursorRows` reads: a watcher's, a target's, or one pair's. */
+export interface CursorRowFilter {
+  /** Only this watcher's rows. */
+  watcherKey?: string | null
+  /** Only rows on this target. */
+  targetKey?: string | null
+}
+
+/** One cursor row, every column as stored. */
+export interface CursorRow {
+  /** The watching session. */
+  watcherKey: string
+  /** The watched session. */
+  targetKey: string
+  /** L: the acknowledged position. */
+  lastSeen: number
+  /** N: the frozen notified position. */
+  notified: number
+  /** M: the latest material event. */
+  material: number
+  /** The provenance as stored (`explicit`, `ambient-group`). */
+  provenance: string
+  /** The watcher's scope (OpenClaw's `watcher_store_path`), when the row has one. */
+  scope?: string
+  /** Last write of the row (epoch ms). */
+  updatedAt: number
+}

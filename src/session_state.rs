@@ -315,6 +315,20 @@ impl NativeSessionState {
         self.store.unwatch(&watcher_key, &target_key).js()
     }
 
+    /// The cursor rows of a watcher and/or a target as stored (all when both are absent).
+    #[napi]
+    pub fn cursor_rows(
+        &self,
+        watcher_key: Option<String>,
+        target_key: Option<String>,
+    ) -> Result<Vec<CursorRow>, Code> {
+        let rows = self
+            .store
+            .cursor_rows(watcher_key.as_deref(), target_key.as_deref())
+            .js()?;
+        Ok(rows.into_iter().map(CursorRow::from).collect())
+    }
+
     /// The session's state version, 0 when none.
     #[napi]
     pub fn state_version(

@@ -119,3 +119,39 @@ impl From<core::Notice> for Notice {
         }
     }
 }
+
+/// One cursor row as stored, as `cursorRows` returns it.
+#[napi(object, object_from_js = false)]
+pub struct CursorRow {
+    /// The watching session.
+    pub watcher_key: String,
+    /// The watched session.
+    pub target_key: String,
+    /// L: the acknowledged position.
+    pub last_seen: i64,
+    /// N: the frozen notified position.
+    pub notified: i64,
+    /// M: the latest material event.
+    pub material: i64,
+    /// The provenance, as stored.
+    pub provenance: String,
+    /// The watcher's scope, when the row has one.
+    pub scope: Option<String>,
+    /// Last write of the row (epoch ms).
+    pub updated_at: i64,
+}
+
+impl From<core::CursorRow> for CursorRow {
+    fn from(r: core::CursorRow) -> Self {
+        CursorRow {
+            watcher_key: r.watcher,
+            target_key: r.target,
+            last_seen: r.last_seen,
+            notified: r.notified,
+            material: r.material,
+            provenance: r.provenance,
+            scope: r.scope,
+            updated_at: r.updated_at,
+        }
+    }
+}

@@ -37,6 +37,7 @@
 // With the `test-hooks` feature (the workspace's tests and benches turn it on) the modules
 // that benchmarks and integration tests open directly are public too.
 pub(crate) mod conn;
+pub(crate) mod cursor_rows;
 pub(crate) mod delivery;
 mod error;
 pub(crate) mod event;
@@ -78,6 +79,7 @@ pub mod tx;
 #[cfg(not(feature = "test-hooks"))]
 pub(crate) mod tx;
 
+pub use cursor_rows::CursorRow;
 pub use cursors::{Cursor, Provenance};
 pub use error::{Error, Result};
 pub use event::{ActorType, EventKind, RecordInput, StateEvent};

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::checkpoint::Checkpointer;
 use crate::conn::Db;
+use crate::cursor_rows::{self, CursorRow};
 use crate::cursors::{self, Provenance};
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
@@ -202,6 +203,17 @@ impl Store {
             tx.commit()?;
             Ok(true)
         })
+    }
+
+    /// The cursor rows of `watcher` and/or `target` as stored (every row when both are
+    /// `None`), ordered by watcher, then target. Moves nothing.
+    pub fn cursor_rows(
+        &self,
+        watcher: Option<&str>,
+        target: Option<&str>,
+    ) -> Result<Vec<CursorRow>> {
+        self.check_open()?;
+        self.with_conn(|conn| cursor_rows::read(conn, watcher, target))
     }
 
     /// Removes the cursor and its pending notice. True if a cursor was removed.
