@@ -49,6 +49,7 @@ export async function runScenario(o) {
   const reply = await import(pathToFileURL(findChunk(dist, { hint: 'get-reply-', names: ['getReplyFromConfig', 'prewarmReplyRunRuntimes'] }).file).href)
   // The module every importer got: the served one, or the original when nothing is swapped.
   const state = await load('session-state-events-', CHUNKS.sessionState.names)
+  const served = await import(chunkUrl)
   const loadMs = Date.now() - started
 
   const checks = []
@@ -61,6 +62,7 @@ export async function runScenario(o) {
     equal('the original chunk is loaded, once, by its own URL', record.originalLoads, [chunkUrl])
   } else {
     equal('every importer got the served module', record.served, 1)
+    if (o.impl === 'adapter') equal("the adapter has every name of the chunk's export clause", served.missing, [])
     equal(
       o.impl === 'adapter' ? 'the original chunk is never loaded' : 'the original chunk is loaded only under the pass-through URL',
       record.originalLoads,
