@@ -215,6 +215,7 @@ export class SessionState {
     const o = a.opts(filter)
     const watcherKey = a.optStr(o?.watcherKey, 'watcherKey')
     const targetKey = a.optStr(o?.targetKey, 'targetKey')
+    if (watcherKey === '' || targetKey === '') throw a.invalidInput('a session key must not be empty')
     try {
       return this.#native.cursorRows(watcherKey, targetKey).map(cursorRow)
     } catch (e) {
