@@ -61,7 +61,7 @@ export function chunkImports(source) {
 
 /**
  * The source of the module served in place of the session-state chunk.
- * @param {{ chunkFile: string, dist: string, mode: 'passthrough' | 'adapter', adapterUrl?: string, statePath?: string }} o
+ * @param {{ chunkFile: string, chunkUrl: string, dist: string, mode: 'passthrough' | 'adapter', adapterUrl?: string, statePath?: string }} o
  */
 export function shimSource(o) {
   const source = readFileSync(o.chunkFile, 'utf8')
