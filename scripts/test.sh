@@ -3,7 +3,8 @@
 # placed in its platform package) and the TypeScript layer (dist/), the type checks, ESLint,
 # the gateway example, then Jest under Node 20 (the suite, then the package test), the same
 # again under Node 24, OpenClaw 2026.9.6's published code reading what the store wrote, and
-# the OpenClaw adapter compared with that code call by call (2,000 seeded sequences).
+# the OpenClaw adapter compared with that code call by call (2,000 seeded sequences), and
+# OpenClaw's own callers driven with its session-state chunk swapped for the adapter.
 # Every step must pass; the last steps all run even when one fails, and the last line sums
 # the Jest runs.
 set -euo pipefail
@@ -45,6 +46,8 @@ echo "== OpenClaw 2026.9.6's published code reads what the store wrote (npm run 
 npm run test:openclaw --silent || status=1
 echo "== the OpenClaw adapter against OpenClaw 2026.9.6's module, 2,000 seeded sequences (npm run test:openclaw-diff)"
 npm run test:openclaw-diff --silent || status=1
+echo "== OpenClaw 2026.9.6's dist/ with its session-state chunk swapped, through its callers (npm run test:openclaw-swap)"
+npm run test:openclaw-swap --silent || status=1
 
 node -e '
   const fs = require("node:fs")
