@@ -4,8 +4,10 @@
  * signal words, and builds results from their packed form (`packed.ts`).
  * @packageDocumentation
  */
-import { NativeSessionState } from '../index.js'
+import { NativeSessionState, openNativeSessionState } from '../index.js'
 import * as a from './args'
+import { Lane, eventOrNull, recordArgs } from './async'
+import type { Report } from './async'
 import { SessionStateError, fromCode, fromNative } from './errors'
 import * as packed from './packed'
 import { payloadJson } from './payload'
@@ -64,8 +66,6 @@ export interface SessionStateOptions {
   serveWatchers?: string[] | null
 }
 
-type Report = (err: SessionStateError) => void
-
 /**
  * The reporter of one store. It holds the host's callback only, never the store: the addon
  * keeps a strong reference to it, which must not keep the store alive.
@@ -84,6 +84,32 @@ function reporter(onError: Report | undefined): Report {
   }
 }
 
+/** The constructor's options, checked: what the native store takes, the reporter, `strict`. */
+interface Prepared {
+  native: ConstructorParameters<typeof NativeSessionState>[1]
+  report: Report
+  strict: boolean
+}
+
+function prepare(path: string, options: SessionStateOptions | null | undefined): Prepared {
+  a.str(path, 'path')
+  const o = a.opts(options) ?? {}
+  const onError = a.optFn<Report>(o.onError, 'onError')
+  const report = reporter(onError)
+  const native = {
+    retentionMs: a.optNum(o.retentionMs, 'retentionMs'),
+    maxEvents: a.optNum(o.maxEvents, 'maxEvents'),
+    busyTimeoutMs: a.optNum(o.busyTimeoutMs, 'busyTimeoutMs'),
+    wakeCoalesceMs: a.optNum(o.wakeCoalesceMs, 'wakeCoalesceMs'),
+    wake: a.optFn<(req: WakeRequest) => void>(o.wake, 'wake'),
+    clock: a.optFn<() => number>(o.clock, 'clock'),
+    syncIntervalMs: a.optNum(o.syncIntervalMs, 'syncIntervalMs'),
+    serveWatchers: a.optStrArray(o.serveWatchers, 'serveWatchers'),
+    onError: (err: { code: string; message: string }) => report(fromCode(err.code, err.message)),
+  }
+  return { native, report, strict: a.optBool(o.strict, 'strict') ?? false }
+}
+
 /**
  * Session state awareness over one SQLite file: a durable signal log, watch cursors with one
  * coalesced stale-state notice per (watcher, target), and `changesSince` reconciliation.
@@ -98,6 +124,10 @@ export class SessionState {
   #words: Int32Array | null | undefined = undefined
   #unserved = 0
   readonly #served = new Set<string>()
+  readonly #lane: Lane
+  #closing: Promise<void> | undefined = undefined
+  // A store `open` made, handed to the constructor it calls.
+  static #opened: { native: NativeSessionState; prepared: Prepared } | undefined = undefined
 
   /**
    * Opens (creating if needed) the store at `path`: a SQLite file of its own (for a gateway,
@@ -110,28 +140,44 @@ export class SessionState {
    * `onError`) until the store is reopened.
    */
   constructor(path: string, options?: SessionStateOptions | null) {
-    a.str(path, 'path')
-    const o = a.opts(options) ?? {}
-    const onError = a.optFn<Report>(o.onError, 'onError')
-    const report = reporter(onError)
-    const native = {
-      retentionMs: a.optNum(o.retentionMs, 'retentionMs'),
-      maxEvents: a.optNum(o.maxEvents, 'maxEvents'),
-      busyTimeoutMs: a.optNum(o.busyTimeoutMs, 'busyTimeoutMs'),
-      wakeCoalesceMs: a.optNum(o.wakeCoalesceMs, 'wakeCoalesceMs'),
-      wake: a.optFn<(req: WakeRequest) => void>(o.wake, 'wake'),
-      clock: a.optFn<() => number>(o.clock, 'clock'),
-      syncIntervalMs: a.optNum(o.syncIntervalMs, 'syncIntervalMs'),
-      serveWatchers: a.optStrArray(o.serveWatchers, 'serveWatchers'),
-      onError: (err: { code: string; message: string }) => report(fromCode(err.code, err.message)),
+    const opened = SessionState.#opened
+    SessionState.#opened = undefined
+    const p = opened?.prepared ?? prepare(path, options)
+    this.#strict = p.strict
+    this.#report = p.report
+    if (opened !== undefined) {
+      this.#native = opened.native
+    } else {
+      try {
+        this.#native = new NativeSessionState(path, p.native)
+      } catch (e) {
+        throw fromNative(e)
+      }
     }
-    this.#strict = a.optBool(o.strict, 'strict') ?? false
-    this.#report = report
+    this.#lane = new Lane(this.#native, this.#report, this.#strict)
+  }
+
+  /**
+   * Opens the store at `path` as the constructor does, with the file work (creating,
+   * checking, migrating the schema; the guard's scan) off the JS thread. Rejects with the
+   * constructor's codes: `ERR_INVALID_ARG`, `ERR_DB`, `ERR_FILE_SHARED`, `ERR_FOREIGN_SCHEMA`.
+   */
+  static async open(path: string, options?: SessionStateOptions | null): Promise<SessionState> {
+    const prepared = prepare(path, options)
+    let r: NativeSessionState | { code: string; message: string }
     try {
-      this.#native = new NativeSessionState(path, native)
+      r = await openNativeSessionState(path, prepared.native)
     } catch (e) {
       throw fromNative(e)
     }
+    if (!(r instanceof NativeSessionState)) throw fromCode(r.code, r.message)
+    SessionState.#opened = { native: r, prepared }
+    return new SessionState(path, options)
+  }
+
+  /** Before a synchronous call: the Promise API's calls made before it run first. */
+  #settle(): void {
+    if (this.#lane.pending > 0) this.#native.settle()
   }
 
   /** A best-effort failure: thrown with `strict`, else reported; null either way. */
@@ -152,24 +198,9 @@ export class SessionState {
   record(input: RecordInput): StateEvent | null {
     let p: packed.PackedEvent | null
     try {
-      if (input === undefined || input === null) throw a.invalidInput('record needs an input object')
-      if (typeof input !== 'object') throw a.invalidInput('input must be an object')
-      const i = input as unknown as Record<string, unknown>
-      p = this.#native.record(
-        a.reqStr(i.sessionKey, 'sessionKey'),
-        a.optStr(i.agentId, 'agentId'),
-        a.optStr(i.sessionId, 'sessionId'),
-        a.reqStr(i.kind, 'kind'),
-        a.reqStr(i.actorType, 'actorType'),
-        a.optStr(i.actorId, 'actorId'),
-        a.optStr(i.runId, 'runId'),
-        a.reqStr(i.summary, 'summary'),
-        payloadJson(i.payload),
-        a.optNum(i.occurredAt, 'occurredAt'),
-        a.optStr(i.dedupeKey, 'dedupeKey'),
-        a.optStrArray(i.watchers, 'watchers'),
-        a.optBool(i.onlyIfWatched, 'onlyIfWatched') ?? false,
-      )
+      const args = recordArgs(input)
+      this.#settle()
+      p = this.#native.record(...args)
     } catch (e) {
       return this.#failed(e)
     }
@@ -187,6 +218,7 @@ export class SessionState {
     a.str(targetKey, 'targetKey')
     const provenance = a.optStr(a.opts(options)?.provenance, 'provenance')
     try {
+      this.#settle()
       return this.#native.watch(watcherKey, targetKey, provenance)
     } catch (e) {
       throw fromNative(e)
@@ -198,6 +230,7 @@ export class SessionState {
     a.str(watcherKey, 'watcherKey')
     a.str(targetKey, 'targetKey')
     try {
+      this.#settle()
       return this.#native.unwatch(watcherKey, targetKey)
     } catch (e) {
       throw fromNative(e)
@@ -209,6 +242,7 @@ export class SessionState {
     a.str(sessionKey, 'sessionKey')
     const agentId = a.optStr(a.opts(options)?.agentId, 'agentId')
     try {
+      this.#settle()
       return this.#native.stateVersion(sessionKey, agentId)
     } catch (e) {
       throw fromNative(e)
@@ -224,6 +258,7 @@ export class SessionState {
       return { sessionKey: a.reqStr(o.sessionKey, 'sessionKey'), agentId: a.optStr(o.agentId, 'agentId') }
     })
     try {
+      this.#settle()
       return packed.versions(this.#native.stateVersions(checked))
     } catch (e) {
       throw fromNative(e)
@@ -243,6 +278,7 @@ export class SessionState {
     const limit = a.optNum(o?.limit, 'limit')
     let c: packed.PackedChanges
     try {
+      this.#settle()
       c = this.#native.changesSince(sessionKey, after, agentId, limit)
     } catch (e) {
       throw fromNative(e)
@@ -257,11 +293,13 @@ export class SessionState {
    */
   drain(watcherKey: string): Notice[] {
     const words = this.#words
-    // Nothing queued in the whole store, no watcher unserved since `#served` was filled, and
-    // the addon already checked and served this watcher: the addon would answer [] too.
+    // Nothing queued in the whole store, no Promise API call pending, no watcher unserved
+    // since `#served` was filled, and the addon already checked and served this watcher: the
+    // addon would answer [] too.
     if (
       words &&
       words[0] === packed.SIGNAL_EMPTY &&
+      this.#lane.pending === 0 &&
       words[1] === this.#unserved &&
       this.#served.has(watcherKey)
     ) {
@@ -270,6 +308,7 @@ export class SessionState {
     a.str(watcherKey, 'watcherKey')
     let rows: packed.PackedRows | null
     try {
+      this.#settle()
       rows = this.#native.drain(watcherKey)
       if (words === undefined) this.#initSignal()
     } catch (e) {
@@ -296,6 +335,7 @@ export class SessionState {
   peek(watcherKey: string): Notice[] {
     a.str(watcherKey, 'watcherKey')
     try {
+      this.#settle()
       return packed.notices(stored(watcherKey), this.#native.peek(watcherKey))
     } catch (e) {
       throw fromNative(e)
@@ -311,6 +351,7 @@ export class SessionState {
     a.str(watcherKey, 'watcherKey')
     a.strArray(targetKeys, 'targetKeys')
     try {
+      this.#settle()
       return this.#native.acknowledge(watcherKey, targetKeys)
     } catch (e) {
       throw fromNative(e)
@@ -325,6 +366,7 @@ export class SessionState {
   sweep(options?: SweepOptions | null): SweepReport {
     const exists = a.optFn<(watcherKey: string) => boolean>(a.opts(options)?.watcherExists, 'watcherExists')
     try {
+      this.#settle()
       return this.#native.sweep(exists)
     } catch (e) {
       throw fromNative(e)
@@ -337,6 +379,7 @@ export class SessionState {
    */
   prune(): PruneReport {
     try {
+      this.#settle()
       return this.#native.prune()
     } catch (e) {
       throw fromNative(e)
@@ -347,6 +390,7 @@ export class SessionState {
   resetSession(sessionKey: string): void {
     a.str(sessionKey, 'sessionKey')
     try {
+      this.#settle()
       this.#native.resetSession(sessionKey)
     } catch (e) {
       throw fromNative(e)
@@ -362,6 +406,7 @@ export class SessionState {
     a.str(sessionKey, 'sessionKey')
     const agentId = a.optStr(a.opts(options)?.agentId, 'agentId')
     try {
+      this.#settle()
       this.#native.deleteSession(sessionKey, agentId)
     } catch (e) {
       throw fromNative(e)
@@ -369,16 +414,19 @@ export class SessionState {
   }
 
   /**
-   * True once `close()` has run. It does nothing else, which also makes it the cheapest call
-   * into the addon (the benchmarks compare `drain` with nothing pending against it).
+   * True once `close()` has run or `closeAsync()` was called. It does nothing else, which
+   * also makes it the cheapest call into the addon (the benchmarks compare `drain` with
+   * nothing pending against it).
    */
   get isClosed(): boolean {
-    return this.#native.isClosed
+    return this.#closing !== undefined || this.#native.isClosed
   }
 
   /**
    * Closes the store, cancels scheduled wakes and stops the poll for other processes'
-   * notices. Idempotent; later calls throw `ERR_CLOSED` (`record`: null and `onError`).
+   * notices, once the Promise API's calls made before have run (their promises settle
+   * normally). Idempotent; later calls throw `ERR_CLOSED` (`record`: null and `onError`;
+   * the `*Async` methods: rejected, `recordAsync` null and `onError`).
    */
   close(): void {
     this.#native.close()
@@ -393,15 +441,9 @@ export class SessionState {
     let p: packed.PackedEvent | null
     try {
       a.str(sessionKey, 'sessionKey')
-      const l = a.opts(link, 'link')
-      if (l === undefined) throw a.invalidInput('link must be an object')
-      p = this.#native.adopt(sessionKey, {
-        source: a.reqStr(l.source, 'source'),
-        transcriptPath: a.optStr(l.transcriptPath, 'transcriptPath'),
-        remoteId: a.optStr(l.remoteId, 'remoteId'),
-        agentId: a.optStr(l.agentId, 'agentId'),
-        hostId: a.optStr(l.hostId, 'hostId'),
-      })
+      const l = upstreamLink(link)
+      this.#settle()
+      p = this.#native.adopt(sessionKey, l)
     } catch (e) {
       return this.#failed(e)
     }
@@ -418,6 +460,7 @@ export class SessionState {
     a.str(sessionKey, 'sessionKey')
     a.str(text, 'text')
     try {
+      this.#settle()
       this.#native.noteOwnUserMessage(sessionKey, text)
     } catch (e) {
       throw fromNative(e)
@@ -436,6 +479,7 @@ export class SessionState {
     try {
       a.str(sessionKey, 'sessionKey')
       const [found, items] = remoteCheck(result)
+      this.#settle()
       p = this.#native.checkUpstream(sessionKey, found, items)
     } catch (e) {
       return this.#failed(e)
@@ -449,6 +493,7 @@ export class SessionState {
    */
   scanUpstream(): StateEvent[] {
     try {
+      this.#settle()
       return packed.events(this.#native.scanUpstream())
     } catch (e) {
       throw fromNative(e)
@@ -473,6 +518,140 @@ export class SessionState {
   stopUpstreamMonitor(): void {
     this.#native.stopUpstreamMonitor()
   }
+
+  // The Promise API (semantics.md#promise-api): each call is queued on the store's writer
+  // thread and runs there in call order; the promise settles after the commit. Argument
+  // errors reject (the best-effort calls: null plus one `onError`, unless `strict`).
+
+  /**
+   * {@link SessionState.record} off the JS thread. Resolves after the commit, with the same
+   * durability as a returned `record`; records queued while a commit runs are committed
+   * together in the next transaction, each exactly as alone. Best-effort: never rejects
+   * (unless `strict`); null plus exactly one `onError` call on failure.
+   */
+  recordAsync(input: RecordInput): Promise<StateEvent | null> {
+    return this.#lane.runBestEffort(() => this.#native.recordAsync(...recordArgs(input)), eventOrNull)
+  }
+
+  /** {@link SessionState.watch} off the JS thread. */
+  watchAsync(watcherKey: string, targetKey: string, options?: WatchOptions | null): Promise<boolean> {
+    return this.#lane.run(() => {
+      a.str(watcherKey, 'watcherKey')
+      a.str(targetKey, 'targetKey')
+      const provenance = a.optStr(a.opts(options)?.provenance, 'provenance')
+      this.#native.watchAsync(watcherKey, targetKey, provenance)
+    }, Boolean)
+  }
+
+  /** {@link SessionState.unwatch} off the JS thread. */
+  unwatchAsync(watcherKey: string, targetKey: string): Promise<boolean> {
+    return this.#lane.run(() => {
+      a.str(watcherKey, 'watcherKey')
+      a.str(targetKey, 'targetKey')
+      this.#native.unwatchAsync(watcherKey, targetKey)
+    }, Boolean)
+  }
+
+  /** {@link SessionState.acknowledge} off the JS thread. */
+  acknowledgeAsync(watcherKey: string, targetKeys: string[]): Promise<number> {
+    return this.#lane.run(() => {
+      a.str(watcherKey, 'watcherKey')
+      a.strArray(targetKeys, 'targetKeys')
+      this.#native.acknowledgeAsync(watcherKey, targetKeys)
+    }, Number)
+  }
+
+  /**
+   * {@link SessionState.sweep} off the JS thread. With `watcherExists`, the watchers with
+   * unacknowledged history are read first, asked on the JS thread, and the sweep is queued
+   * with the answer: it runs after the calls made meanwhile.
+   */
+  async sweepAsync(options?: SweepOptions | null): Promise<SweepReport> {
+    const exists = a.optFn<(watcherKey: string) => boolean>(a.opts(options)?.watcherExists, 'watcherExists')
+    let only: string[] | undefined
+    if (exists !== undefined) {
+      const candidates = await this.#lane.run(() => this.#native.sweepCandidatesAsync(), (v) => v as string[])
+      try {
+        only = candidates.filter((w) => exists(w))
+      } catch (e) {
+        throw a.invalidInput(`watcherExists failed: ${e instanceof Error ? e.message : String(e)}`)
+      }
+    }
+    return this.#lane.run(() => this.#native.sweepAsync(only), (v) => v as SweepReport)
+  }
+
+  /** {@link SessionState.prune} off the JS thread. */
+  pruneAsync(): Promise<PruneReport> {
+    return this.#lane.run(() => this.#native.pruneAsync(), (v) => v as PruneReport)
+  }
+
+  /** {@link SessionState.resetSession} off the JS thread. */
+  resetSessionAsync(sessionKey: string): Promise<void> {
+    return this.#lane.run(() => {
+      a.str(sessionKey, 'sessionKey')
+      this.#native.resetSessionAsync(sessionKey)
+    }, nothing)
+  }
+
+  /** {@link SessionState.deleteSession} off the JS thread. */
+  deleteSessionAsync(sessionKey: string, options?: AgentOptions | null): Promise<void> {
+    return this.#lane.run(() => {
+      a.str(sessionKey, 'sessionKey')
+      const agentId = a.optStr(a.opts(options)?.agentId, 'agentId')
+      this.#native.deleteSessionAsync(sessionKey, agentId)
+    }, nothing)
+  }
+
+  /** {@link SessionState.adopt} off the JS thread. Best-effort like `recordAsync`. */
+  adoptAsync(sessionKey: string, link: UpstreamLink): Promise<StateEvent | null> {
+    return this.#lane.runBestEffort(() => {
+      a.str(sessionKey, 'sessionKey')
+      this.#native.adoptAsync(sessionKey, upstreamLink(link))
+    }, eventOrNull)
+  }
+
+  /** {@link SessionState.checkUpstream} off the JS thread. Best-effort like `recordAsync`. */
+  checkUpstreamAsync(sessionKey: string, result: RemoteCheckResult): Promise<StateEvent | null> {
+    return this.#lane.runBestEffort(() => {
+      a.str(sessionKey, 'sessionKey')
+      const [found, items] = remoteCheck(result)
+      this.#native.checkUpstreamAsync(sessionKey, found, items)
+    }, eventOrNull)
+  }
+
+  /** {@link SessionState.changesSince} off the JS thread. */
+  changesSinceAsync(sessionKey: string, after: number, options?: ChangesSinceOptions | null): Promise<ChangesSince> {
+    return this.#lane.run(
+      () => {
+        a.str(sessionKey, 'sessionKey')
+        a.num(after, 'after')
+        const o = a.opts(options)
+        this.#native.changesSinceAsync(sessionKey, after, a.optStr(o?.agentId, 'agentId'), a.optNum(o?.limit, 'limit'))
+      },
+      (v) => {
+        const c = v as packed.PackedChanges
+        return { stateVersion: c.stateVersion, stateChanges: packed.stateChanges(c) }
+      },
+    )
+  }
+
+  /** {@link SessionState.stateVersions} off the JS thread. */
+  stateVersionsAsync(refs: SessionRef[]): Promise<SessionVersion[]> {
+    return this.#lane.run(
+      () => this.#native.stateVersionsAsync(checkRefs(refs)),
+      (v) => packed.versions(v as packed.PackedRows),
+    )
+  }
+
+  /**
+   * {@link SessionState.close} off the JS thread: queued behind every call made before, which
+   * settle normally; calls made after it are refused with `ERR_CLOSED`. Idempotent: every
+   * call returns the same promise.
+   */
+  closeAsync(): Promise<void> {
+    this.#closing ??= this.#lane.close()
+    return this.#closing
+  }
 }
 
 /** A key as the addon stores it: a lone surrogate becomes U+FFFD, as in every string it takes. */
@@ -491,4 +670,30 @@ function remoteCheck(result: unknown): [string, string | undefined] {
   if (found !== true || !Array.isArray(items)) throw bad()
   const json = items.map((item) => payloadJson(item) ?? 'null')
   return ['true', `[${json.join(',')}]`]
+}
+
+/** The settled value of a call that returns nothing. */
+function nothing(): void {}
+
+/** `stateVersions`' refs, checked. */
+function checkRefs(refs: unknown): { sessionKey: string; agentId: string | undefined }[] {
+  if (!Array.isArray(refs)) throw a.invalidInput('refs must be an array')
+  return refs.map((r: unknown) => {
+    const o = a.opts(r, 'refs')
+    if (o === undefined) throw a.invalidInput('refs must hold objects')
+    return { sessionKey: a.reqStr(o.sessionKey, 'sessionKey'), agentId: a.optStr(o.agentId, 'agentId') }
+  })
+}
+
+/** `adopt`'s link, checked. */
+function upstreamLink(link: unknown): Parameters<NativeSessionState['adopt']>[1] {
+  const l = a.opts(link, 'link')
+  if (l === undefined) throw a.invalidInput('link must be an object')
+  return {
+    source: a.reqStr(l.source, 'source'),
+    transcriptPath: a.optStr(l.transcriptPath, 'transcriptPath'),
+    remoteId: a.optStr(l.remoteId, 'remoteId'),
+    agentId: a.optStr(l.agentId, 'agentId'),
+    hostId: a.optStr(l.hostId, 'hostId'),
+  }
 }

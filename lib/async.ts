@@ -1,0 +1,208 @@
+/**
+ * The JavaScript side of the Promise API (semantics.md#promise-api). Each `*Async` call
+ * queues a job on the store's writer thread and gets a promise; the writer hands back every
+ * batch of results in one call, in call order, and {@link Settler} settles the batch's
+ * promises. The record argument list shared by `record` and `recordAsync` lives here too.
+ * @packageDocumentation
+ */
+import type { NativeSessionState } from '../index.js'
+import * as a from './args'
+import { SessionStateError, fromCode, fromNative } from './errors'
+import * as packed from './packed'
+import { payloadJson } from './payload'
+import type { RecordInput, StateEvent } from './types'
+
+/** How a store reports a best-effort failure (`onError`, or stderr). */
+export type Report = (err: SessionStateError) => void
+
+/** A failure as the writer hands it back. */
+interface NativeFailure {
+  code: string
+  message: string
+}
+
+/** A promise waiting for its job. */
+interface Waiting {
+  resolve: (value: unknown) => void
+  reject: (reason: unknown) => void
+  decode: (value: unknown) => unknown
+  /** A best-effort call: without `strict` a failure is reported and the promise gives null. */
+  bestEffort: boolean
+}
+
+// setInterval's longest delay: the keep-alive timer never fires in practice.
+const NEVER = 2 ** 31 - 1
+const noop = (): void => {}
+
+/**
+ * The promises of one store waiting for the writer, oldest first. It holds no reference to
+ * the native store: the writer's threadsafe function holds this object's callback, which
+ * must not keep the store alive.
+ */
+class Settler {
+  readonly #report: Report
+  readonly #strict: boolean
+  #waiting: (Waiting | undefined)[] = []
+  #head = 0
+  // Ref'd while a promise waits, so Node stays up for work in flight and no longer.
+  #keepAlive: ReturnType<typeof setInterval> | undefined
+
+  constructor(report: Report, strict: boolean) {
+    this.#report = report
+    this.#strict = strict
+  }
+
+  /** Promises not settled yet. */
+  get pending(): number {
+    return this.#waiting.length - this.#head
+  }
+
+  /** A promise for the job just queued. */
+  wait(decode: (value: unknown) => unknown, bestEffort: boolean): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      if (this.pending === 0) {
+        if (this.#keepAlive === undefined) this.#keepAlive = setInterval(noop, NEVER)
+        else this.#keepAlive.ref()
+      }
+      this.#waiting.push({ resolve, reject, decode, bestEffort })
+    })
+  }
+
+  /** A call refused before it was queued, settled as a failure of the job would be. */
+  refused(e: unknown, bestEffort: boolean): Promise<never | null> {
+    const err = fromNative(e)
+    if (bestEffort && !this.#strict) {
+      this.#report(err)
+      return Promise.resolve(null)
+    }
+    return Promise.reject(err)
+  }
+
+  /** The writer's batch: one value per job, in call order, and the failures if any. */
+  readonly onBatch = (values: unknown[], failures: (NativeFailure | null)[] | null): void => {
+    for (let i = 0; i < values.length; i++) {
+      const w = this.#waiting[this.#head]
+      this.#waiting[this.#head++] = undefined
+      if (w === undefined) continue
+      const f = failures?.[i]
+      if (f) this.#fail(w, fromCode(f.code, f.message))
+      else {
+        try {
+          w.resolve(w.decode(values[i]))
+        } catch (e) {
+          this.#fail(w, fromNative(e))
+        }
+      }
+    }
+    if (this.#head >= this.#waiting.length) {
+      this.#waiting = []
+      this.#head = 0
+      this.#keepAlive?.unref()
+    }
+  }
+
+  #fail(w: Waiting, err: SessionStateError): void {
+    if (w.bestEffort && !this.#strict) {
+      this.#report(err)
+      w.resolve(null)
+    } else {
+      w.reject(err)
+    }
+  }
+}
+
+/** The Promise API's queue of one store: starts the writer on first use. */
+export class Lane {
+  readonly #native: NativeSessionState
+  readonly #settler: Settler
+  #started = false
+
+  /**
+   * @param native - the store's native half
+   * @param report - where best-effort failures go
+   * @param strict - best-effort calls reject instead of reporting
+   */
+  constructor(native: NativeSessionState, report: Report, strict: boolean) {
+    this.#native = native
+    this.#settler = new Settler(report, strict)
+  }
+
+  /** Promises of this store not settled yet. */
+  get pending(): number {
+    return this.#settler.pending
+  }
+
+  /**
+   * Runs `submit` (argument checks, then one native `*Async` call that queues the job) and
+   * returns the promise of its result, decoded by `decode`. Anything `submit` throws is a
+   * rejection, never a throw.
+   */
+  run<T>(submit: () => void, decode: (value: unknown) => T): Promise<T> {
+    return this.#queue(submit, decode, false) as Promise<T>
+  }
+
+  /** {@link Lane.run} for a best-effort call: failures are null plus one `onError` (unless strict). */
+  runBestEffort<T>(submit: () => void, decode: (value: unknown) => T): Promise<T | null> {
+    return this.#queue(submit, decode, true) as Promise<T | null>
+  }
+
+  /** Queues the close behind every job queued before; settles once the store is closed. */
+  close(): Promise<void> {
+    try {
+      this.#start()
+      if (this.#native.closeAsync()) return this.#settler.wait(() => undefined, false) as Promise<void>
+      // The writer had already stopped: the store is closed (or closes now, at once).
+      this.#native.close()
+      return Promise.resolve()
+    } catch (e) {
+      return this.#settler.refused(e, false) as Promise<never>
+    }
+  }
+
+  #start(): void {
+    if (!this.#started) {
+      this.#native.startWriter(this.#settler.onBatch)
+      this.#started = true
+    }
+  }
+
+  #queue(submit: () => void, decode: (value: unknown) => unknown, bestEffort: boolean): Promise<unknown> {
+    try {
+      this.#start()
+      submit()
+    } catch (e) {
+      return this.#settler.refused(e, bestEffort)
+    }
+    return this.#settler.wait(decode, bestEffort)
+  }
+}
+
+/** The arguments of the native `record` and `recordAsync`, checked. */
+export type RecordArgs = Parameters<NativeSessionState['record']>
+
+/** Checks a record input and lays it out as the native calls take it. */
+export function recordArgs(input: RecordInput): RecordArgs {
+  if (input === undefined || input === null) throw a.invalidInput('record needs an input object')
+  if (typeof input !== 'object') throw a.invalidInput('input must be an object')
+  const i = input as unknown as Record<string, unknown>
+  return [
+    a.reqStr(i.sessionKey, 'sessionKey'),
+    a.optStr(i.agentId, 'agentId'),
+    a.optStr(i.sessionId, 'sessionId'),
+    a.reqStr(i.kind, 'kind'),
+    a.reqStr(i.actorType, 'actorType'),
+    a.optStr(i.actorId, 'actorId'),
+    a.optStr(i.runId, 'runId'),
+    a.reqStr(i.summary, 'summary'),
+    payloadJson(i.payload),
+    a.optNum(i.occurredAt, 'occurredAt'),
+    a.optStr(i.dedupeKey, 'dedupeKey'),
+    a.optStrArray(i.watchers, 'watchers'),
+    a.optBool(i.onlyIfWatched, 'onlyIfWatched') ?? false,
+  ]
+}
+
+/** A packed event or null, as the writer hands it back. */
+export function eventOrNull(v: unknown): StateEvent | null {
+  return v === null || v === undefined ? null : packed.eventOf(v as packed.PackedEvent)
+}
