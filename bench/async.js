@@ -9,7 +9,9 @@
 //    synchronously, back to back, into the same file. Per API: the time each call holds the
 //    JS thread (p50/p99/p99.9/worst) and `perf_hooks.monitorEventLoopDelay` at 1 ms
 //    resolution. That histogram records whole timer intervals, so the delay reported is the
-//    interval less the 1 ms the timer was asked for.
+//    interval less the 1 ms the timer was asked for. A third run in each round records
+//    nothing here while the second process writes: the delay of an idle loop on this
+//    machine at that moment, the floor under both.
 // 2. JS-thread time per `recordAsync`: the main thread's own CPU time
 //    (/proc/self/task/<pid>/schedstat, the kernel's per-thread clock: the writer thread's work
 //    is not in it) over a run of records with 64 in flight, divided by the records; the
@@ -38,8 +40,7 @@ const RESOLUTION_MS = 1;
 const hr = () => process.hrtime.bigint();
 
 function loadApi() {
-  const withPromiseApi = require('./async-standin');
-  return withPromiseApi(require('..').SessionState);
+  return require('..').SessionState;
 }
 
 /** One record input: a notify kind with one watcher, as in bench/workloads.js. */
@@ -178,7 +179,7 @@ function startWriter() {
       await ready;
       const done = next();
       child.send({ go: true });
-      const mine = await body();
+      const mine = await body(done);
       const theirs = await done;
       if (theirs.errors.length > 0) throw new Error(`the second writer's onError: ${theirs.errors[0]}`);
       return { mine, theirs };
@@ -199,11 +200,12 @@ async function stallRound(SessionState, writer, dir, api) {
   const store = openStore(SessionState, file, errors);
   const calls = [];
   const eld = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
-  const { mine, theirs } = await writer.run(file, RECORDS, async () => {
+  const { mine, theirs } = await writer.run(file, RECORDS, async (writerDone) => {
     eld.enable();
     const started = performance.timeOrigin + performance.now();
     if (api === 'sync') await recordSync(store, 'agent:main:subagent:bench', RECORDS, calls);
-    else await recordAsync(store, 'agent:main:subagent:bench', RECORDS, WINDOW, calls);
+    else if (api === 'async') await recordAsync(store, 'agent:main:subagent:bench', RECORDS, WINDOW, calls);
+    else await writerDone;
     const ended = performance.timeOrigin + performance.now();
     eld.disable();
     return { started, ended };
@@ -215,7 +217,7 @@ async function stallRound(SessionState, writer, dir, api) {
   const less = (ns) => Math.max(0, ns - RESOLUTION_MS * 1e6);
   removeDb(file);
   return {
-    calls: callStats(calls),
+    calls: calls.length > 0 ? callStats(calls) : null,
     loopDelay: {
       p50: less(eld.percentile(50)),
       p99: less(eld.percentile(99)),
@@ -313,14 +315,14 @@ async function measureAsync(log = console.log) {
   const SessionState = loadApi();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'session-awareness-bench-async-'));
   const writer = startWriter();
-  const samples = { stall: { sync: [], async: [] }, thread: { sync: [], async: [] }, rate: { sync: [] } };
+  const samples = { stall: { sync: [], async: [], idle: [] }, thread: { sync: [], async: [] }, rate: { sync: [] } };
   for (const k of IN_FLIGHT) samples.rate[k] = [];
   try {
     // One warm-up round of each, not kept.
     await threadRound(SessionState, dir, 'async');
     for (let r = 0; r < ROUNDS; r += 1) {
       const order = r % 2 === 0 ? ['sync', 'async'] : ['async', 'sync'];
-      for (const api of order) samples.stall[api].push(await stallRound(SessionState, writer, dir, api));
+      for (const api of [...order, 'idle']) samples.stall[api].push(await stallRound(SessionState, writer, dir, api));
       for (const api of order) samples.thread[api].push(await threadRound(SessionState, dir, api));
       const modes = ['sync', ...IN_FLIGHT];
       for (let k = 0; k < modes.length; k += 1) {
@@ -329,7 +331,7 @@ async function measureAsync(log = console.log) {
       }
       const s = samples.stall;
       log(
-        `  round ${r + 1}/${ROUNDS}: loop delay p99 sync ${formatNs(s.sync[r].loopDelay.p99)}, async ${formatNs(s.async[r].loopDelay.p99)}; ` +
+        `  round ${r + 1}/${ROUNDS}: loop delay p99 sync ${formatNs(s.sync[r].loopDelay.p99)}, async ${formatNs(s.async[r].loopDelay.p99)}, idle ${formatNs(s.idle[r].loopDelay.p99)}; ` +
           `main-thread CPU per recordAsync ${formatNs(samples.thread.async[r].threadCpuPerRecord ?? NaN)}; ` +
           `rate sync ${Math.round(samples.rate.sync[r])}/s, 64 in flight ${Math.round(samples.rate[64][r])}/s`,
       );
@@ -338,7 +340,7 @@ async function measureAsync(log = console.log) {
     writer.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  return { samples, rows: rows(samples), standIn: SessionState.standIn === true };
+  return { samples, rows: rows(samples) };
 }
 
 function formatNs(ns) {
@@ -367,6 +369,14 @@ function rows(samples) {
     `p99 ${(delay('sync', 'p99') / Math.max(delay('async', 'p99'), 1)).toFixed(1)}× shorter`,
     'p99 ≤ 1 ms',
     delay('async', 'p99') <= 1e6,
+  );
+  row(
+    'event-loop delay p50 / p99 / p99.9 / worst of an idle loop, the second process writing (the floor)',
+    `idle ${['p50', 'p99', 'p999', 'worst'].map((q) => formatNs(delay('idle', q))).join(' / ')}`,
+    '—',
+    '—',
+    '—',
+    null,
   );
   row(
     `event-loop delay, worst (${who})`,
@@ -421,7 +431,6 @@ async function main() {
     `Promise API: ${ROUNDS} rounds, ${RECORDS} records per stall round (${WINDOW} in flight), ${RATE_RECORDS} per throughput round; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`,
   );
   const result = await measureAsync();
-  if (result.standIn) console.log('NOTE: the addon has no recordAsync yet; bench/async-standin.js stood in for it');
   console.log(`\n${printTable(result.rows)}\n`);
   if (jsonAt > 0) fs.writeFileSync(process.argv[jsonAt + 1], JSON.stringify(result, null, 2));
 }
