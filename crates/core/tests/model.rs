@@ -22,7 +22,10 @@
 //!   waits, the calls that follow are queued behind it (`Queue`) or made synchronously, and
 //!   `Release` lets it take the whole queue in one batch. The model applies the synchronous
 //!   calls at once, and at the release the queued ones in call order, each run of records as
-//!   one group (one automatic prune after it, if due); every result must agree.
+//!   one group (one automatic prune after it, if due); every result must agree. A core
+//!   [`Store`] call does not wait for its writer thread, which is what lets a synchronous call
+//!   commit while jobs are queued; the binding's synchronous methods wait for the queue first.
+//!   Every state between batches is observed as after any other step.
 //! - Every file case starts with rows the store would never write (`model/foreign.rs`, semantics.md#storage):
 //!   the model ignores them, so a notice, wake or count they caused fails the case, and at
 //!   the end each must be unchanged or deleted by a reset or delete of its keys.
