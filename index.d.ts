@@ -32,6 +32,8 @@ export declare class NativeSessionState {
   unwatchAsync(watcherKey: string, targetKey: string): void
   /** Queues an `acknowledge`; its value is the count. */
   acknowledgeAsync(watcherKey: string, targetKeys: Array<string>): void
+  /** Queues a `drain`; its value is the packed notices. */
+  drainAsync(watcherKey: string): void
   /**
    * Queues the read of the watchers a sweep would ask `watcherExists` about; its value is
    * their keys.

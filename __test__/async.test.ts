@@ -58,10 +58,13 @@ const steps: Step[] = [
     (s) => s.stateVersionsAsync([{ sessionKey: CHILD }, { sessionKey: MAIN }, { sessionKey: OTHER }]),
   ],
   ['record again', (s) => s.record(human(CHILD)), (s) => s.recordAsync(human(CHILD))],
+  ['drain reopened', (s) => s.drain(MAIN), (s) => s.drainAsync(MAIN)],
+  ['record after drain', (s) => s.record(human(CHILD)), (s) => s.recordAsync(human(CHILD))],
   ['sweep', (s) => s.sweep(), (s) => s.sweepAsync()],
   ['sweep asking', (s) => s.sweep({ watcherExists: (w) => w !== MAIN }), (s) => s.sweepAsync({ watcherExists: (w) => w !== MAIN })],
   ['prune', (s) => s.prune(), (s) => s.pruneAsync()],
-  ['drain', (s) => s.drain(MAIN), async (s) => s.drain(MAIN)],
+  ['drain', (s) => s.drain(MAIN), (s) => s.drainAsync(MAIN)],
+  ['drain empty', (s) => s.drain(MAIN), (s) => s.drainAsync(MAIN)],
   ['unwatch', (s) => s.unwatch(MAIN, OTHER), (s) => s.unwatchAsync(MAIN, OTHER)],
   ['unwatch again', (s) => s.unwatch(MAIN, OTHER), (s) => s.unwatchAsync(MAIN, OTHER)],
   ['adopt', (s) => s.adopt(ADOPTED, { source: 'claude', remoteId: 'node-1:abc' }), (s) => s.adoptAsync(ADOPTED, { source: 'claude', remoteId: 'node-1:abc' })],
@@ -104,9 +107,14 @@ test('every *Async method gives what its synchronous twin gives on the same stat
     { sessionKey: CHILD, agentId: 'main', stateVersion: 2 },
     { sessionKey: OTHER, agentId: 'main', stateVersion: 4 },
   ])
-  expect(of('sweep')).toEqual({ notices: 2, prune: { eventsDeleted: 0, cursorsDeleted: 0 } })
+  expect(of('sweep')).toEqual({ notices: 1, prune: { eventsDeleted: 0, cursorsDeleted: 0 } })
   expect(of('checkUpstream new')).toMatchObject({ kind: 'human_direct_message', payload: { turns: 1 } })
   expect(of('unwatch again')).toBe(false)
+  expect((of('drain reopened') as Array<{ targetKey: string; changesSince: number }>).map((n) => [n.targetKey, n.changesSince])).toEqual([
+    [OTHER, 0],
+    [CHILD, 1],
+  ])
+  expect(of('drain empty')).toEqual([])
   expect(of('deleteSession')).toBeUndefined()
 })
 
@@ -157,6 +165,21 @@ test('a synchronous call runs after the Promise API calls made before it', async
   expect(s.drain(MAIN).map((n) => [n.targetKey, n.changesSince])).toEqual([[OTHER, 4]])
   // With nothing pending, an empty drain is answered without the addon.
   expect(s.drain(MAIN)).toEqual([])
+})
+
+test('drainAsync hands out the notice of a record queued before it, acknowledged off the JS thread', async () => {
+  const file = fx.file()
+  const s = fx.open(file)
+  s.watch(MAIN, CHILD)
+  const recorded = s.recordAsync(human(CHILD))
+  const drained = s.drainAsync(MAIN)
+  const later = s.recordAsync(human(CHILD))
+  expect((await drained).map((n) => [n.targetKey, n.changesSince])).toEqual([[CHILD, 0]])
+  expect(must(await recorded).sequence).toBe(1)
+  expect(must(await later).sequence).toBe(2)
+  // The record after the drain opened a fresh notice from the acknowledged position.
+  expect(s.peek(MAIN).map((n) => [n.targetKey, n.changesSince])).toEqual([[CHILD, 1]])
+  expect(await rejection(s.drainAsync(''))).toBe('ERR_INVALID_ARG')
 })
 
 describe('close', () => {

@@ -2,15 +2,31 @@
  * The JavaScript side of the Promise API (semantics.md#promise-api). Each `*Async` call
  * queues a job on the store's writer thread and gets a promise; the writer hands back every
  * batch of results in one call, in call order, and {@link Settler} settles the batch's
- * promises. The record argument list shared by `record` and `recordAsync` lives here too.
+ * promises. {@link Lane} checks each call's arguments (a failure is a rejection, never a
+ * throw) and queues it; `SessionState`'s `*Async` methods are its methods.
  * @packageDocumentation
  */
 import type { NativeSessionState } from '../index.js'
 import * as a from './args'
+import { checkRefs, recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
 import * as packed from './packed'
-import { payloadJson } from './payload'
-import type { RecordInput, StateEvent } from './types'
+import type {
+  AgentOptions,
+  ChangesSince,
+  ChangesSinceOptions,
+  Notice,
+  PruneReport,
+  RecordInput,
+  RemoteCheckResult,
+  SessionRef,
+  SessionVersion,
+  StateEvent,
+  SweepOptions,
+  SweepReport,
+  UpstreamLink,
+  WatchOptions,
+} from './types'
 
 /** How a store reports a best-effort failure (`onError`, or stderr). */
 export type Report = (err: SessionStateError) => void
@@ -159,6 +175,126 @@ export class Lane {
     }
   }
 
+  /** `recordAsync`: best-effort. */
+  record(input: RecordInput): Promise<StateEvent | null> {
+    return this.runBestEffort(() => this.#native.recordAsync(...recordArgs(input)), eventOrNull)
+  }
+
+  /** `watchAsync`. */
+  watch(watcherKey: string, targetKey: string, options?: WatchOptions | null): Promise<boolean> {
+    return this.run(() => {
+      a.str(watcherKey, 'watcherKey')
+      a.str(targetKey, 'targetKey')
+      const provenance = a.optStr(a.opts(options)?.provenance, 'provenance')
+      this.#native.watchAsync(watcherKey, targetKey, provenance)
+    }, Boolean)
+  }
+
+  /** `unwatchAsync`. */
+  unwatch(watcherKey: string, targetKey: string): Promise<boolean> {
+    return this.run(() => {
+      a.str(watcherKey, 'watcherKey')
+      a.str(targetKey, 'targetKey')
+      this.#native.unwatchAsync(watcherKey, targetKey)
+    }, Boolean)
+  }
+
+  /** `drainAsync`: the notices, acknowledged on the writer thread. */
+  drain(watcherKey: string): Promise<Notice[]> {
+    return this.run(
+      () => this.#native.drainAsync(a.str(watcherKey, 'watcherKey')),
+      (v) => packed.notices(stored(watcherKey), v as packed.PackedRows),
+    )
+  }
+
+  /** `acknowledgeAsync`. */
+  acknowledge(watcherKey: string, targetKeys: string[]): Promise<number> {
+    return this.run(() => {
+      a.str(watcherKey, 'watcherKey')
+      a.strArray(targetKeys, 'targetKeys')
+      this.#native.acknowledgeAsync(watcherKey, targetKeys)
+    }, Number)
+  }
+
+  /** `sweepAsync`: with `watcherExists`, the candidates are read, asked here, then swept. */
+  async sweep(options?: SweepOptions | null): Promise<SweepReport> {
+    let exists: ((watcherKey: string) => boolean) | undefined
+    try {
+      exists = a.optFn(a.opts(options)?.watcherExists, 'watcherExists')
+    } catch (e) {
+      throw fromNative(e)
+    }
+    let only: string[] | undefined
+    if (exists !== undefined) {
+      const candidates = await this.run(() => this.#native.sweepCandidatesAsync(), (v) => v as string[])
+      try {
+        only = candidates.filter((w) => exists(w))
+      } catch (e) {
+        throw a.invalidInput(`watcherExists failed: ${e instanceof Error ? e.message : String(e)}`)
+      }
+    }
+    return this.run(() => this.#native.sweepAsync(only), (v) => v as SweepReport)
+  }
+
+  /** `pruneAsync`. */
+  prune(): Promise<PruneReport> {
+    return this.run(() => this.#native.pruneAsync(), (v) => v as PruneReport)
+  }
+
+  /** `resetSessionAsync`. */
+  resetSession(sessionKey: string): Promise<void> {
+    return this.run(() => this.#native.resetSessionAsync(a.str(sessionKey, 'sessionKey')), nothing)
+  }
+
+  /** `deleteSessionAsync`. */
+  deleteSession(sessionKey: string, options?: AgentOptions | null): Promise<void> {
+    return this.run(() => {
+      a.str(sessionKey, 'sessionKey')
+      this.#native.deleteSessionAsync(sessionKey, a.optStr(a.opts(options)?.agentId, 'agentId'))
+    }, nothing)
+  }
+
+  /** `adoptAsync`: best-effort. */
+  adopt(sessionKey: string, link: UpstreamLink): Promise<StateEvent | null> {
+    return this.runBestEffort(() => {
+      a.str(sessionKey, 'sessionKey')
+      this.#native.adoptAsync(sessionKey, upstreamLink(link))
+    }, eventOrNull)
+  }
+
+  /** `checkUpstreamAsync`: best-effort. */
+  checkUpstream(sessionKey: string, result: RemoteCheckResult): Promise<StateEvent | null> {
+    return this.runBestEffort(() => {
+      a.str(sessionKey, 'sessionKey')
+      const [found, items] = remoteCheck(result)
+      this.#native.checkUpstreamAsync(sessionKey, found, items)
+    }, eventOrNull)
+  }
+
+  /** `changesSinceAsync`. */
+  changesSince(sessionKey: string, after: number, options?: ChangesSinceOptions | null): Promise<ChangesSince> {
+    return this.run(
+      () => {
+        a.str(sessionKey, 'sessionKey')
+        a.num(after, 'after')
+        const o = a.opts(options)
+        this.#native.changesSinceAsync(sessionKey, after, a.optStr(o?.agentId, 'agentId'), a.optNum(o?.limit, 'limit'))
+      },
+      (v) => {
+        const c = v as packed.PackedChanges
+        return { stateVersion: c.stateVersion, stateChanges: packed.stateChanges(c) }
+      },
+    )
+  }
+
+  /** `stateVersionsAsync`. */
+  stateVersions(refs: SessionRef[]): Promise<SessionVersion[]> {
+    return this.run(
+      () => this.#native.stateVersionsAsync(checkRefs(refs)),
+      (v) => packed.versions(v as packed.PackedRows),
+    )
+  }
+
   #start(): void {
     if (!this.#started) {
       this.#native.startWriter(this.#settler.onBatch)
@@ -177,32 +313,10 @@ export class Lane {
   }
 }
 
-/** The arguments of the native `record` and `recordAsync`, checked. */
-export type RecordArgs = Parameters<NativeSessionState['record']>
-
-/** Checks a record input and lays it out as the native calls take it. */
-export function recordArgs(input: RecordInput): RecordArgs {
-  if (input === undefined || input === null) throw a.invalidInput('record needs an input object')
-  if (typeof input !== 'object') throw a.invalidInput('input must be an object')
-  const i = input as unknown as Record<string, unknown>
-  return [
-    a.reqStr(i.sessionKey, 'sessionKey'),
-    a.optStr(i.agentId, 'agentId'),
-    a.optStr(i.sessionId, 'sessionId'),
-    a.reqStr(i.kind, 'kind'),
-    a.reqStr(i.actorType, 'actorType'),
-    a.optStr(i.actorId, 'actorId'),
-    a.optStr(i.runId, 'runId'),
-    a.reqStr(i.summary, 'summary'),
-    payloadJson(i.payload),
-    a.optNum(i.occurredAt, 'occurredAt'),
-    a.optStr(i.dedupeKey, 'dedupeKey'),
-    a.optStrArray(i.watchers, 'watchers'),
-    a.optBool(i.onlyIfWatched, 'onlyIfWatched') ?? false,
-  ]
-}
-
 /** A packed event or null, as the writer hands it back. */
 export function eventOrNull(v: unknown): StateEvent | null {
   return v === null || v === undefined ? null : packed.eventOf(v as packed.PackedEvent)
 }
+
+/** The settled value of a call that returns nothing. */
+function nothing(): void {}

@@ -6,11 +6,11 @@
  */
 import { NativeSessionState, openNativeSessionState } from '../index.js'
 import * as a from './args'
-import { Lane, eventOrNull, recordArgs } from './async'
+import { Lane } from './async'
 import type { Report } from './async'
+import { recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
 import * as packed from './packed'
-import { payloadJson } from './payload'
 import type {
   AgentOptions,
   ChangesSince,
@@ -292,28 +292,38 @@ export class SessionState {
    * `changesSince` = the old notified position. With nothing pending it runs no SQL.
    */
   drain(watcherKey: string): Notice[] {
-    const words = this.#words
-    // Nothing queued in the whole store, no Promise API call pending, no watcher unserved
-    // since `#served` was filled, and the addon already checked and served this watcher: the
-    // addon would answer [] too.
-    if (
-      words &&
-      words[0] === packed.SIGNAL_EMPTY &&
-      this.#lane.pending === 0 &&
-      words[1] === this.#unserved &&
-      this.#served.has(watcherKey)
-    ) {
-      return []
-    }
+    if (this.#nothingFor(watcherKey)) return []
     a.str(watcherKey, 'watcherKey')
     let rows: packed.PackedRows | null
     try {
       this.#settle()
       rows = this.#native.drain(watcherKey)
-      if (words === undefined) this.#initSignal()
     } catch (e) {
       throw fromNative(e)
     }
+    this.#servedNow(watcherKey)
+    return rows === null ? [] : packed.notices(stored(watcherKey), rows)
+  }
+
+  /**
+   * Nothing queued in the whole store, no Promise API call pending, no watcher unserved since
+   * `#served` was filled, and the addon already checked and served this watcher: the addon
+   * would answer [] too.
+   */
+  #nothingFor(watcherKey: string): boolean {
+    const words = this.#words
+    return (
+      !!words &&
+      words[0] === packed.SIGNAL_EMPTY &&
+      this.#lane.pending === 0 &&
+      words[1] === this.#unserved &&
+      this.#served.has(watcherKey)
+    )
+  }
+
+  /** After the addon drained for `watcherKey`: it is checked and served. */
+  #servedNow(watcherKey: string): void {
+    if (this.#words === undefined) this.#initSignal()
     const w = this.#words
     if (w) {
       if (w[1] !== this.#unserved) {
@@ -322,7 +332,6 @@ export class SessionState {
       }
       this.#served.add(watcherKey)
     }
-    return rows === null ? [] : packed.notices(stored(watcherKey), rows)
   }
 
   #initSignal(): void {
@@ -530,35 +539,35 @@ export class SessionState {
    * (unless `strict`); null plus exactly one `onError` call on failure.
    */
   recordAsync(input: RecordInput): Promise<StateEvent | null> {
-    return this.#lane.runBestEffort(() => this.#native.recordAsync(...recordArgs(input)), eventOrNull)
+    return this.#lane.record(input)
   }
 
   /** {@link SessionState.watch} off the JS thread. */
   watchAsync(watcherKey: string, targetKey: string, options?: WatchOptions | null): Promise<boolean> {
-    return this.#lane.run(() => {
-      a.str(watcherKey, 'watcherKey')
-      a.str(targetKey, 'targetKey')
-      const provenance = a.optStr(a.opts(options)?.provenance, 'provenance')
-      this.#native.watchAsync(watcherKey, targetKey, provenance)
-    }, Boolean)
+    return this.#lane.watch(watcherKey, targetKey, options)
   }
 
   /** {@link SessionState.unwatch} off the JS thread. */
   unwatchAsync(watcherKey: string, targetKey: string): Promise<boolean> {
-    return this.#lane.run(() => {
-      a.str(watcherKey, 'watcherKey')
-      a.str(targetKey, 'targetKey')
-      this.#native.unwatchAsync(watcherKey, targetKey)
-    }, Boolean)
+    return this.#lane.unwatch(watcherKey, targetKey)
+  }
+
+  /**
+   * {@link SessionState.drain} with the acknowledgement off the JS thread: resolves with the
+   * notices once their cursors are acknowledged. With nothing pending (no notice queued, no
+   * Promise API call in flight) it resolves with [] at once, without the writer.
+   */
+  drainAsync(watcherKey: string): Promise<Notice[]> {
+    if (this.#nothingFor(watcherKey)) return Promise.resolve([])
+    return this.#lane.drain(watcherKey).then((notices) => {
+      this.#servedNow(watcherKey)
+      return notices
+    })
   }
 
   /** {@link SessionState.acknowledge} off the JS thread. */
   acknowledgeAsync(watcherKey: string, targetKeys: string[]): Promise<number> {
-    return this.#lane.run(() => {
-      a.str(watcherKey, 'watcherKey')
-      a.strArray(targetKeys, 'targetKeys')
-      this.#native.acknowledgeAsync(watcherKey, targetKeys)
-    }, Number)
+    return this.#lane.acknowledge(watcherKey, targetKeys)
   }
 
   /**
@@ -566,81 +575,43 @@ export class SessionState {
    * unacknowledged history are read first, asked on the JS thread, and the sweep is queued
    * with the answer: it runs after the calls made meanwhile.
    */
-  async sweepAsync(options?: SweepOptions | null): Promise<SweepReport> {
-    const exists = a.optFn<(watcherKey: string) => boolean>(a.opts(options)?.watcherExists, 'watcherExists')
-    let only: string[] | undefined
-    if (exists !== undefined) {
-      const candidates = await this.#lane.run(() => this.#native.sweepCandidatesAsync(), (v) => v as string[])
-      try {
-        only = candidates.filter((w) => exists(w))
-      } catch (e) {
-        throw a.invalidInput(`watcherExists failed: ${e instanceof Error ? e.message : String(e)}`)
-      }
-    }
-    return this.#lane.run(() => this.#native.sweepAsync(only), (v) => v as SweepReport)
+  sweepAsync(options?: SweepOptions | null): Promise<SweepReport> {
+    return this.#lane.sweep(options)
   }
 
   /** {@link SessionState.prune} off the JS thread. */
   pruneAsync(): Promise<PruneReport> {
-    return this.#lane.run(() => this.#native.pruneAsync(), (v) => v as PruneReport)
+    return this.#lane.prune()
   }
 
   /** {@link SessionState.resetSession} off the JS thread. */
   resetSessionAsync(sessionKey: string): Promise<void> {
-    return this.#lane.run(() => {
-      a.str(sessionKey, 'sessionKey')
-      this.#native.resetSessionAsync(sessionKey)
-    }, nothing)
+    return this.#lane.resetSession(sessionKey)
   }
 
   /** {@link SessionState.deleteSession} off the JS thread. */
   deleteSessionAsync(sessionKey: string, options?: AgentOptions | null): Promise<void> {
-    return this.#lane.run(() => {
-      a.str(sessionKey, 'sessionKey')
-      const agentId = a.optStr(a.opts(options)?.agentId, 'agentId')
-      this.#native.deleteSessionAsync(sessionKey, agentId)
-    }, nothing)
+    return this.#lane.deleteSession(sessionKey, options)
   }
 
   /** {@link SessionState.adopt} off the JS thread. Best-effort like `recordAsync`. */
   adoptAsync(sessionKey: string, link: UpstreamLink): Promise<StateEvent | null> {
-    return this.#lane.runBestEffort(() => {
-      a.str(sessionKey, 'sessionKey')
-      this.#native.adoptAsync(sessionKey, upstreamLink(link))
-    }, eventOrNull)
+    return this.#lane.adopt(sessionKey, link)
   }
 
   /** {@link SessionState.checkUpstream} off the JS thread. Best-effort like `recordAsync`. */
   checkUpstreamAsync(sessionKey: string, result: RemoteCheckResult): Promise<StateEvent | null> {
-    return this.#lane.runBestEffort(() => {
-      a.str(sessionKey, 'sessionKey')
-      const [found, items] = remoteCheck(result)
-      this.#native.checkUpstreamAsync(sessionKey, found, items)
-    }, eventOrNull)
+    return this.#lane.checkUpstream(sessionKey, result)
   }
 
   /** {@link SessionState.changesSince} off the JS thread. */
   changesSinceAsync(sessionKey: string, after: number, options?: ChangesSinceOptions | null): Promise<ChangesSince> {
-    return this.#lane.run(
-      () => {
-        a.str(sessionKey, 'sessionKey')
-        a.num(after, 'after')
-        const o = a.opts(options)
-        this.#native.changesSinceAsync(sessionKey, after, a.optStr(o?.agentId, 'agentId'), a.optNum(o?.limit, 'limit'))
-      },
-      (v) => {
-        const c = v as packed.PackedChanges
-        return { stateVersion: c.stateVersion, stateChanges: packed.stateChanges(c) }
-      },
-    )
+    return this.#lane.changesSince(sessionKey, after, options)
   }
 
   /** {@link SessionState.stateVersions} off the JS thread. */
   stateVersionsAsync(refs: SessionRef[]): Promise<SessionVersion[]> {
-    return this.#lane.run(
-      () => this.#native.stateVersionsAsync(checkRefs(refs)),
-      (v) => packed.versions(v as packed.PackedRows),
-    )
+    return this.#lane.stateVersions(refs)
   }
 
   /**
@@ -651,49 +622,5 @@ export class SessionState {
   closeAsync(): Promise<void> {
     this.#closing ??= this.#lane.close()
     return this.#closing
-  }
-}
-
-/** A key as the addon stores it: a lone surrogate becomes U+FFFD, as in every string it takes. */
-function stored(key: string): string {
-  return key.isWellFormed() ? key : key.toWellFormed()
-}
-
-/** `checkUpstream`'s result as the addon takes it: `found` as a word, the items as JSON. */
-function remoteCheck(result: unknown): [string, string | undefined] {
-  const bad = () =>
-    a.invalidInput("result must be { found: true, items } | { found: false } | { found: 'unknown' }")
-  if (typeof result !== 'object' || result === null) throw bad()
-  const { found, items } = result as { found?: unknown; items?: unknown }
-  if (found === false) return ['false', undefined]
-  if (found === 'unknown') return ['unknown', undefined]
-  if (found !== true || !Array.isArray(items)) throw bad()
-  const json = items.map((item) => payloadJson(item) ?? 'null')
-  return ['true', `[${json.join(',')}]`]
-}
-
-/** The settled value of a call that returns nothing. */
-function nothing(): void {}
-
-/** `stateVersions`' refs, checked. */
-function checkRefs(refs: unknown): { sessionKey: string; agentId: string | undefined }[] {
-  if (!Array.isArray(refs)) throw a.invalidInput('refs must be an array')
-  return refs.map((r: unknown) => {
-    const o = a.opts(r, 'refs')
-    if (o === undefined) throw a.invalidInput('refs must hold objects')
-    return { sessionKey: a.reqStr(o.sessionKey, 'sessionKey'), agentId: a.optStr(o.agentId, 'agentId') }
-  })
-}
-
-/** `adopt`'s link, checked. */
-function upstreamLink(link: unknown): Parameters<NativeSessionState['adopt']>[1] {
-  const l = a.opts(link, 'link')
-  if (l === undefined) throw a.invalidInput('link must be an object')
-  return {
-    source: a.reqStr(l.source, 'source'),
-    transcriptPath: a.optStr(l.transcriptPath, 'transcriptPath'),
-    remoteId: a.optStr(l.remoteId, 'remoteId'),
-    agentId: a.optStr(l.agentId, 'agentId'),
-    hostId: a.optStr(l.hostId, 'hostId'),
   }
 }

@@ -89,6 +89,7 @@ fn batch(done: Vec<Done<Out>>) -> Batch {
         let out = match d {
             Done::Recorded(r) => r.map(|e| Either7::A(e.as_ref().map(packed::event))),
             Done::Ran(r) => r,
+            Done::Lost(e) => Err(e),
         };
         match out {
             Ok(v) => values.push(v),
@@ -261,6 +262,16 @@ impl NativeSessionState {
         self.writer.push(task(move |s| {
             s.acknowledge(&watcher_key, &target_keys, now)
                 .map(|n| Either7::C(n as i64))
+        }))
+    }
+
+    /// Queues a `drain`; its value is the packed notices.
+    #[napi]
+    pub fn drain_async(&self, env: Env, watcher_key: String) -> Result<(), Code> {
+        let now = self.now(&env).js()?;
+        self.writer.push(task(move |s| {
+            s.drain(&watcher_key, now)
+                .map(|n| Either7::D(packed::notices(&n)))
         }))
     }
 

@@ -5,6 +5,7 @@
 //! all of them, and every other job runs alone in its turn. The results of everything taken
 //! go to the sink in one call, in call order.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -29,6 +30,9 @@ pub enum Done<O> {
     Recorded(Result<Option<StateEvent>>),
     /// What the task returned.
     Ran(O),
+    /// The job panicked (a bug): nothing of it was committed, and the writer went on. Its
+    /// code is `ERR_DB`.
+    Lost(Error),
 }
 
 /// Where the results of each batch go, in call order. Called on the writer thread: it must
@@ -152,12 +156,13 @@ fn run<O>(shared: &Shared<O>, store: &Store, mut sink: Sink<O>) {
                 Job::Record(input, now) => group.push((*input, now)),
                 Job::Task(f) => {
                     flush(store, &mut group, &mut done);
-                    done.push(Done::Ran(f(store)));
+                    done.push(guarded(1, || vec![Done::Ran(f(store))]).remove(0));
                 }
             }
         }
         flush(store, &mut group, &mut done);
-        sink(done);
+        // A panicking sink must not stop the thread either: the callers would wait forever.
+        let _ = catch_unwind(AssertUnwindSafe(|| sink(done)));
         let mut s = shared.state.lock();
         s.busy = false;
         if s.jobs.is_empty() {
@@ -170,6 +175,28 @@ fn run<O>(shared: &Shared<O>, store: &Store, mut sink: Sink<O>) {
 fn flush<O>(store: &Store, group: &mut Vec<GroupItem>, done: &mut Vec<Done<O>>) {
     if !group.is_empty() {
         let items = std::mem::take(group);
-        done.extend(store.record_group(items).into_iter().map(Done::Recorded));
+        let n = items.len();
+        done.extend(guarded(n, || {
+            store
+                .record_group(items)
+                .into_iter()
+                .map(Done::Recorded)
+                .collect()
+        }));
     }
+}
+
+/// Runs `f`, which settles `n` jobs; if it panics, each of them is [`Done::Lost`]. A panic
+/// unwinds through the open transaction's guard, which rolls it back.
+fn guarded<O>(n: usize, f: impl FnOnce() -> Vec<Done<O>>) -> Vec<Done<O>> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        (0..n)
+            .map(|_| {
+                Done::Lost(Error::Db(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERNAL),
+                    Some("the call panicked inside the store".into()),
+                )))
+            })
+            .collect()
+    })
 }

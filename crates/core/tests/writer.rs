@@ -58,7 +58,7 @@ fn seq(d: &Done<u32>) -> i64 {
     match d {
         Done::Recorded(Ok(e)) => e.as_ref().map_or(0, |e| e.sequence),
         Done::Recorded(Err(e)) => panic!("record failed: {} {e}", e.code()),
-        Done::Ran(_) => panic!("not a record"),
+        Done::Ran(_) | Done::Lost(_) => panic!("not a record"),
     }
 }
 
@@ -329,4 +329,20 @@ fn settle_waits_for_the_queue_and_a_stopped_writer_refuses_jobs() {
     assert_eq!(refused.unwrap_err().code(), "ERR_CLOSED");
     w.join();
     assert_eq!(fx.store.state_version(T1, None).unwrap(), 3);
+}
+
+#[test]
+fn a_panicking_job_is_lost_alone_and_the_writer_goes_on() {
+    let fx = Fixture::memory();
+    let (w, rx) = writer(&fx.store);
+    let release = hold(&w);
+    w.push(Job::Task(Box::new(|_| panic!("a bug")))).unwrap();
+    w.push(Job::Record(Box::new(input(T1, "goal_changed")), T0))
+        .unwrap();
+    drop(release);
+    let (done, _) = collect(&rx, 3);
+    assert!(matches!(&done[1], Done::Lost(e) if e.code() == "ERR_DB"));
+    assert_eq!(seq(&done[2]), 1);
+    w.settle();
+    assert!(w.is_idle());
 }
