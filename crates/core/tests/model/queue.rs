@@ -19,6 +19,8 @@ pub enum Outcome {
     Notices(Result<Vec<Notice>, &'static str>),
     /// The job that held the writer thread.
     Held,
+    /// The job panicked: never expected.
+    Lost(&'static str),
 }
 
 /// Makes `op` (a record, watch, drain or acknowledge) on the store.
@@ -132,6 +134,7 @@ impl Queue {
             .map(|d| match d {
                 Done::Recorded(r) => Outcome::Record(code(r)),
                 Done::Ran(o) => o,
+                Done::Lost(e) => Outcome::Lost(e.code()),
             })
             .collect();
         assert_eq!(got.first(), Some(&Outcome::Held), "the holding job first");
