@@ -14,8 +14,9 @@
 //    machine at that moment, the floor under both.
 // 2. JS-thread time per `recordAsync`: the main thread's own CPU time
 //    (/proc/self/task/<pid>/schedstat, the kernel's per-thread clock: the writer thread's work
-//    is not in it) over a run of records with 64 in flight, divided by the records; the
-//    promises' settling and the loop's own work included. Beside it, the submit loop alone:
+//    is not in it) over a run of ASYNC_THREAD_RECORDS records with 64 in flight, divided by
+//    the records; the promises' settling and the loop's own work included (the loop alone is
+//    measured too). Beside it, the submit loop alone:
 //    the wall time of 64 calls issued back to back.
 // 3. Throughput with 1, 8 and 64 records in flight, against a synchronous loop in the same
 //    round; no second process.
@@ -33,6 +34,9 @@ const ROUNDS = Number(process.env.BENCH_ASYNC_ROUNDS) || 5;
 const RECORDS = Number(process.env.ASYNC_RECORDS) || 5000;
 const WINDOW = Number(process.env.ASYNC_WINDOW) || 8;
 const RATE_RECORDS = Number(process.env.ASYNC_RATE_RECORDS) || 2000;
+// The kernel's per-thread clock of a running thread lags by up to a scheduler tick (a few
+// milliseconds): enough records that the lag stays within a few percent.
+const THREAD_RECORDS = Number(process.env.ASYNC_THREAD_RECORDS) || 20000;
 const IN_FLIGHT = [1, 8, 64];
 const MAIN = 'agent:main:main';
 const RESOLUTION_MS = 1;
@@ -234,7 +238,9 @@ async function stallRound(SessionState, writer, dir, api) {
 // ---- 2. JS-thread time per recordAsync ----------------------------------------------------------
 
 /** Records `count` events with 64 in flight, issued in bursts of 64: the main thread's CPU time
- * per record, and the wall time per call of each burst's submit loop. */
+ * per record, and the wall time per call of each burst's submit loop. With `api` 'loop', the
+ * same loop with an already resolved promise in place of each call: what the benchmark's own
+ * work (building the inputs, awaiting the bursts) costs the thread. */
 async function threadRound(SessionState, dir, api) {
   const file = path.join(dir, `thread-${api}.sqlite`);
   removeDb(file);
@@ -244,15 +250,19 @@ async function threadRound(SessionState, dir, api) {
   const submit = [];
   const cpu0 = threadCpuNs();
   const t0 = hr();
-  for (let done = 0; done < RECORDS; done += burst) {
-    const n = Math.min(burst, RECORDS - done);
+  for (let done = 0; done < THREAD_RECORDS; done += burst) {
+    const n = Math.min(burst, THREAD_RECORDS - done);
     if (api === 'sync') {
       for (let i = 0; i < n; i += 1) store.record(input('agent:main:subagent:thread', done + i));
       continue;
     }
     const promises = new Array(n);
     const s0 = hr();
-    for (let i = 0; i < n; i += 1) promises[i] = store.recordAsync(input('agent:main:subagent:thread', done + i));
+    if (api === 'loop') {
+      for (let i = 0; i < n; i += 1) promises[i] = Promise.resolve(input('agent:main:subagent:thread', done + i));
+    } else {
+      for (let i = 0; i < n; i += 1) promises[i] = store.recordAsync(input('agent:main:subagent:thread', done + i));
+    }
     submit.push(Number(hr() - s0) / n);
     const events = await Promise.all(promises);
     if (events.includes(null)) throw new Error('recordAsync resolved null');
@@ -263,8 +273,8 @@ async function threadRound(SessionState, dir, api) {
   checkErrors(errors, `${api} thread round`);
   removeDb(file);
   return {
-    threadCpuPerRecord: cpu0 === null ? null : (cpu1 - cpu0) / RECORDS,
-    wallPerRecord: wall / RECORDS,
+    threadCpuPerRecord: cpu0 === null ? null : (cpu1 - cpu0) / THREAD_RECORDS,
+    wallPerRecord: wall / THREAD_RECORDS,
     submitPerCall: submit.length > 0 ? median(submit) : null,
   };
 }
@@ -315,7 +325,7 @@ async function measureAsync(log = console.log) {
   const SessionState = loadApi();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'session-awareness-bench-async-'));
   const writer = startWriter();
-  const samples = { stall: { sync: [], async: [], idle: [] }, thread: { sync: [], async: [] }, rate: { sync: [] } };
+  const samples = { stall: { sync: [], async: [], idle: [] }, thread: { sync: [], async: [], loop: [] }, rate: { sync: [] } };
   for (const k of IN_FLIGHT) samples.rate[k] = [];
   try {
     // One warm-up round of each, not kept.
@@ -323,7 +333,7 @@ async function measureAsync(log = console.log) {
     for (let r = 0; r < ROUNDS; r += 1) {
       const order = r % 2 === 0 ? ['sync', 'async'] : ['async', 'sync'];
       for (const api of [...order, 'idle']) samples.stall[api].push(await stallRound(SessionState, writer, dir, api));
-      for (const api of order) samples.thread[api].push(await threadRound(SessionState, dir, api));
+      for (const api of [...order, 'loop']) samples.thread[api].push(await threadRound(SessionState, dir, api));
       const modes = ['sync', ...IN_FLIGHT];
       for (let k = 0; k < modes.length; k += 1) {
         const mode = modes[(r + k) % modes.length];
@@ -332,7 +342,7 @@ async function measureAsync(log = console.log) {
       const s = samples.stall;
       log(
         `  round ${r + 1}/${ROUNDS}: loop delay p99 sync ${formatNs(s.sync[r].loopDelay.p99)}, async ${formatNs(s.async[r].loopDelay.p99)}, idle ${formatNs(s.idle[r].loopDelay.p99)}; ` +
-          `main-thread CPU per recordAsync ${formatNs(samples.thread.async[r].threadCpuPerRecord ?? NaN)}; ` +
+          `main-thread CPU per recordAsync ${formatNs(samples.thread.async[r].threadCpuPerRecord ?? NaN)} (own loop ${formatNs(samples.thread.loop[r].threadCpuPerRecord ?? NaN)}); ` +
           `rate sync ${Math.round(samples.rate.sync[r])}/s, 64 in flight ${Math.round(samples.rate[64][r])}/s`,
       );
     }
@@ -395,9 +405,10 @@ function rows(samples) {
     null,
   );
   const cpuAsync = med(thread.async, (s) => s.threadCpuPerRecord ?? NaN);
+  const cpuLoop = med(thread.loop, (s) => s.threadCpuPerRecord ?? NaN);
   row(
     'JS-thread CPU time per record, 64 in flight (settling included)',
-    `recordAsync ${formatNs(cpuAsync)} (submit loop alone: ${formatNs(med(thread.async, (s) => s.submitPerCall))} per call)`,
+    `recordAsync ${formatNs(cpuAsync)} (submit loop alone: ${formatNs(med(thread.async, (s) => s.submitPerCall))} per call; the benchmark's own loop: ${formatNs(cpuLoop)})`,
     `record ${formatNs(med(thread.sync, (s) => s.threadCpuPerRecord ?? NaN))}`,
     '—',
     '≤ 10 µs',
@@ -428,7 +439,7 @@ function printTable(list) {
 async function main() {
   const jsonAt = process.argv.indexOf('--json');
   console.log(
-    `Promise API: ${ROUNDS} rounds, ${RECORDS} records per stall round (${WINDOW} in flight), ${RATE_RECORDS} per throughput round; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`,
+    `Promise API: ${ROUNDS} rounds, ${RECORDS} records per stall round (${WINDOW} in flight), ${THREAD_RECORDS} per CPU-time round, ${RATE_RECORDS} per throughput round; load average ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`,
   );
   const result = await measureAsync();
   console.log(`\n${printTable(result.rows)}\n`);
