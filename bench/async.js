@@ -16,8 +16,8 @@
 //    (/proc/self/task/<pid>/schedstat, the kernel's per-thread clock: the writer thread's work
 //    is not in it) over a run of ASYNC_THREAD_RECORDS records with 64 in flight, divided by
 //    the records; the promises' settling and the loop's own work included (the loop alone is
-//    measured too). Beside it, the submit loop alone:
-//    the wall time of 64 calls issued back to back.
+//    measured too). Beside it, the submit loop alone: the wall time of 64 calls issued back
+//    to back.
 // 3. Throughput with 1, 8 and 64 records in flight, against a synchronous loop in the same
 //    round; no second process.
 //
@@ -30,7 +30,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { monitorEventLoopDelay } = require('node:perf_hooks');
 
-const ROUNDS = Number(process.env.BENCH_ASYNC_ROUNDS) || 5;
+const ROUNDS = Number(process.env.BENCH_ASYNC_ROUNDS) || 7;
 const RECORDS = Number(process.env.ASYNC_RECORDS) || 5000;
 const WINDOW = Number(process.env.ASYNC_WINDOW) || 8;
 const RATE_RECORDS = Number(process.env.ASYNC_RATE_RECORDS) || 2000;
@@ -65,7 +65,7 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-/** The value at quantile `q` of `xs` (nearest rank). */
+/** The value at quantile `q` of the ascending `sorted` (nearest rank). */
 function quantile(sorted, q) {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
 }
