@@ -15,6 +15,56 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare class NativeSessionState {
   /**
+   * Starts the writer thread, which hands every batch of results to `onBatch` on the JS
+   * thread. Does nothing when it already runs or the store is closed.
+   */
+  startWriter(onBatch: (values: unknown[], errors: Array<NativeError | null> | null) => void): void
+  /**
+   * Blocks until every job queued before has run: a synchronous call that follows runs
+   * after them.
+   */
+  settle(): void
+  /** Queues a record (see `record`). */
+  recordAsync(sessionKey: string, agentId: string | undefined | null, sessionId: string | undefined | null, kind: string, actorType: string, actorId: string | undefined | null, runId: string | undefined | null, summary: string, payloadJson: string | undefined | null, occurredAt: number | undefined | null, dedupeKey: string | undefined | null, watchers: Array<string> | undefined | null, onlyIfWatched: boolean, watcherScopes?: Record<string, string> | undefined | null): void
+  /** Queues a `watch`; its value is the flag. */
+  watchAsync(watcherKey: string, targetKey: string, provenance?: string | undefined | null, scope?: string | undefined | null, refresh?: boolean | undefined | null): void
+  /** Queues an `unwatch`; its value is the flag. */
+  unwatchAsync(watcherKey: string, targetKey: string): void
+  /** Queues an `acknowledge`; its value is the count. */
+  acknowledgeAsync(watcherKey: string, targetKeys: Array<string>, scope?: string | undefined | null): void
+  /** Queues a `drain`; its value is the packed notices. */
+  drainAsync(watcherKey: string): void
+  /**
+   * Queues the read of the watchers a sweep would ask `watcherExists` about; its value is
+   * their keys.
+   */
+  sweepCandidatesAsync(): void
+  /**
+   * Queues a sweep of the watchers in `only` (every watcher when absent); its value is the
+   * report.
+   */
+  sweepAsync(only?: Array<string> | undefined | null): void
+  /** Queues a prune; its value is the report. */
+  pruneAsync(): void
+  /** Queues a `resetSession`. */
+  resetSessionAsync(sessionKey: string): void
+  /** Queues a `deleteSession`. */
+  deleteSessionAsync(sessionKey: string, agentId?: string | undefined | null): void
+  /** Queues an `adopt`; its value is the event. */
+  adoptAsync(sessionKey: string, link: UpstreamLink): void
+  /** Queues a `checkUpstream`; its value is the event. */
+  checkUpstreamAsync(sessionKey: string, found: string, itemsJson?: string | undefined | null): void
+  /** Queues a `changesSince`; its value is the packed delta. */
+  changesSinceAsync(sessionKey: string, after: number, agentId?: string | undefined | null, limit?: number | undefined | null): void
+  /** Queues a `stateVersions`; its value is the packed rows. */
+  stateVersionsAsync(refs: Array<SessionRef>): void
+  /**
+   * Queues the close of the store behind every job queued before, and takes no more jobs.
+   * False when the writer had already stopped (the store is closed or closing): nothing
+   * was queued.
+   */
+  closeAsync(): boolean
+  /**
    * Opens (creating if needed) the store at `path`. Throws `ERR_INVALID_ARG` for a bad
    * option and `ERR_DB` when the file cannot be opened as a database.
    */
@@ -76,7 +126,7 @@ export declare class NativeSessionState {
   deleteSession(sessionKey: string, agentId?: string | undefined | null): void
   /** True once `close()` has run; the cheapest call into the addon. */
   get isClosed(): boolean
-  /** Closes the store. Idempotent. */
+  /** Closes the store once the Promise API's calls made before have run. Idempotent. */
   close(): void
   /**
    * Adopts a session (semantics.md#upstream): records `adopted` (log only) and stores its upstream link.
@@ -367,6 +417,13 @@ export interface Notice {
   /** The notice's context key. */
   contextKey: string
 }
+
+/**
+ * Opens (creating if needed) the store at `path` off the JS thread. Resolves to the native
+ * store, or to the failure as a `NativeError` (the TypeScript layer rejects with it); throws
+ * `ERR_INVALID_ARG` for a bad option at once.
+ */
+export declare function openNativeSessionState(path: string, options: NativeOptions): Promise<NativeSessionState | NativeError>
 
 /** The packed result of `changesSince`. */
 export interface PackedChanges {

@@ -9,6 +9,8 @@
 // 3. RSS is measured in a fresh process per implementation (bench/rss.js).
 // 4. Beside them, OpenClaw's published implementation (bench/openclaw/, on Node 24) and the
 //    addon again on Node 24, in the same rounds: see bench/openclaw/harness.js.
+// 5. The Promise API against the synchronous one (bench/async.js, in a process of its own):
+//    its rows close the first table.
 // It prints two tables (Markdown) and writes the raw samples to .tmp/bench-results.json.
 
 const { execFileSync, fork, spawn } = require('node:child_process');
@@ -218,7 +220,16 @@ async function measure(harness) {
     console.log(`  rss ${impl}: ${samples[`rss ${impl}`].rss.toFixed(1)} MiB`);
   }
   if (harness && !(ONLY && !ONLY.test('rss'))) Object.assign(samples, openclaw.measureRss(harness));
+  if (!ONLY || ONLY.test('async')) samples.async = measurePromiseApi();
   return samples;
+}
+
+/** bench/async.js in a fresh process: its samples and table rows. */
+function measurePromiseApi() {
+  const out = path.join(ROOT, '.tmp', 'bench-async.json');
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  execFileSync(process.execPath, [path.join(__dirname, 'async.js'), '--json', out], { stdio: 'inherit' });
+  return JSON.parse(fs.readFileSync(out, 'utf8'));
 }
 
 /** The median of the per-round ratios a[i] / b[i]: rounds i ran back to back, so each ratio
@@ -283,6 +294,7 @@ function table(samples) {
       a.rss <= 64,
     );
   }
+  if (samples.async) rows.push(...samples.async.rows);
   return rows;
 }
 

@@ -4,11 +4,13 @@
  * signal words, and builds results from their packed form (`packed.ts`).
  * @packageDocumentation
  */
-import { NativeSessionState } from '../index.js'
+import { NativeSessionState, openNativeSessionState } from '../index.js'
 import * as a from './args'
+import { Lane } from './async'
+import type { Report } from './async'
+import { recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
 import * as packed from './packed'
-import { payloadJson } from './payload'
 import type {
   AcknowledgeOptions,
   AgentOptions,
@@ -90,8 +92,6 @@ export interface SessionStateOptions {
   onNotice?: ((notice: QueuedNotice) => void) | null
 }
 
-type Report = (err: SessionStateError) => void
-
 /**
  * The reporter of one store. It holds the host's callback only, never the store: the addon
  * keeps a strong reference to it, which must not keep the store alive.
@@ -108,6 +108,37 @@ function reporter(onError: Report | undefined): Report {
     }
     process.stderr.write(`session-awareness: ${err.code}: ${err.message}\n`)
   }
+}
+
+/** The constructor's options, checked: what the native store takes, the reporter, `strict`. */
+interface Prepared {
+  native: ConstructorParameters<typeof NativeSessionState>[1]
+  report: Report
+  strict: boolean
+  onNotice: ((notice: QueuedNotice) => void) | undefined
+}
+
+function prepare(path: string, options: SessionStateOptions | null | undefined): Prepared {
+  a.str(path, 'path')
+  const o = a.opts(options) ?? {}
+  const onError = a.optFn<Report>(o.onError, 'onError')
+  const report = reporter(onError)
+  const native = {
+    retentionMs: a.optNum(o.retentionMs, 'retentionMs'),
+    maxEvents: a.optNum(o.maxEvents, 'maxEvents'),
+    busyTimeoutMs: a.optNum(o.busyTimeoutMs, 'busyTimeoutMs'),
+    wakeCoalesceMs: a.optNum(o.wakeCoalesceMs, 'wakeCoalesceMs'),
+    wake: a.optFn<(req: WakeRequest) => void>(o.wake, 'wake'),
+    clock: a.optFn<() => number>(o.clock, 'clock'),
+    syncIntervalMs: a.optNum(o.syncIntervalMs, 'syncIntervalMs'),
+    serveWatchers: a.optStrArray(o.serveWatchers, 'serveWatchers'),
+    notifyKinds: a.optStrArray(o.notifyKinds, 'notifyKinds'),
+    seedResetsProvenance: a.optBool(o.seedResetsProvenance, 'seedResetsProvenance'),
+    noticeOutbox: o.onNotice !== undefined && o.onNotice !== null,
+    onError: (err: { code: string; message: string }) => report(fromCode(err.code, err.message)),
+  }
+  const onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')
+  return { native, report, strict: a.optBool(o.strict, 'strict') ?? false, onNotice }
 }
 
 /**
@@ -129,6 +160,10 @@ export class SessionState {
   readonly #onNotice: ((notice: QueuedNotice) => void) | undefined
   #delivering = false
   #tick: ReturnType<typeof setInterval> | undefined
+  readonly #lane: Lane
+  #closing: Promise<void> | undefined = undefined
+  // A store `open` made, handed to the constructor it calls.
+  static #opened: { native: NativeSessionState; prepared: Prepared } | undefined = undefined
 
   /**
    * Opens (creating if needed) the store at `path`: a SQLite file of its own (for a gateway,
@@ -141,46 +176,68 @@ export class SessionState {
    * `onError`) until the store is reopened.
    */
   constructor(path: string, options?: SessionStateOptions | null) {
-    a.str(path, 'path')
-    const o = a.opts(options) ?? {}
-    const onError = a.optFn<Report>(o.onError, 'onError')
-    const report = reporter(onError)
-    const native = {
-      retentionMs: a.optNum(o.retentionMs, 'retentionMs'),
-      maxEvents: a.optNum(o.maxEvents, 'maxEvents'),
-      busyTimeoutMs: a.optNum(o.busyTimeoutMs, 'busyTimeoutMs'),
-      wakeCoalesceMs: a.optNum(o.wakeCoalesceMs, 'wakeCoalesceMs'),
-      wake: a.optFn<(req: WakeRequest) => void>(o.wake, 'wake'),
-      clock: a.optFn<() => number>(o.clock, 'clock'),
-      syncIntervalMs: a.optNum(o.syncIntervalMs, 'syncIntervalMs'),
-      serveWatchers: a.optStrArray(o.serveWatchers, 'serveWatchers'),
-      notifyKinds: a.optStrArray(o.notifyKinds, 'notifyKinds'),
-      seedResetsProvenance: a.optBool(o.seedResetsProvenance, 'seedResetsProvenance'),
-      noticeOutbox: o.onNotice !== undefined && o.onNotice !== null,
-      onError: (err: { code: string; message: string }) => report(fromCode(err.code, err.message)),
+    const opened = SessionState.#opened
+    SessionState.#opened = undefined
+    const p = opened?.prepared ?? prepare(path, options)
+    this.#strict = p.strict
+    this.#report = p.report
+    if (opened !== undefined) {
+      this.#native = opened.native
+    } else {
+      try {
+        this.#native = new NativeSessionState(path, p.native)
+      } catch (e) {
+        throw fromNative(e)
+      }
     }
-    this.#onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')
-    this.#strict = a.optBool(o.strict, 'strict') ?? false
-    this.#report = report
-    try {
-      this.#native = new NativeSessionState(path, native)
-    } catch (e) {
-      throw fromNative(e)
-    }
+    this.#onNotice = p.onNotice
+    // The listener hears of notices a Promise API batch queued before its promises settle;
+    // the batch callback holds the store weakly, as the tick does.
+    const self = new WeakRef(this)
+    const afterBatch =
+      p.onNotice === undefined
+        ? undefined
+        : () => {
+            const store = self.deref()
+            if (store !== undefined) store.#deliver()
+          }
+    this.#lane = new Lane(this.#native, this.#report, this.#strict, afterBatch)
     if (this.#onNotice !== undefined) {
       this.#initSignal()
       // Background work (the poll for other processes, the upstream monitor's scans) queues
       // notices off the JS thread; the tick hands them over. It reads one shared word when
       // nothing entered, and holds the store weakly: a store dropped without close() can be
       // collected.
-      const every = native.syncIntervalMs || 100
-      const self = new WeakRef(this)
+      const every = p.native.syncIntervalMs || 100
       this.#tick = setInterval(() => {
         const store = self.deref()
         if (store !== undefined) store.#deliver()
       }, every)
       this.#tick.unref()
     }
+  }
+
+  /**
+   * Opens the store at `path` as the constructor does, with the file work (creating,
+   * checking, migrating the schema; the guard's scan) off the JS thread. Rejects with the
+   * constructor's codes: `ERR_INVALID_ARG`, `ERR_DB`, `ERR_FILE_SHARED`, `ERR_FOREIGN_SCHEMA`.
+   */
+  static async open(path: string, options?: SessionStateOptions | null): Promise<SessionState> {
+    const prepared = prepare(path, options)
+    let r: NativeSessionState | { code: string; message: string }
+    try {
+      r = await openNativeSessionState(path, prepared.native)
+    } catch (e) {
+      throw fromNative(e)
+    }
+    if (!(r instanceof NativeSessionState)) throw fromCode(r.code, r.message)
+    SessionState.#opened = { native: r, prepared }
+    return new SessionState(path, options)
+  }
+
+  /** Before a synchronous call: the Promise API's calls made before it run first. */
+  #settle(): void {
+    if (this.#lane.pending > 0) this.#native.settle()
   }
 
   /**
@@ -246,25 +303,9 @@ export class SessionState {
   record(input: RecordInput): StateEvent | null {
     let p: packed.PackedEvent | null
     try {
-      if (input === undefined || input === null) throw a.invalidInput('record needs an input object')
-      if (typeof input !== 'object') throw a.invalidInput('input must be an object')
-      const i = input as unknown as Record<string, unknown>
-      p = this.#native.record(
-        a.reqStr(i.sessionKey, 'sessionKey'),
-        a.optStr(i.agentId, 'agentId'),
-        a.optStr(i.sessionId, 'sessionId'),
-        a.reqStr(i.kind, 'kind'),
-        a.reqStr(i.actorType, 'actorType'),
-        a.optStr(i.actorId, 'actorId'),
-        a.optStr(i.runId, 'runId'),
-        a.reqStr(i.summary, 'summary'),
-        payloadJson(i.payload),
-        a.optNum(i.occurredAt, 'occurredAt'),
-        a.optStr(i.dedupeKey, 'dedupeKey'),
-        a.optStrArray(i.watchers, 'watchers'),
-        a.optBool(i.onlyIfWatched, 'onlyIfWatched') ?? false,
-        a.optStrRecord(i.watcherScopes, 'watcherScopes'),
-      )
+      const args = recordArgs(input)
+      this.#settle()
+      p = this.#native.record(...args)
     } catch (e) {
       if (this.#onNotice !== undefined) this.#deliver()
       return this.#failed(e)
@@ -287,6 +328,7 @@ export class SessionState {
     const scope = a.optStr(o?.scope, 'scope')
     const refresh = a.optBool(o?.refresh, 'refresh')
     try {
+      this.#settle()
       return this.#native.watch(watcherKey, targetKey, provenance, scope, refresh)
     } catch (e) {
       throw fromNative(e)
@@ -300,6 +342,7 @@ export class SessionState {
     a.str(watcherKey, 'watcherKey')
     a.str(targetKey, 'targetKey')
     try {
+      this.#settle()
       return this.#native.unwatch(watcherKey, targetKey)
     } catch (e) {
       throw fromNative(e)
@@ -328,6 +371,7 @@ export class SessionState {
     a.str(sessionKey, 'sessionKey')
     const agentId = a.optStr(a.opts(options)?.agentId, 'agentId')
     try {
+      this.#settle()
       return this.#native.stateVersion(sessionKey, agentId)
     } catch (e) {
       throw fromNative(e)
@@ -343,6 +387,7 @@ export class SessionState {
       return { sessionKey: a.reqStr(o.sessionKey, 'sessionKey'), agentId: a.optStr(o.agentId, 'agentId') }
     })
     try {
+      this.#settle()
       return packed.versions(this.#native.stateVersions(checked))
     } catch (e) {
       throw fromNative(e)
@@ -362,6 +407,7 @@ export class SessionState {
     const limit = a.optNum(o?.limit, 'limit')
     let c: packed.PackedChanges
     try {
+      this.#settle()
       c = this.#native.changesSince(sessionKey, after, agentId, limit)
     } catch (e) {
       throw fromNative(e)
@@ -375,28 +421,43 @@ export class SessionState {
    * `changesSince` = the old notified position. With nothing pending it runs no SQL.
    */
   drain(watcherKey: string): Notice[] {
-    const words = this.#words
-    // Nothing queued in the whole store, no watcher unserved since `#served` was filled, and
-    // the addon already checked and served this watcher: the addon would answer [] too.
-    if (
-      words &&
-      words[0] === packed.SIGNAL_EMPTY &&
-      words[1] === this.#unserved &&
-      this.#served.has(watcherKey)
-    ) {
+    if (this.#nothingFor(watcherKey)) {
       if (this.#onNotice !== undefined) this.#deliver()
       return []
     }
     a.str(watcherKey, 'watcherKey')
     let rows: packed.PackedRows | null
     try {
+      this.#settle()
       rows = this.#native.drain(watcherKey)
-      if (words === undefined) this.#initSignal()
     } catch (e) {
       throw fromNative(e)
     } finally {
       if (this.#onNotice !== undefined) this.#deliver()
     }
+    this.#servedNow(watcherKey)
+    return rows === null ? [] : packed.notices(stored(watcherKey), rows)
+  }
+
+  /**
+   * Nothing queued in the whole store, no Promise API call pending, no watcher unserved since
+   * `#served` was filled, and the addon already checked and served this watcher: the addon
+   * would answer [] too.
+   */
+  #nothingFor(watcherKey: string): boolean {
+    const words = this.#words
+    return (
+      !!words &&
+      words[0] === packed.SIGNAL_EMPTY &&
+      this.#lane.pending === 0 &&
+      words[1] === this.#unserved &&
+      this.#served.has(watcherKey)
+    )
+  }
+
+  /** After the addon drained for `watcherKey`: it is checked and served. */
+  #servedNow(watcherKey: string): void {
+    if (this.#words === undefined) this.#initSignal()
     const w = this.#words
     if (w) {
       if (w[1] !== this.#unserved) {
@@ -405,7 +466,6 @@ export class SessionState {
       }
       this.#served.add(watcherKey)
     }
-    return rows === null ? [] : packed.notices(stored(watcherKey), rows)
   }
 
   #initSignal(): void {
@@ -418,6 +478,7 @@ export class SessionState {
   peek(watcherKey: string): Notice[] {
     a.str(watcherKey, 'watcherKey')
     try {
+      this.#settle()
       return packed.notices(stored(watcherKey), this.#native.peek(watcherKey))
     } catch (e) {
       throw fromNative(e)
@@ -436,6 +497,7 @@ export class SessionState {
     a.strArray(targetKeys, 'targetKeys')
     const scope = a.optStr(a.opts(options)?.scope, 'scope')
     try {
+      this.#settle()
       return this.#native.acknowledge(watcherKey, targetKeys, scope)
     } catch (e) {
       throw fromNative(e)
@@ -452,6 +514,7 @@ export class SessionState {
   sweep(options?: SweepOptions | null): SweepReport {
     const exists = a.optFn<(watcherKey: string) => boolean>(a.opts(options)?.watcherExists, 'watcherExists')
     try {
+      this.#settle()
       return this.#native.sweep(exists)
     } catch (e) {
       throw fromNative(e)
@@ -466,6 +529,7 @@ export class SessionState {
    */
   prune(): PruneReport {
     try {
+      this.#settle()
       return this.#native.prune()
     } catch (e) {
       throw fromNative(e)
@@ -476,6 +540,7 @@ export class SessionState {
   resetSession(sessionKey: string): void {
     a.str(sessionKey, 'sessionKey')
     try {
+      this.#settle()
       this.#native.resetSession(sessionKey)
     } catch (e) {
       throw fromNative(e)
@@ -491,6 +556,7 @@ export class SessionState {
     a.str(sessionKey, 'sessionKey')
     const agentId = a.optStr(a.opts(options)?.agentId, 'agentId')
     try {
+      this.#settle()
       this.#native.deleteSession(sessionKey, agentId)
     } catch (e) {
       throw fromNative(e)
@@ -498,16 +564,19 @@ export class SessionState {
   }
 
   /**
-   * True once `close()` has run. It does nothing else, which also makes it the cheapest call
-   * into the addon (the benchmarks compare `drain` with nothing pending against it).
+   * True once `close()` has run or `closeAsync()` was called. It does nothing else, which
+   * also makes it the cheapest call into the addon (the benchmarks compare `drain` with
+   * nothing pending against it).
    */
   get isClosed(): boolean {
-    return this.#native.isClosed
+    return this.#closing !== undefined || this.#native.isClosed
   }
 
   /**
    * Closes the store, cancels scheduled wakes and stops the poll for other processes'
-   * notices. Idempotent; later calls throw `ERR_CLOSED` (`record`: null and `onError`).
+   * notices, once the Promise API's calls made before have run (their promises settle
+   * normally). Idempotent; later calls throw `ERR_CLOSED` (`record`: null and `onError`;
+   * the `*Async` methods: rejected, `recordAsync` null and `onError`).
    */
   close(): void {
     if (this.#tick !== undefined) clearInterval(this.#tick)
@@ -524,15 +593,9 @@ export class SessionState {
     let p: packed.PackedEvent | null
     try {
       a.str(sessionKey, 'sessionKey')
-      const l = a.opts(link, 'link')
-      if (l === undefined) throw a.invalidInput('link must be an object')
-      p = this.#native.adopt(sessionKey, {
-        source: a.reqStr(l.source, 'source'),
-        transcriptPath: a.optStr(l.transcriptPath, 'transcriptPath'),
-        remoteId: a.optStr(l.remoteId, 'remoteId'),
-        agentId: a.optStr(l.agentId, 'agentId'),
-        hostId: a.optStr(l.hostId, 'hostId'),
-      })
+      const l = upstreamLink(link)
+      this.#settle()
+      p = this.#native.adopt(sessionKey, l)
     } catch (e) {
       return this.#failed(e)
     }
@@ -549,6 +612,7 @@ export class SessionState {
     a.str(sessionKey, 'sessionKey')
     a.str(text, 'text')
     try {
+      this.#settle()
       this.#native.noteOwnUserMessage(sessionKey, text)
     } catch (e) {
       throw fromNative(e)
@@ -567,6 +631,7 @@ export class SessionState {
     try {
       a.str(sessionKey, 'sessionKey')
       const [found, items] = remoteCheck(result)
+      this.#settle()
       p = this.#native.checkUpstream(sessionKey, found, items)
     } catch (e) {
       return this.#failed(e)
@@ -582,6 +647,7 @@ export class SessionState {
    */
   scanUpstream(): StateEvent[] {
     try {
+      this.#settle()
       return packed.events(this.#native.scanUpstream())
     } catch (e) {
       throw fromNative(e)
@@ -608,6 +674,108 @@ export class SessionState {
   stopUpstreamMonitor(): void {
     this.#native.stopUpstreamMonitor()
   }
+
+  // The Promise API (semantics.md#promise-api): each call is queued on the store's writer
+  // thread and runs there in call order; the promise settles after the commit. Argument
+  // errors reject (the best-effort calls: null plus one `onError`, unless `strict`).
+
+  /**
+   * {@link SessionState.record} off the JS thread. Resolves after the commit, with the same
+   * durability as a returned `record`; records queued while a commit runs are committed
+   * together in the next transaction, each exactly as alone. Best-effort: never rejects
+   * (unless `strict`); null plus exactly one `onError` call on failure.
+   */
+  recordAsync(input: RecordInput): Promise<StateEvent | null> {
+    return this.#lane.record(input)
+  }
+
+  /** {@link SessionState.watch} off the JS thread. */
+  watchAsync(watcherKey: string, targetKey: string, options?: WatchOptions | null): Promise<boolean> {
+    return this.#lane.watch(watcherKey, targetKey, options)
+  }
+
+  /** {@link SessionState.unwatch} off the JS thread. */
+  unwatchAsync(watcherKey: string, targetKey: string): Promise<boolean> {
+    return this.#lane.unwatch(watcherKey, targetKey)
+  }
+
+  /**
+   * {@link SessionState.drain} with the acknowledgement off the JS thread: resolves with the
+   * notices once their cursors are acknowledged. With nothing pending (no notice queued, no
+   * Promise API call in flight) it resolves with [] at once, without the writer.
+   */
+  drainAsync(watcherKey: string): Promise<Notice[]> {
+    if (this.#nothingFor(watcherKey)) return Promise.resolve([])
+    return this.#lane.drain(watcherKey).then((notices) => {
+      this.#servedNow(watcherKey)
+      return notices
+    })
+  }
+
+  /** {@link SessionState.acknowledge} off the JS thread. */
+  acknowledgeAsync(
+    watcherKey: string,
+    targetKeys: string[],
+    options?: AcknowledgeOptions | null,
+  ): Promise<number> {
+    return this.#lane.acknowledge(watcherKey, targetKeys, options)
+  }
+
+  /**
+   * {@link SessionState.sweep} off the JS thread. With `watcherExists`, the watchers with
+   * unacknowledged history are read first, asked on the JS thread, and the sweep is queued
+   * with the answer: it runs after the calls made meanwhile.
+   */
+  sweepAsync(options?: SweepOptions | null): Promise<SweepReport> {
+    return this.#lane.sweep(options)
+  }
+
+  /** {@link SessionState.prune} off the JS thread. */
+  pruneAsync(): Promise<PruneReport> {
+    return this.#lane.prune()
+  }
+
+  /** {@link SessionState.resetSession} off the JS thread. */
+  resetSessionAsync(sessionKey: string): Promise<void> {
+    return this.#lane.resetSession(sessionKey)
+  }
+
+  /** {@link SessionState.deleteSession} off the JS thread. */
+  deleteSessionAsync(sessionKey: string, options?: AgentOptions | null): Promise<void> {
+    return this.#lane.deleteSession(sessionKey, options)
+  }
+
+  /** {@link SessionState.adopt} off the JS thread. Best-effort like `recordAsync`. */
+  adoptAsync(sessionKey: string, link: UpstreamLink): Promise<StateEvent | null> {
+    return this.#lane.adopt(sessionKey, link)
+  }
+
+  /** {@link SessionState.checkUpstream} off the JS thread. Best-effort like `recordAsync`. */
+  checkUpstreamAsync(sessionKey: string, result: RemoteCheckResult): Promise<StateEvent | null> {
+    return this.#lane.checkUpstream(sessionKey, result)
+  }
+
+  /** {@link SessionState.changesSince} off the JS thread. */
+  changesSinceAsync(sessionKey: string, after: number, options?: ChangesSinceOptions | null): Promise<ChangesSince> {
+    return this.#lane.changesSince(sessionKey, after, options)
+  }
+
+  /** {@link SessionState.stateVersions} off the JS thread. */
+  stateVersionsAsync(refs: SessionRef[]): Promise<SessionVersion[]> {
+    return this.#lane.stateVersions(refs)
+  }
+
+  /**
+   * {@link SessionState.close} off the JS thread: queued behind every call made before, which
+   * settle normally; calls made after it are refused with `ERR_CLOSED`. Idempotent: every
+   * call returns the same promise.
+   */
+  closeAsync(): Promise<void> {
+    if (this.#tick !== undefined) clearInterval(this.#tick)
+    this.#tick = undefined
+    this.#closing ??= this.#lane.close()
+    return this.#closing
+  }
 }
 
 /** A native cursor row in the public shape: an absent scope is left out. */
@@ -623,22 +791,4 @@ function cursorRow(r: {
 }): CursorRow {
   const { scope, ...rest } = r
   return scope === undefined || scope === null ? rest : { ...rest, scope }
-}
-
-/** A key as the addon stores it: a lone surrogate becomes U+FFFD, as in every string it takes. */
-function stored(key: string): string {
-  return key.isWellFormed() ? key : key.toWellFormed()
-}
-
-/** `checkUpstream`'s result as the addon takes it: `found` as a word, the items as JSON. */
-function remoteCheck(result: unknown): [string, string | undefined] {
-  const bad = () =>
-    a.invalidInput("result must be { found: true, items } | { found: false } | { found: 'unknown' }")
-  if (typeof result !== 'object' || result === null) throw bad()
-  const { found, items } = result as { found?: unknown; items?: unknown }
-  if (found === false) return ['false', undefined]
-  if (found === 'unknown') return ['unknown', undefined]
-  if (found !== true || !Array.isArray(items)) throw bad()
-  const json = items.map((item) => payloadJson(item) ?? 'null')
-  return ['true', `[${json.join(',')}]`]
 }

@@ -2,6 +2,7 @@
 //! The public API is the TypeScript layer in `lib/`, which holds the native store.
 #![deny(clippy::all)]
 
+mod async_api;
 mod error;
 mod import;
 mod inspect;
@@ -13,6 +14,7 @@ mod upstream;
 
 use napi_derive::napi;
 
+pub use async_api::open_native_session_state;
 pub use import::import_state_database;
 pub use inspect::{inspect_database, read_events};
 pub use packed::packed_layout;

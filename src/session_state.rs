@@ -13,7 +13,7 @@ use napi::{Result, Status};
 use napi_derive::napi;
 use session_awareness_core::{
     self as core, system_now, Error as CoreError, ErrorSink, EventKind, Hooks, NotifyKinds,
-    Options, Provenance, RecordInput, Store, VersionRef, WakeSink, WatchOptions,
+    Options, Provenance, Store, VersionRef, WakeSink, WatchOptions,
 };
 
 use crate::error::{coded, to_js, Code, IntoJs, JsResult};
@@ -109,6 +109,8 @@ pub struct NativeSessionState {
     clock: Option<FunctionRef<(), f64>>,
     // JS clock minus system clock at the last JS read, so background work follows clock travel.
     clock_offset: Arc<AtomicI64>,
+    /// The writer thread of the Promise API, started by its first call.
+    pub(crate) writer: crate::async_api::Lane,
 }
 
 fn opt_int(v: Option<f64>, name: &str) -> JsResult<Option<i64>> {
@@ -170,12 +172,19 @@ fn store_options(o: &NativeOptions) -> JsResult<Options> {
     Ok(opts)
 }
 
-#[napi]
-impl NativeSessionState {
-    /// Opens (creating if needed) the store at `path`. Throws `ERR_INVALID_ARG` for a bad
-    /// option and `ERR_DB` when the file cannot be opened as a database.
-    #[napi(constructor)]
-    pub fn new(env: Env, path: String, options: NativeOptions) -> Result<Self, Code> {
+/// What opening a store needs from the JS thread (the options checked, the host's callbacks
+/// as threadsafe functions), so the open itself can run on another thread.
+pub(crate) struct Prepared {
+    opts: Options,
+    serve: Vec<String>,
+    hooks: Hooks,
+    clock: Option<FunctionRef<(), f64>>,
+    clock_offset: Arc<AtomicI64>,
+}
+
+impl Prepared {
+    /// Checks the options and builds the hooks. Runs on the JS thread.
+    pub(crate) fn new(env: &Env, options: NativeOptions) -> Result<Self, Code> {
         let opts = store_options(&options)?;
         let serve = options.serve_watchers.unwrap_or_default();
         for w in &serve {
@@ -183,7 +192,7 @@ impl NativeSessionState {
         }
         let background = options
             .on_error
-            .borrow_back(&env)
+            .borrow_back(env)
             .and_then(|f| {
                 f.build_threadsafe_function::<NativeError>()
                     .callee_handled::<false>()
@@ -197,7 +206,7 @@ impl NativeSessionState {
         });
         let wake: Option<Arc<dyn WakeSink>> = match &options.wake {
             Some(cb) => {
-                let f: Function<'_, WakeRequest, UnknownReturnValue> = cb.borrow_back(&env).js()?;
+                let f: Function<'_, WakeRequest, UnknownReturnValue> = cb.borrow_back(env).js()?;
                 let tsfn: WakeTsfn = f
                     .build_threadsafe_function::<WakeRequest>()
                     .callee_handled::<false>()
@@ -220,15 +229,44 @@ impl NativeSessionState {
                 system_now() + offset.load(Ordering::Relaxed)
             })),
         };
-        let store = Store::open(&path, opts, hooks).js()?;
-        for w in &serve {
-            store.serve(w).js()?;
-        }
-        Ok(NativeSessionState {
-            store,
+        Ok(Prepared {
+            opts,
+            serve,
+            hooks,
             clock: options.clock,
             clock_offset,
         })
+    }
+
+    /// Opens the store and serves the watchers named up front. Runs on any thread.
+    pub(crate) fn open(&self, path: &str) -> core::Result<Store> {
+        let store = Store::open(path, self.opts, self.hooks.clone())?;
+        for w in &self.serve {
+            store.serve(w)?;
+        }
+        Ok(store)
+    }
+
+    /// The native store over an opened `store`. Runs on the JS thread.
+    pub(crate) fn finish(self, store: Store) -> NativeSessionState {
+        NativeSessionState {
+            store,
+            clock: self.clock,
+            clock_offset: self.clock_offset,
+            writer: crate::async_api::Lane::default(),
+        }
+    }
+}
+
+#[napi]
+impl NativeSessionState {
+    /// Opens (creating if needed) the store at `path`. Throws `ERR_INVALID_ARG` for a bad
+    /// option and `ERR_DB` when the file cannot be opened as a database.
+    #[napi(constructor)]
+    pub fn new(env: Env, path: String, options: NativeOptions) -> Result<Self, Code> {
+        let prepared = Prepared::new(&env, options)?;
+        let store = prepared.open(&path).js()?;
+        Ok(prepared.finish(store))
     }
 
     pub(crate) fn now(&self, env: &Env) -> core::Result<i64> {
@@ -271,14 +309,7 @@ impl NativeSessionState {
         only_if_watched: bool,
         watcher_scopes: Option<HashMap<String, String>>,
     ) -> Result<Option<PackedEvent>, Code> {
-        let payload = payload_json
-            .map(|j| {
-                serde_json::from_str(&j)
-                    .map_err(|e| CoreError::invalid(format!("payload is not JSON: {e}")))
-            })
-            .transpose()
-            .js()?;
-        let input = RecordInput {
+        let input = crate::async_api::record_input(
             session_key,
             agent_id,
             session_id,
@@ -287,13 +318,13 @@ impl NativeSessionState {
             actor_id,
             run_id,
             summary,
-            payload,
+            payload_json,
             occurred_at,
             dedupe_key,
-            watchers: watchers.unwrap_or_default(),
+            watchers,
             only_if_watched,
-            watcher_scopes: watcher_scopes.unwrap_or_default(),
-        };
+            watcher_scopes,
+        )?;
         let now = self.now(&env).js()?;
         Ok(self
             .store
@@ -510,9 +541,10 @@ impl NativeSessionState {
         self.store.is_closed()
     }
 
-    /// Closes the store. Idempotent.
+    /// Closes the store once the Promise API's calls made before have run. Idempotent.
     #[napi]
     pub fn close(&self) {
+        self.writer.finish();
         self.store.close();
     }
 }

@@ -29,7 +29,7 @@ pub struct UpstreamLink {
     pub host_id: Option<String>,
 }
 
-fn remote_check(
+pub(crate) fn remote_check(
     found: &str,
     items_json: Option<String>,
 ) -> session_awareness_core::Result<RemoteCheck> {

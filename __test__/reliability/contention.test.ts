@@ -1,14 +1,17 @@
 // Contention: four writer processes record 5,000 events each into one database file while a
 // fifth follows them with `changesSince` and sweeps and drains throughout. Nothing is lost,
 // sequences are unique, each session keeps its order, and no busy database reaches a caller.
+// The second test does the same with writers on the Promise API (`recordAsync`, many calls in
+// flight, committed in groups by each store's writer thread) beside one synchronous writer.
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
 import { SessionState } from '../../lib'
 import { reportFigures, startChild, tempDir, withRaw, type LineChild } from './support'
 
-const WRITERS = 4
 const PER_WRITER = 5000
+
+type Mode = 'sync' | 'async'
 
 interface WriterReport {
   writer: number
@@ -38,12 +41,20 @@ function lastJson<T>(child: LineChild): T {
   return JSON.parse(child.lines[child.lines.length - 1]) as T
 }
 
-test(`${WRITERS} processes x ${PER_WRITER} records and a reader on one file lose nothing`, async () => {
-  const file = path.join(dir, 'shared.sqlite')
-  // All five open the new file at once: creating the schema is contended too.
-  const writers = Array.from({ length: WRITERS }, (_, w) =>
-    startChild('contention-writer.js', [file, String(w), String(PER_WRITER)]),
-  )
+test(`4 processes x ${PER_WRITER} records and a reader on one file lose nothing`, async () => {
+  await contend('contention', ['sync', 'sync', 'sync', 'sync'])
+}, 600_000)
+
+test(`3 processes x ${PER_WRITER} records through recordAsync, one synchronous writer and a reader on one file lose nothing`, async () => {
+  await contend('contention-async', ['async', 'async', 'async', 'sync'])
+}, 600_000)
+
+/** Runs one writer process per entry of `modes` and the reader on a new file, then checks it. */
+async function contend(name: string, modes: Mode[]): Promise<void> {
+  const WRITERS = modes.length
+  const file = path.join(dir, `${name}.sqlite`)
+  // All of them open the new file at once: creating the schema is contended too.
+  const writers = modes.map((mode, w) => startChild('contention-writer.js', [file, String(w), String(PER_WRITER), mode]))
   const reader = startChild('contention-reader.js', [file, String(WRITERS), String(PER_WRITER)])
   await Promise.all([...writers, reader].map((c) => c.waitLine((l) => l === 'ready', 120_000)))
   const started = Date.now()
@@ -68,7 +79,8 @@ test(`${WRITERS} processes x ${PER_WRITER} records and a reader on one file lose
   expect(read.violations).toEqual([])
   expect(read.seen).toBe(WRITERS * PER_WRITER)
 
-  // Sequences are unique across processes and increase within each writer.
+  // Sequences are unique across processes and increase within each writer, in call order
+  // (the Promise API commits one caller's calls in the order they were made).
   const all = reports.flatMap((r) => r.sequences as number[])
   expect(new Set(all).size).toBe(WRITERS * PER_WRITER)
   for (const r of reports) {
@@ -121,8 +133,9 @@ test(`${WRITERS} processes x ${PER_WRITER} records and a reader on one file lose
   }
 
   const seconds = (writersDone - started) / 1000
-  reportFigures('contention', {
+  reportFigures(name, {
     writers: WRITERS,
+    modes,
     recordsPerWriter: PER_WRITER,
     events: WRITERS * PER_WRITER,
     writeSeconds: seconds,
@@ -135,4 +148,4 @@ test(`${WRITERS} processes x ${PER_WRITER} records and a reader on one file lose
     nullRecords: reports.reduce((acc, r) => acc + r.nulls, 0),
     callerErrors: reports.reduce((acc, r) => acc + r.errors.length, read.errors.length),
   })
-}, 600_000)
+}

@@ -139,6 +139,35 @@ state.stateVersion('agent:main:subagent:c', 'main')
 state.deleteSession('agent:main:subagent:c', 'main')
 state.close()
 
+// The Promise API: the same arguments, the same results, as promises.
+async function promised(): Promise<number> {
+  const s: SessionState = await SessionState.open('/tmp/state.sqlite', { strict: true })
+  const recorded: StateEvent | null = await s.recordAsync({
+    sessionKey: 'agent:main:subagent:c',
+    kind: 'goal_changed',
+    actorType: 'human',
+    summary: 'new goal',
+  })
+  // @ts-expect-error an unknown kind
+  void s.recordAsync({ sessionKey: 'k', kind: 'bogus', actorType: 'human', summary: 's' })
+  // @ts-expect-error a promise, not an event
+  const notAwaited: StateEvent | null = s.recordAsync({ sessionKey: 'k', kind: 'created', actorType: 'system', summary: 's' })
+  const w: boolean = await s.watchAsync('agent:main:main', 'agent:main:subagent:c', { provenance: 'explicit' })
+  const u: boolean = await s.unwatchAsync('agent:main:main', 'agent:main:subagent:c')
+  const n: number = await s.acknowledgeAsync('agent:main:main', ['agent:main:subagent:c'])
+  const delta: ChangesSince = await s.changesSinceAsync('agent:main:subagent:c', 0, { limit: 10 })
+  const vs = await s.stateVersionsAsync([{ sessionKey: 'agent:main:subagent:c' }])
+  const sweep = await s.sweepAsync({ watcherExists: () => true })
+  const prune = await s.pruneAsync()
+  const a: StateEvent | null = await s.adoptAsync('agent:main:claude-1', { source: 'claude', remoteId: 'r' })
+  const c: StateEvent | null = await s.checkUpstreamAsync('agent:main:claude-1', { found: false })
+  await s.resetSessionAsync('agent:main:main')
+  await s.deleteSessionAsync('agent:main:subagent:c', { agentId: 'main' })
+  await s.closeAsync()
+  void [recorded, notAwaited, w, u, delta, a, c]
+  return n + (vs[0]?.stateVersion ?? 0) + sweep.notices + prune.eventsDeleted
+}
+
 const context: string = encodeNoticeContextKey('agent:main:subagent:c')
 const target: string | null = decodeNoticeContextKey(context)
 
@@ -158,5 +187,5 @@ readEvents('/tmp/state.sqlite', 'agent:main:subagent:c', { since: '0' })
 
 export const used = [
   watching, removed, peeked, acked, version, agentOfFirst, pruned, target, oldestKind,
-  history.events.length, report.counts.events, woken, ackedIn, scopeOfFirst,
+  history.events.length, report.counts.events, woken, ackedIn, scopeOfFirst, promised,
 ]

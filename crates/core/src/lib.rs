@@ -41,6 +41,7 @@ pub(crate) mod cursor_rows;
 pub(crate) mod delivery;
 mod error;
 pub(crate) mod event;
+pub(crate) mod group;
 pub(crate) mod hooks;
 pub mod import;
 pub(crate) mod inert;
@@ -57,6 +58,7 @@ pub(crate) mod store;
 pub(crate) mod sync;
 pub mod upstream;
 pub(crate) mod wake;
+pub(crate) mod writer;
 
 #[cfg(feature = "test-hooks")]
 pub mod checkpoint;
@@ -92,3 +94,4 @@ pub use prune::PruneReport;
 pub use queue::{Notice, QueueSignal, QueuedNotice};
 pub use store::{Store, VersionRef};
 pub use wake::{WakeRequest, WakeSink};
+pub use writer::{Done, Job, Sink, Writer};

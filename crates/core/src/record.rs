@@ -6,10 +6,10 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use crate::conn::Db;
-use crate::cursors;
-use crate::delivery::Delivery;
+use crate::cursors::{self, Pending};
+use crate::delivery::{Delivery, Wake};
 use crate::error::Result;
-use crate::event::{self, EventKind, NotifyKinds, RecordInput, StateEvent};
+use crate::event::{self, EventKind, NotifyKinds, RecordInput, StateEvent, ValidEvent};
 use crate::keys;
 use crate::log::{self, Inserted};
 use crate::maintenance::Maintenance;
@@ -67,15 +67,36 @@ impl Recorder {
             }
         }
         let tx = Tx::immediate(&conn)?;
-        let sequence = match log::insert_event(&tx, &v)? {
+        let written = self.write(&tx, v, now)?;
+        also(&tx)?;
+        tx.commit()?;
+        let wakes = self.enqueue(&written);
+        drop(conn);
+        self.delivery.wake_all(wakes);
+        if written.fresh {
+            self.maintenance.maybe_prune_in_background(now);
+        }
+        Ok(Some(written.event))
+    }
+
+    /// The writes of one event inside the caller's transaction: the event (or the first row
+    /// with its dedupe key), its head and the cursors it moves. Nothing reaches the queue
+    /// here: [`Recorder::enqueue`] does that once the transaction has committed.
+    pub(crate) fn write(&self, tx: &Connection, v: ValidEvent, now: i64) -> Result<Written> {
+        let target = v.event.session_key.as_str();
+        let watchable = keys::is_watchable(target);
+        let sequence = match log::insert_event(tx, &v)? {
             Inserted::New(seq) => seq,
             Inserted::Duplicate(first) => {
-                also(&tx)?;
-                tx.commit()?;
-                return Ok(Some(first));
+                return Ok(Written {
+                    event: first,
+                    fresh: false,
+                    pending: Vec::new(),
+                    reseeded: Vec::new(),
+                })
             }
         };
-        log::bump_head(&tx, target, &v.event.agent_id, sequence, now)?;
+        log::bump_head(tx, target, &v.event.agent_id, sequence, now)?;
         let mut pending = Vec::new();
         let mut reseeded = Vec::new();
         if watchable {
@@ -84,8 +105,8 @@ impl Recorder {
                 let reset = self.seed_resets_provenance;
                 for w in &v.watchers {
                     let scope = scopes.get(w).map(String::as_str);
-                    if cursors::seed(&tx, w, target, sequence, scope, reset, now)? {
-                        reseeded.push(w.as_str());
+                    if cursors::seed(tx, w, target, sequence, scope, reset, now)? {
+                        reseeded.push(w.clone());
                     }
                 }
             } else if self.notify_kinds.contains(v.event.kind) {
@@ -96,35 +117,53 @@ impl Recorder {
                 let mut skip = Vec::new();
                 for (w, scope) in scopes {
                     if Some(w.as_str()) != actor {
-                        let c = cursors::get(&tx, w, target)?;
+                        let c = cursors::get(tx, w, target)?;
                         if c.is_some_and(|c| c.scope.as_deref() != Some(scope.as_str())) {
                             skip.push(w.as_str());
                         }
                     }
                 }
-                pending = cursors::material_update(&tx, &shared, sequence, actor, &skip, now)?;
+                pending = cursors::material_update(tx, &shared, sequence, actor, &skip, now)?;
                 for w in v.watchers.iter().filter(|w| Some(w.as_str()) != actor) {
                     let scope = scopes.get(w).map(String::as_str);
                     pending.extend(cursors::material_insert(
-                        &tx, w, &shared, sequence, scope, now,
+                        tx, w, &shared, sequence, scope, now,
                     )?);
                 }
             }
         }
-        also(&tx)?;
-        tx.commit()?;
-        if !reseeded.is_empty() {
-            let mut q = self.delivery.queue();
-            for w in reseeded {
-                q.remove(w, target);
-            }
-        }
-        let wakes = self.delivery.enqueue(&pending);
-        drop(conn);
-        self.delivery.wake_all(wakes);
-        self.maintenance.maybe_prune_in_background(now);
         let mut event = v.event;
         event.sequence = sequence;
-        Ok(Some(event))
+        Ok(Written {
+            event,
+            fresh: true,
+            pending,
+            reseeded,
+        })
     }
+
+    /// Brings the queue in line with a committed [`Written`]: reseeded cursors lose their
+    /// notice, opened ones are queued. Returns the wakes to schedule once every lock is
+    /// released. Caller holds the connection lock.
+    pub(crate) fn enqueue(&self, w: &Written) -> Vec<Wake> {
+        if !w.reseeded.is_empty() {
+            let mut q = self.delivery.queue();
+            for watcher in &w.reseeded {
+                q.remove(watcher, &w.event.session_key);
+            }
+        }
+        self.delivery.enqueue(&w.pending)
+    }
+}
+
+/// One event written inside a transaction that has not committed yet.
+pub(crate) struct Written {
+    /// The event as recorded, or the first row with its dedupe key.
+    pub(crate) event: StateEvent,
+    /// False for a repeated dedupe key: nothing was written.
+    pub(crate) fresh: bool,
+    /// The notices the write opened.
+    pending: Vec<Pending>,
+    /// The watchers whose cursor a `child_spawned` reseeded.
+    reseeded: Vec<String>,
 }

@@ -180,6 +180,14 @@ impl Store {
         self.inner.recorder.record_with(input, now, |_| Ok(()))
     }
 
+    /// Records `items` in call order as one group (semantics.md#promise-api): one write
+    /// transaction, a savepoint per event, each result what [`Store::record`] would have
+    /// returned for it after the ones before it; notices are queued and wakes scheduled after
+    /// the commit. The Promise API's writer thread calls this.
+    pub fn record_group(&self, items: Vec<(RecordInput, i64)>) -> Vec<Result<Option<StateEvent>>> {
+        self.inner.recorder.record_group(items)
+    }
+
     /// Prunes now (semantics.md#retention) and restarts the automatic-prune hour.
     pub fn prune(&self, now: i64) -> Result<PruneReport> {
         self.inner.recorder.maintenance.prune(now)
@@ -393,6 +401,13 @@ impl Store {
     /// (semantics.md#notices-listener); always empty unless [`Options::notice_outbox`] is on.
     pub fn take_entered_notices(&self) -> Vec<crate::queue::QueuedNotice> {
         self.delivery().take_entered()
+    }
+
+    /// The watchers with unacknowledged material history: the ones [`Store::sweep`] asks its
+    /// `watcher_exists` about. For a caller that asks elsewhere, then sweeps with the answer.
+    pub fn sweep_candidates(&self) -> Result<Vec<String>> {
+        self.check_open()?;
+        self.with_conn(|conn| cursors::watchers_behind(conn))
     }
 
     /// The watcher session was reset: its cursors and pending notices go; its own history stays.

@@ -18,6 +18,14 @@
 //! - Each operation is decoded from one `u64` in the model's current state, which keeps the
 //!   generation cheap enough for 10,000 cases in a debug build (`PROPTEST_CASES` overrides
 //!   the count); a failure lists the decoded operations of its shrunk case.
+//! - The Promise API's writer thread (semantics.md#promise-api): `Hold` parks it on a job that
+//!   waits, the calls that follow are queued behind it (`Queue`) or made synchronously, and
+//!   `Release` lets it take the whole queue in one batch. The model applies the synchronous
+//!   calls at once, and at the release the queued ones in call order, each run of records as
+//!   one group (one automatic prune after it, if due); every result must agree. A core
+//!   [`Store`] call does not wait for its writer thread, which is what lets a synchronous call
+//!   commit while jobs are queued; the binding's synchronous methods wait for the queue first.
+//!   Every state between batches is observed as after any other step.
 //! - Every file case starts with rows the store would never write (`model/foreign.rs`, semantics.md#storage):
 //!   the model ignores them, so a notice, wake or count they caused fails the case, and at
 //!   the end each must be unchanged or deleted by a reset or delete of its keys.
@@ -26,6 +34,8 @@
 mod foreign;
 #[path = "model/ops.rs"]
 mod ops;
+#[path = "model/queue.rs"]
+mod queue;
 #[path = "model/spec.rs"]
 mod spec;
 
@@ -37,6 +47,7 @@ use ops::*;
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::{FileFailurePersistence, TestCaseError};
+use queue::{call, expect, Outcome, Queue};
 use serde_json::json;
 use session_awareness_core::{
     ActorType, Changes, Error, ErrorSink, EventKind, Hooks, Notice, Options, Provenance,
@@ -162,6 +173,7 @@ impl ErrorSink for Failures {
 
 struct Harness {
     store: Store,
+    queue: Queue,
     model: Model,
     /// The database file of a restartable case (else the store is in memory).
     file: Option<(tempfile::TempDir, String)>,
@@ -210,6 +222,7 @@ impl Harness {
         };
         let store = Self::store(path, opts, &wakes, &failures);
         Harness {
+            queue: Queue::start(&store),
             store,
             model: Model::new(START, retention, max_events),
             file,
@@ -244,39 +257,43 @@ impl Harness {
         let (s, m) = (&self.store, &mut self.model);
         let now = m.now;
         match op {
-            Op::Record(r) => {
-                let i = input(r, now);
-                let got = code(s.record(core_input(&i), now));
-                Self::settle(s);
-                let want = m.record(&i).map(|e| e.as_ref().map(event));
-                prop_assert_eq!(got, want, "record");
+            Op::Record(_) | Op::Watch(..) | Op::Drain(_) | Op::Acknowledge(..) => {
+                let got = call(s, op, now);
+                if let Op::Record(_) = op {
+                    Self::settle(s);
+                }
+                prop_assert_eq!(got, expect(m, op), "{:?}", op);
             }
-            Op::Watch(w, t, ambient) => {
-                let p = if *ambient {
-                    Provenance::AmbientGroup
-                } else {
-                    Provenance::Explicit
-                };
-                prop_assert_eq!(
-                    code(s.watch(w, t, p, now)),
-                    m.watch(w, t, !ambient),
-                    "watch"
-                );
+            Op::Hold => self.queue.hold(),
+            Op::Queue(job) => self.queue.queue(job, now),
+            Op::Release => {
+                let (jobs, got) = self.queue.release();
+                // The background prune a group may have started.
+                Self::settle(&self.store);
+                let m = &mut self.model;
+                let mut want = Vec::new();
+                let mut group = Vec::new();
+                for (k, job) in jobs.iter().enumerate() {
+                    if let Op::Record(r) = job {
+                        group.push(input(r, m.now));
+                    }
+                    let last = !matches!(jobs.get(k + 1), Some(Op::Record(_)));
+                    if !group.is_empty() && last {
+                        let results = m.record_group(&group);
+                        want.extend(
+                            results
+                                .into_iter()
+                                .map(|r| Outcome::Record(r.map(|e| e.as_ref().map(event)))),
+                        );
+                        group.clear();
+                    } else if !matches!(job, Op::Record(_)) {
+                        want.push(expect(m, job));
+                    }
+                }
+                prop_assert_eq!(got, want, "the queued calls {:?}", jobs);
             }
             Op::Unwatch(w, t) => {
                 prop_assert_eq!(code(s.unwatch(w, t)), m.unwatch(w, t), "unwatch");
-            }
-            Op::Drain(w) => {
-                prop_assert_eq!(
-                    code(s.drain(w, now)),
-                    m.drain(w).map(|q| notices(&q)),
-                    "drain"
-                );
-            }
-            Op::Acknowledge(w, targets) => {
-                let targets: Vec<String> = targets.iter().map(|t| (*t).into()).collect();
-                let got = code(s.acknowledge(w, &targets, now));
-                prop_assert_eq!(got, m.acknowledge(w, &targets), "acknowledge");
             }
             Op::Sweep(exists) => {
                 let got = match exists {
@@ -318,9 +335,11 @@ impl Harness {
                 }
             }
             Op::Restart => {
+                self.queue.writer.join();
                 self.store.close();
                 let path = &self.file.as_ref().expect("a restartable case").1;
                 self.store = Self::store(path, self.opts, &self.wakes, &self.failures);
+                self.queue = Queue::start(&self.store);
                 self.model.restart();
             }
             Op::Changes(k, a, after, limit) => {
@@ -400,6 +419,7 @@ impl Harness {
                 w
             );
         }
+        self.queue.writer.join();
         s.close();
         s.close();
         let input = core_input(&input(&plain_record(), START));
@@ -443,6 +463,7 @@ fn touched(op: &Op, pruned: bool) -> Vec<(&'static str, Option<&'static str>)> {
     let all = sessions();
     match op {
         _ if pruned => all,
+        Op::Release => all,
         Op::Record(r) => all.into_iter().filter(|s| s.0 == r.key).collect(),
         Op::Delete(k, _) => all.into_iter().filter(|s| s.0 == *k).collect(),
         _ => Vec::new(),
@@ -483,8 +504,16 @@ fn run(
             .collect();
         TestCaseError::fail(format!("{e}\nsteps:\n{}", steps.join("\n")))
     };
-    for n in ops {
-        let op = decode(*n, &h.model, restartable);
+    let held = ops.iter().map(|n| (*n, true));
+    // A case that ends with the writer thread held releases it.
+    let release = std::iter::once((0, false));
+    for (n, drawn) in held.chain(release) {
+        let op = match (h.queue.held.is_some(), drawn) {
+            (true, true) => decode_held(n, &h.model, h.model.prune_due()),
+            (false, true) => decode(n, &h.model, restartable),
+            (true, false) => Op::Release,
+            (false, false) => break,
+        };
         let prunes = h.model.prunes;
         let outcome = h.step(&op).and_then(|()| {
             h.model.check();

@@ -93,6 +93,15 @@ pub enum Op {
     Changes(&'static str, Option<&'static str>, After, Option<f64>),
     /// Close the store and open it again on the same file (a gateway restart).
     Restart,
+    /// Holds the store's writer thread (semantics.md#promise-api) with a job that waits: the
+    /// jobs queued until [`Op::Release`] are then taken by it in one batch, after every
+    /// synchronous call made meanwhile.
+    Hold,
+    /// A call queued for the held writer thread: a record (records next to each other in the
+    /// queue are written as one group), or a drain, acknowledge or watch (run alone, in turn).
+    Queue(Box<Op>),
+    /// Lets the held writer thread run its queue and waits for every result.
+    Release,
 }
 
 /// Reads choices out of one random number. The first entry of every list is the plainest
@@ -278,12 +287,10 @@ pub fn decode(n: u64, m: &Model, restartable: bool) -> Op {
         (1, 9),
         (1, 10),
         (restart, 11),
+        (2, 12),
     ]) {
         0 => record(d, m),
-        1 => {
-            let (w, t) = (any_key(d), target_key(d));
-            Op::Watch(w, t, d.pick(&[(2, false), (1, true)]))
-        }
+        1 => watch(d),
         2 => Op::Drain(drain_key(d, m)),
         3 => {
             let small = d.any(&[1_000, 0, 1, 30 * 60 * 1000, -5_000]);
@@ -295,17 +302,7 @@ pub fn decode(n: u64, m: &Model, restartable: bool) -> Op {
                 (2, Jump::RetentionPlus(beyond)),
             ]))
         }
-        4 => {
-            let w = drain_key(d, m);
-            let mut targets: Vec<&'static str> = Vec::new();
-            if d.any(&[false, true]) {
-                targets.extend(m.peek(w).iter().map(|q| key_of(&q.1)));
-            }
-            for _ in 0..d.pick(&[(2, 1), (1, 0), (1, 2)]) {
-                targets.push(target_key(d));
-            }
-            Op::Acknowledge(d.pick(&[(20, w), (1, "")]), targets)
-        }
+        4 => acknowledge(d, m),
         5 => {
             let key = any_key(d);
             let agent = agent_for(d, key);
@@ -327,9 +324,56 @@ pub fn decode(n: u64, m: &Model, restartable: bool) -> Op {
         8 => Op::Prune,
         9 => Op::Reset(any_key(d)),
         11 => Op::Restart,
+        12 => Op::Hold,
         _ => {
             let key = any_key(d);
             Op::Delete(key, agent_for(d, key))
+        }
+    }
+}
+
+pub fn watch(d: &mut Draw) -> Op {
+    let (w, t) = (any_key(d), target_key(d));
+    Op::Watch(w, t, d.pick(&[(2, false), (1, true)]))
+}
+
+pub fn acknowledge(d: &mut Draw, m: &Model) -> Op {
+    let w = drain_key(d, m);
+    let mut targets: Vec<&'static str> = Vec::new();
+    if d.any(&[false, true]) {
+        targets.extend(m.peek(w).iter().map(|q| key_of(&q.1)));
+    }
+    for _ in 0..d.pick(&[(2, 1), (1, 0), (1, 2)]) {
+        targets.push(target_key(d));
+    }
+    Op::Acknowledge(d.pick(&[(20, w), (1, "")]), targets)
+}
+
+/// A call that can be queued for the writer thread, or made synchronously while it is held.
+fn call(d: &mut Draw, m: &Model, tasks: bool) -> Op {
+    match d.pick(&[(6, 0), (1, 1), (1, 2), (1, 3)]) {
+        1 if tasks => Op::Drain(drain_key(d, m)),
+        2 if tasks => acknowledge(d, m),
+        3 if tasks => watch(d),
+        _ => record(d, m),
+    }
+}
+
+/// The operation `n` encodes while the writer thread is held (after [`Op::Hold`]): mostly a
+/// call queued behind it, sometimes a synchronous call, which commits before everything
+/// queued; the clock stands still until [`Op::Release`]. While the automatic prune is due
+/// (`prune_due`), only records are queued: the first group's prune runs in the background, and
+/// a drain or acknowledge queued behind it would race with it.
+pub fn decode_held(n: u64, m: &Model, prune_due: bool) -> Op {
+    let mut d = Draw(n);
+    let d = &mut d;
+    match d.pick(&[(10, 0), (4, 1), (2, 2), (1, 3)]) {
+        0 => Op::Queue(Box::new(call(d, m, !prune_due))),
+        1 => Op::Release,
+        2 => call(d, m, true),
+        _ => {
+            let key = any_key(d);
+            Op::Changes(key, None, After::Zero, None)
         }
     }
 }

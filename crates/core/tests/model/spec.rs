@@ -282,6 +282,49 @@ impl Model {
 
     /// semantics.md#api/semantics.md#recording `record`.
     pub fn record(&mut self, i: &Input) -> Result<Option<Ev>, &'static str> {
+        let (ev, fresh) = self.write(i)?;
+        if fresh {
+            self.auto_prune();
+        }
+        Ok(ev)
+    }
+
+    /// semantics.md#promise-api: records taken together by the writer thread, in call order,
+    /// each exactly as alone; the automatic prune, if due, runs once after the group (when
+    /// one of them wrote an event), not between its records.
+    pub fn record_group(&mut self, items: &[Input]) -> Vec<Result<Option<Ev>, &'static str>> {
+        let mut fresh = false;
+        let out = items
+            .iter()
+            .map(|i| {
+                self.write(i).map(|(ev, f)| {
+                    fresh |= f;
+                    ev
+                })
+            })
+            .collect();
+        if fresh {
+            self.auto_prune();
+        }
+        out
+    }
+
+    /// Whether the next record that writes an event prunes (semantics.md#recording).
+    pub fn prune_due(&self) -> bool {
+        self.last_prune.is_none_or(|t| self.now - t > HOUR)
+    }
+
+    /// semantics.md#recording: the first record after opening prunes, then once more than an
+    /// hour passed.
+    fn auto_prune(&mut self) {
+        if self.prune_due() {
+            self.prune();
+        }
+    }
+
+    /// The writes of one `record`, without the automatic prune: the result, and whether an
+    /// event was written (not a dedupe hit, not skipped by `onlyIfWatched`).
+    fn write(&mut self, i: &Input) -> Result<(Option<Ev>, bool), &'static str> {
         let now = self.now;
         // Step 1: validate.
         if i.key.is_empty()
@@ -314,7 +357,7 @@ impl Model {
         }
         let watched = qualified && self.cursors.keys().any(|(_, t)| *t == i.key);
         if i.only_if_watched && named.is_empty() && !watched {
-            return Ok(None);
+            return Ok((None, false));
         }
         // Step 2: a dedupe hit returns the first row and changes nothing, but (semantics.md#recording note)
         // SQLite's AUTOINCREMENT still consumes a value.
@@ -322,7 +365,7 @@ impl Model {
         let dedupe = present(&i.dedupe);
         if let Some(d) = &dedupe {
             if let Some(first) = self.events.values().find(|e| e.dedupe.as_ref() == Some(d)) {
-                return Ok(Some(first.clone()));
+                return Ok((Some(first.clone()), false));
             }
         }
         let s = self.top_seq;
@@ -367,11 +410,7 @@ impl Model {
                 }
             }
         }
-        // semantics.md#recording: the first record after opening prunes, then once more than an hour passed.
-        if self.last_prune.is_none_or(|t| now - t > HOUR) {
-            self.prune();
-        }
-        Ok(Some(ev))
+        Ok((Some(ev), true))
     }
 
     /// semantics.md#retention Prune. Returns (events deleted, cursors deleted) and restarts the hour.

@@ -1,0 +1,147 @@
+//! Group commit (semantics.md#promise-api): records queued together are written in one
+//! transaction, each event inside its own savepoint, so every event is processed exactly as
+//! it would be alone (dedupe, cursors, notices, wakes) and a failing one leaves the others in.
+//! Notices are queued and wakes scheduled only once the whole group has committed.
+
+use rusqlite::Connection;
+
+use crate::cursors;
+use crate::error::{Error, Result};
+use crate::event::{self, RecordInput, StateEvent, ValidEvent};
+use crate::keys;
+use crate::record::{Recorder, Written};
+use crate::tx::Tx;
+
+/// One record of a group: the input and the caller's clock at the call.
+pub type GroupItem = (RecordInput, i64);
+
+impl Recorder {
+    /// Records `items` in call order in one write transaction and returns one result per
+    /// item, as [`Recorder::record_with`] (with nothing else in the transaction) would have
+    /// returned it for that item alone after the ones before it.
+    pub(crate) fn record_group(&self, items: Vec<GroupItem>) -> Vec<Result<Option<StateEvent>>> {
+        let mut out: Vec<Result<Option<StateEvent>>> = Vec::with_capacity(items.len());
+        let mut valid: Vec<(usize, ValidEvent, i64)> = Vec::with_capacity(items.len());
+        for (i, (input, now)) in items.into_iter().enumerate() {
+            match self
+                .db
+                .check_open()
+                .and_then(|()| event::validate(input, now))
+            {
+                Ok(v) => {
+                    for w in &v.watchers {
+                        self.mark_served(w);
+                    }
+                    valid.push((i, v, now));
+                    out.push(Ok(None));
+                }
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        if valid.is_empty() {
+            return out;
+        }
+        let slots: Vec<usize> = valid.iter().map(|(i, _, _)| *i).collect();
+        let conn = match self.db.lock() {
+            Ok(c) => c,
+            Err(e) => {
+                for i in slots {
+                    out[i] = Err(copy(&e));
+                }
+                return out;
+            }
+        };
+        let written = (|| {
+            let tx = Tx::immediate(&conn)?;
+            let mut written = Vec::with_capacity(valid.len());
+            for (i, v, now) in valid {
+                written.push((i, now, savepoint(&tx, |c| self.write_if_watched(c, v, now))));
+            }
+            tx.commit()?;
+            Ok(written)
+        })();
+        let written = match written {
+            Ok(w) => w,
+            Err(e) => {
+                // BEGIN or COMMIT failed: nothing of the group is in, and each record fails
+                // as it would have alone.
+                for i in slots {
+                    out[i] = Err(copy(&e));
+                }
+                return out;
+            }
+        };
+        let mut wakes = Vec::new();
+        let mut prune_at = None;
+        for (i, now, r) in written {
+            out[i] = match r {
+                Ok(Some(w)) => {
+                    wakes.extend(self.enqueue(&w));
+                    if w.fresh {
+                        prune_at = Some(now);
+                    }
+                    Ok(Some(w.event))
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
+        }
+        drop(conn);
+        self.delivery.wake_all(wakes);
+        if let Some(now) = prune_at {
+            self.maintenance.maybe_prune_in_background(now);
+        }
+        out
+    }
+
+    /// [`Recorder::write`], or `None` when `onlyIfWatched` finds nobody watching (read inside
+    /// the group's transaction: it sees the cursors of the group's earlier records).
+    fn write_if_watched(&self, c: &Connection, v: ValidEvent, now: i64) -> Result<Option<Written>> {
+        if v.only_if_watched && v.watchers.is_empty() {
+            let target = v.event.session_key.as_str();
+            if !(keys::is_watchable(target) && cursors::is_watched(c, target)?) {
+                return Ok(None);
+            }
+        }
+        self.write(c, v, now).map(Some)
+    }
+}
+
+/// Runs `f` inside a savepoint of the open transaction: on failure its writes are rolled back
+/// and the transaction goes on without them.
+fn savepoint<T>(c: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    c.prepare_cached("SAVEPOINT event")?.execute([])?;
+    match f(c) {
+        Ok(v) => {
+            c.prepare_cached("RELEASE event")?.execute([])?;
+            Ok(v)
+        }
+        Err(e) => {
+            c.prepare_cached("ROLLBACK TO event")?.execute([])?;
+            c.prepare_cached("RELEASE event")?.execute([])?;
+            Err(e)
+        }
+    }
+}
+
+/// An error equal to `e` in code and message, for each record of a group that failed as one.
+pub(crate) fn copy(e: &Error) -> Error {
+    match e {
+        Error::InvalidArg(m) => Error::InvalidArg(m.clone()),
+        Error::Closed => Error::Closed,
+        Error::Db(rusqlite::Error::SqliteFailure(f, m)) => {
+            Error::Db(rusqlite::Error::SqliteFailure(*f, m.clone()))
+        }
+        Error::Db(other) => Error::Db(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+            Some(other.to_string()),
+        )),
+        Error::Io(io) => Error::Io(std::io::Error::new(io.kind(), io.to_string())),
+        Error::UpstreamParse(m) => Error::UpstreamParse(m.clone()),
+        Error::NotSqlite(m) => Error::NotSqlite(m.clone()),
+        Error::FileShared(m) => Error::FileShared(m.clone()),
+        Error::ForeignSchema(m) => Error::ForeignSchema(m.clone()),
+        Error::ImportDiverged(m) => Error::ImportDiverged(m.clone()),
+        Error::SourceChanged(m) => Error::SourceChanged(m.clone()),
+    }
+}

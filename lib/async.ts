@@ -1,0 +1,337 @@
+/**
+ * The JavaScript side of the Promise API (semantics.md#promise-api). Each `*Async` call
+ * queues a job on the store's writer thread and gets a promise; the writer hands back every
+ * batch of results in one call, in call order, and {@link Settler} settles the batch's
+ * promises. {@link Lane} checks each call's arguments (a failure is a rejection, never a
+ * throw) and queues it; `SessionState`'s `*Async` methods are its methods.
+ * @packageDocumentation
+ */
+import type { NativeSessionState } from '../index.js'
+import * as a from './args'
+import { checkRefs, recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
+import { SessionStateError, fromCode, fromNative } from './errors'
+import * as packed from './packed'
+import type {
+  AcknowledgeOptions,
+  AgentOptions,
+  ChangesSince,
+  ChangesSinceOptions,
+  Notice,
+  PruneReport,
+  RecordInput,
+  RemoteCheckResult,
+  SessionRef,
+  SessionVersion,
+  StateEvent,
+  SweepOptions,
+  SweepReport,
+  UpstreamLink,
+  WatchOptions,
+} from './types'
+
+/** How a store reports a best-effort failure (`onError`, or stderr). */
+export type Report = (err: SessionStateError) => void
+
+/** A failure as the writer hands it back. */
+interface NativeFailure {
+  code: string
+  message: string
+}
+
+/** A promise waiting for its job. */
+interface Waiting {
+  resolve: (value: unknown) => void
+  reject: (reason: unknown) => void
+  decode: (value: unknown) => unknown
+  /** A best-effort call: without `strict` a failure is reported and the promise gives null. */
+  bestEffort: boolean
+}
+
+// setInterval's longest delay: the keep-alive timer never fires in practice.
+const NEVER = 2 ** 31 - 1
+const noop = (): void => {}
+
+/**
+ * The promises of one store waiting for the writer, oldest first. It holds no reference to
+ * the native store: the writer's threadsafe function holds this object's callback, which
+ * must not keep the store alive.
+ */
+class Settler {
+  readonly #report: Report
+  readonly #strict: boolean
+  readonly #afterBatch: (() => void) | undefined
+  #waiting: (Waiting | undefined)[] = []
+  #head = 0
+  // Ref'd while a promise waits, so Node stays up for work in flight and no longer.
+  #keepAlive: ReturnType<typeof setInterval> | undefined
+
+  constructor(report: Report, strict: boolean, afterBatch: (() => void) | undefined) {
+    this.#report = report
+    this.#strict = strict
+    this.#afterBatch = afterBatch
+  }
+
+  /** Promises not settled yet. */
+  get pending(): number {
+    return this.#waiting.length - this.#head
+  }
+
+  /** A promise for the job just queued. */
+  wait(decode: (value: unknown) => unknown, bestEffort: boolean): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      if (this.pending === 0) {
+        if (this.#keepAlive === undefined) this.#keepAlive = setInterval(noop, NEVER)
+        else this.#keepAlive.ref()
+      }
+      this.#waiting.push({ resolve, reject, decode, bestEffort })
+    })
+  }
+
+  /** A call refused before it was queued, settled as a failure of the job would be. */
+  refused(e: unknown, bestEffort: boolean): Promise<never | null> {
+    const err = fromNative(e)
+    if (bestEffort && !this.#strict) {
+      this.#report(err)
+      return Promise.resolve(null)
+    }
+    return Promise.reject(err)
+  }
+
+  /** The writer's batch: one value per job, in call order, and the failures if any. */
+  readonly onBatch = (values: unknown[], failures: (NativeFailure | null)[] | null): void => {
+    // The notice listener hears of the batch's notices before any of its promises settles.
+    this.#afterBatch?.()
+    for (let i = 0; i < values.length; i++) {
+      const w = this.#waiting[this.#head]
+      this.#waiting[this.#head++] = undefined
+      if (w === undefined) continue
+      const f = failures?.[i]
+      if (f) this.#fail(w, fromCode(f.code, f.message))
+      else {
+        try {
+          w.resolve(w.decode(values[i]))
+        } catch (e) {
+          this.#fail(w, fromNative(e))
+        }
+      }
+    }
+    if (this.#head >= this.#waiting.length) {
+      this.#waiting = []
+      this.#head = 0
+      this.#keepAlive?.unref()
+    }
+  }
+
+  #fail(w: Waiting, err: SessionStateError): void {
+    if (w.bestEffort && !this.#strict) {
+      this.#report(err)
+      w.resolve(null)
+    } else {
+      w.reject(err)
+    }
+  }
+}
+
+/** The Promise API's queue of one store: starts the writer on first use. */
+export class Lane {
+  readonly #native: NativeSessionState
+  readonly #settler: Settler
+  #started = false
+
+  /**
+   * @param native - the store's native half
+   * @param report - where best-effort failures go
+   * @param strict - best-effort calls reject instead of reporting
+   * @param afterBatch - runs when a batch's results arrive, before its promises settle
+   */
+  constructor(
+    native: NativeSessionState,
+    report: Report,
+    strict: boolean,
+    afterBatch?: (() => void) | undefined,
+  ) {
+    this.#native = native
+    this.#settler = new Settler(report, strict, afterBatch)
+  }
+
+  /** Promises of this store not settled yet. */
+  get pending(): number {
+    return this.#settler.pending
+  }
+
+  /**
+   * Runs `submit` (argument checks, then one native `*Async` call that queues the job) and
+   * returns the promise of its result, decoded by `decode`. Anything `submit` throws is a
+   * rejection, never a throw.
+   */
+  run<T>(submit: () => void, decode: (value: unknown) => T): Promise<T> {
+    return this.#queue(submit, decode, false) as Promise<T>
+  }
+
+  /** {@link Lane.run} for a best-effort call: failures are null plus one `onError` (unless strict). */
+  runBestEffort<T>(submit: () => void, decode: (value: unknown) => T): Promise<T | null> {
+    return this.#queue(submit, decode, true) as Promise<T | null>
+  }
+
+  /** Queues the close behind every job queued before; settles once the store is closed. */
+  close(): Promise<void> {
+    try {
+      this.#start()
+      if (this.#native.closeAsync()) return this.#settler.wait(() => undefined, false) as Promise<void>
+      // The writer had already stopped: the store is closed (or closes now, at once).
+      this.#native.close()
+      return Promise.resolve()
+    } catch (e) {
+      return this.#settler.refused(e, false) as Promise<never>
+    }
+  }
+
+  /** `recordAsync`: best-effort. */
+  record(input: RecordInput): Promise<StateEvent | null> {
+    return this.runBestEffort(() => this.#native.recordAsync(...recordArgs(input)), eventOrNull)
+  }
+
+  /** `watchAsync`. */
+  watch(watcherKey: string, targetKey: string, options?: WatchOptions | null): Promise<boolean> {
+    return this.run(() => {
+      a.str(watcherKey, 'watcherKey')
+      a.str(targetKey, 'targetKey')
+      const o = a.opts(options)
+      const provenance = a.optStr(o?.provenance, 'provenance')
+      const scope = a.optStr(o?.scope, 'scope')
+      const refresh = a.optBool(o?.refresh, 'refresh')
+      this.#native.watchAsync(watcherKey, targetKey, provenance, scope, refresh)
+    }, Boolean)
+  }
+
+  /** `unwatchAsync`. */
+  unwatch(watcherKey: string, targetKey: string): Promise<boolean> {
+    return this.run(() => {
+      a.str(watcherKey, 'watcherKey')
+      a.str(targetKey, 'targetKey')
+      this.#native.unwatchAsync(watcherKey, targetKey)
+    }, Boolean)
+  }
+
+  /** `drainAsync`: the notices, acknowledged on the writer thread. */
+  drain(watcherKey: string): Promise<Notice[]> {
+    return this.run(
+      () => this.#native.drainAsync(a.str(watcherKey, 'watcherKey')),
+      (v) => packed.notices(stored(watcherKey), v as packed.PackedRows),
+    )
+  }
+
+  /** `acknowledgeAsync`. */
+  acknowledge(watcherKey: string, targetKeys: string[], options?: AcknowledgeOptions | null): Promise<number> {
+    return this.run(() => {
+      a.str(watcherKey, 'watcherKey')
+      a.strArray(targetKeys, 'targetKeys')
+      const scope = a.optStr(a.opts(options)?.scope, 'scope')
+      this.#native.acknowledgeAsync(watcherKey, targetKeys, scope)
+    }, Number)
+  }
+
+  /** `sweepAsync`: with `watcherExists`, the candidates are read, asked here, then swept. */
+  async sweep(options?: SweepOptions | null): Promise<SweepReport> {
+    let exists: ((watcherKey: string) => boolean) | undefined
+    try {
+      exists = a.optFn(a.opts(options)?.watcherExists, 'watcherExists')
+    } catch (e) {
+      throw fromNative(e)
+    }
+    let only: string[] | undefined
+    if (exists !== undefined) {
+      const candidates = await this.run(() => this.#native.sweepCandidatesAsync(), (v) => v as string[])
+      try {
+        only = candidates.filter((w) => exists(w))
+      } catch (e) {
+        throw a.invalidInput(`watcherExists failed: ${e instanceof Error ? e.message : String(e)}`)
+      }
+    }
+    return this.run(() => this.#native.sweepAsync(only), (v) => v as SweepReport)
+  }
+
+  /** `pruneAsync`. */
+  prune(): Promise<PruneReport> {
+    return this.run(() => this.#native.pruneAsync(), (v) => v as PruneReport)
+  }
+
+  /** `resetSessionAsync`. */
+  resetSession(sessionKey: string): Promise<void> {
+    return this.run(() => this.#native.resetSessionAsync(a.str(sessionKey, 'sessionKey')), nothing)
+  }
+
+  /** `deleteSessionAsync`. */
+  deleteSession(sessionKey: string, options?: AgentOptions | null): Promise<void> {
+    return this.run(() => {
+      a.str(sessionKey, 'sessionKey')
+      this.#native.deleteSessionAsync(sessionKey, a.optStr(a.opts(options)?.agentId, 'agentId'))
+    }, nothing)
+  }
+
+  /** `adoptAsync`: best-effort. */
+  adopt(sessionKey: string, link: UpstreamLink): Promise<StateEvent | null> {
+    return this.runBestEffort(() => {
+      a.str(sessionKey, 'sessionKey')
+      this.#native.adoptAsync(sessionKey, upstreamLink(link))
+    }, eventOrNull)
+  }
+
+  /** `checkUpstreamAsync`: best-effort. */
+  checkUpstream(sessionKey: string, result: RemoteCheckResult): Promise<StateEvent | null> {
+    return this.runBestEffort(() => {
+      a.str(sessionKey, 'sessionKey')
+      const [found, items] = remoteCheck(result)
+      this.#native.checkUpstreamAsync(sessionKey, found, items)
+    }, eventOrNull)
+  }
+
+  /** `changesSinceAsync`. */
+  changesSince(sessionKey: string, after: number, options?: ChangesSinceOptions | null): Promise<ChangesSince> {
+    return this.run(
+      () => {
+        a.str(sessionKey, 'sessionKey')
+        a.num(after, 'after')
+        const o = a.opts(options)
+        this.#native.changesSinceAsync(sessionKey, after, a.optStr(o?.agentId, 'agentId'), a.optNum(o?.limit, 'limit'))
+      },
+      (v) => {
+        const c = v as packed.PackedChanges
+        return { stateVersion: c.stateVersion, stateChanges: packed.stateChanges(c) }
+      },
+    )
+  }
+
+  /** `stateVersionsAsync`. */
+  stateVersions(refs: SessionRef[]): Promise<SessionVersion[]> {
+    return this.run(
+      () => this.#native.stateVersionsAsync(checkRefs(refs)),
+      (v) => packed.versions(v as packed.PackedRows),
+    )
+  }
+
+  #start(): void {
+    if (!this.#started) {
+      this.#native.startWriter(this.#settler.onBatch)
+      this.#started = true
+    }
+  }
+
+  #queue(submit: () => void, decode: (value: unknown) => unknown, bestEffort: boolean): Promise<unknown> {
+    try {
+      this.#start()
+      submit()
+    } catch (e) {
+      return this.#settler.refused(e, bestEffort)
+    }
+    return this.#settler.wait(decode, bestEffort)
+  }
+}
+
+/** A packed event or null, as the writer hands it back. */
+export function eventOrNull(v: unknown): StateEvent | null {
+  return v === null || v === undefined ? null : packed.eventOf(v as packed.PackedEvent)
+}
+
+/** The settled value of a call that returns nothing. */
+function nothing(): void {}

@@ -1,0 +1,479 @@
+//! The Promise API of the native store (semantics.md#promise-api). Each `*Async` method checks
+//! what it can on the JS thread, reads the clock there, and queues a job for the store's
+//! writer thread (`session_awareness_core::Writer`); it never touches the database. The writer
+//! runs the jobs in call order, records taken together as one group commit, packs the
+//! results on its own thread and hands each batch to the TypeScript layer in one call of a
+//! weak threadsafe function, which settles the batch's promises in order.
+
+use std::sync::OnceLock;
+
+use napi::bindgen_prelude::{AsyncTask, Either, Either7, Env, FnArgs, Function, Task};
+use napi::threadsafe_function::{
+    ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
+};
+use napi::{Result, Status};
+use napi_derive::napi;
+use session_awareness_core::upstream::AdoptInput;
+use session_awareness_core::{
+    self as core, Done, Error as CoreError, Job, Provenance, RecordInput, Store, VersionRef, Writer,
+};
+
+use crate::error::{to_js, Code, IntoJs, JsResult};
+use crate::packed::{self, PackedChanges, PackedEvent, PackedRows};
+use crate::session_state::{NativeSessionState, Prepared};
+use crate::types::{NativeError, NativeOptions, PruneReport, SessionRef, SweepReport};
+use crate::upstream::{remote_check, UpstreamLink};
+
+/// A settled job's value, packed for the TypeScript layer, which knows what each job returns:
+/// an event or null, a flag, a count, packed rows, a packed delta, a report, or watcher keys.
+pub type Value = Either7<
+    Option<PackedEvent>,
+    bool,
+    i64,
+    PackedRows,
+    PackedChanges,
+    Either<SweepReport, PruneReport>,
+    Vec<String>,
+>;
+type Out = core::Result<Value>;
+/// One batch: the values in call order, and the failures (null where a job succeeded), or
+/// null when none failed.
+type Batch = (Vec<Value>, Option<Vec<Option<NativeError>>>);
+type BatchTsfn = ThreadsafeFunction<Batch, UnknownReturnValue, FnArgs<Batch>, Status, false, true>;
+
+/// The writer thread of one native store, started by the first call of the Promise API.
+#[derive(Default)]
+pub(crate) struct Lane {
+    writer: OnceLock<Writer<Out>>,
+}
+
+impl Lane {
+    fn push(&self, job: Job<Out>) -> JsResult<()> {
+        match self.writer.get() {
+            Some(w) => w.push(job).js(),
+            None => Err(to_js(CoreError::Closed)),
+        }
+    }
+
+    /// Waits until the jobs queued so far have run.
+    pub(crate) fn settle(&self) {
+        if let Some(w) = self.writer.get() {
+            w.settle();
+        }
+    }
+
+    /// Waits for the jobs queued so far, then takes no more: the thread ends.
+    pub(crate) fn finish(&self) {
+        if let Some(w) = self.writer.get() {
+            w.settle();
+            w.stop();
+        }
+    }
+}
+
+/// A core failure as the TypeScript layer takes it.
+fn native_error(e: CoreError) -> NativeError {
+    let code = e.code().to_owned();
+    NativeError {
+        code,
+        message: to_js(e).reason,
+    }
+}
+
+/// The batch of results the writer took together, packed on the writer thread.
+fn batch(done: Vec<Done<Out>>) -> Batch {
+    let n = done.len();
+    let mut values = Vec::with_capacity(n);
+    let mut errors: Option<Vec<Option<NativeError>>> = None;
+    for (i, d) in done.into_iter().enumerate() {
+        let out = match d {
+            Done::Recorded(r) => r.map(|e| Either7::A(e.as_ref().map(packed::event))),
+            Done::Ran(r) => r,
+            Done::Lost(e) => Err(e),
+        };
+        match out {
+            Ok(v) => values.push(v),
+            Err(e) => {
+                values.push(Either7::A(None));
+                errors.get_or_insert_with(|| (0..n).map(|_| None).collect())[i] =
+                    Some(native_error(e));
+            }
+        }
+    }
+    (values, errors)
+}
+
+/// The record input of the arguments `record` and `recordAsync` take; the payload is its
+/// JSON text.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn record_input(
+    session_key: String,
+    agent_id: Option<String>,
+    session_id: Option<String>,
+    kind: String,
+    actor_type: String,
+    actor_id: Option<String>,
+    run_id: Option<String>,
+    summary: String,
+    payload_json: Option<String>,
+    occurred_at: Option<f64>,
+    dedupe_key: Option<String>,
+    watchers: Option<Vec<String>>,
+    only_if_watched: bool,
+    watcher_scopes: Option<std::collections::HashMap<String, String>>,
+) -> JsResult<RecordInput> {
+    let payload = payload_json
+        .map(|j| {
+            serde_json::from_str(&j)
+                .map_err(|e| CoreError::invalid(format!("payload is not JSON: {e}")))
+        })
+        .transpose()
+        .js()?;
+    Ok(RecordInput {
+        session_key,
+        agent_id,
+        session_id,
+        kind,
+        actor_type,
+        actor_id,
+        run_id,
+        summary,
+        payload,
+        occurred_at,
+        dedupe_key,
+        watchers: watchers.unwrap_or_default(),
+        only_if_watched,
+        watcher_scopes: watcher_scopes.unwrap_or_default(),
+    })
+}
+
+fn task(f: impl FnOnce(&Store) -> Out + Send + 'static) -> Job<Out> {
+    Job::Task(Box::new(f))
+}
+
+#[napi]
+impl NativeSessionState {
+    /// Starts the writer thread, which hands every batch of results to `onBatch` on the JS
+    /// thread. Does nothing when it already runs or the store is closed.
+    #[napi(
+        ts_args_type = "onBatch: (values: unknown[], errors: Array<NativeError | null> | null) => void"
+    )]
+    pub fn start_writer(
+        &self,
+        on_batch: Function<'_, FnArgs<Batch>, UnknownReturnValue>,
+    ) -> Result<(), Code> {
+        if self.writer.writer.get().is_some() || self.store.is_closed() {
+            return Ok(());
+        }
+        let tsfn: BatchTsfn = on_batch
+            .build_threadsafe_function::<Batch>()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build_callback(|ctx| Ok(FnArgs::from(ctx.value)))
+            .js()?;
+        let sink = Box::new(move |done: Vec<Done<Out>>| {
+            // NonBlocking: the writer never waits for the JS thread, which may be waiting for it.
+            let _ = tsfn.call(batch(done), ThreadsafeFunctionCallMode::NonBlocking);
+        });
+        let writer = Writer::start(self.store.clone(), sink).js()?;
+        // Only the JS thread starts writers, so the cell is still empty here.
+        let _ = self.writer.writer.set(writer);
+        Ok(())
+    }
+
+    /// Blocks until every job queued before has run: a synchronous call that follows runs
+    /// after them.
+    #[napi]
+    pub fn settle(&self) {
+        self.writer.settle();
+    }
+
+    /// Queues a record (see `record`).
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_async(
+        &self,
+        env: Env,
+        session_key: String,
+        agent_id: Option<String>,
+        session_id: Option<String>,
+        kind: String,
+        actor_type: String,
+        actor_id: Option<String>,
+        run_id: Option<String>,
+        summary: String,
+        payload_json: Option<String>,
+        occurred_at: Option<f64>,
+        dedupe_key: Option<String>,
+        watchers: Option<Vec<String>>,
+        only_if_watched: bool,
+        watcher_scopes: Option<std::collections::HashMap<String, String>>,
+    ) -> Result<(), Code> {
+        let input = record_input(
+            session_key,
+            agent_id,
+            session_id,
+            kind,
+            actor_type,
+            actor_id,
+            run_id,
+            summary,
+            payload_json,
+            occurred_at,
+            dedupe_key,
+            watchers,
+            only_if_watched,
+            watcher_scopes,
+        )?;
+        let now = self.now(&env).js()?;
+        self.writer.push(Job::Record(Box::new(input), now))
+    }
+
+    /// Queues a `watch`; its value is the flag.
+    #[napi]
+    pub fn watch_async(
+        &self,
+        env: Env,
+        watcher_key: String,
+        target_key: String,
+        provenance: Option<String>,
+        scope: Option<String>,
+        refresh: Option<bool>,
+    ) -> Result<(), Code> {
+        let p = provenance.map_or(Ok(Provenance::Explicit), |p| Provenance::parse(&p));
+        let o = session_awareness_core::WatchOptions {
+            provenance: p.js()?,
+            scope,
+            refresh: refresh.unwrap_or(true),
+        };
+        let now = self.now(&env).js()?;
+        self.writer.push(task(move |s| {
+            s.watch_with(&watcher_key, &target_key, &o, now)
+                .map(Either7::B)
+        }))
+    }
+
+    /// Queues an `unwatch`; its value is the flag.
+    #[napi]
+    pub fn unwatch_async(&self, watcher_key: String, target_key: String) -> Result<(), Code> {
+        self.writer.push(task(move |s| {
+            s.unwatch(&watcher_key, &target_key).map(Either7::B)
+        }))
+    }
+
+    /// Queues an `acknowledge`; its value is the count.
+    #[napi]
+    pub fn acknowledge_async(
+        &self,
+        env: Env,
+        watcher_key: String,
+        target_keys: Vec<String>,
+        scope: Option<String>,
+    ) -> Result<(), Code> {
+        let now = self.now(&env).js()?;
+        self.writer.push(task(move |s| {
+            s.acknowledge_in(&watcher_key, &target_keys, scope.as_deref(), now)
+                .map(|n| Either7::C(n as i64))
+        }))
+    }
+
+    /// Queues a `drain`; its value is the packed notices.
+    #[napi]
+    pub fn drain_async(&self, env: Env, watcher_key: String) -> Result<(), Code> {
+        let now = self.now(&env).js()?;
+        self.writer.push(task(move |s| {
+            s.drain(&watcher_key, now)
+                .map(|n| Either7::D(packed::notices(&n)))
+        }))
+    }
+
+    /// Queues the read of the watchers a sweep would ask `watcherExists` about; its value is
+    /// their keys.
+    #[napi]
+    pub fn sweep_candidates_async(&self) -> Result<(), Code> {
+        self.writer
+            .push(task(|s| s.sweep_candidates().map(Either7::G)))
+    }
+
+    /// Queues a sweep of the watchers in `only` (every watcher when absent); its value is the
+    /// report.
+    #[napi]
+    pub fn sweep_async(&self, env: Env, only: Option<Vec<String>>) -> Result<(), Code> {
+        let now = self.now(&env).js()?;
+        self.writer.push(task(move |s| {
+            let report = match only {
+                None => s.sweep(None, now),
+                Some(only) => s.sweep(Some(&mut |w: &str| only.iter().any(|o| o == w)), now),
+            }?;
+            Ok(Either7::F(Either::A(SweepReport {
+                notices: report.notices as i64,
+                prune: report.prune.into(),
+            })))
+        }))
+    }
+
+    /// Queues a prune; its value is the report.
+    #[napi]
+    pub fn prune_async(&self, env: Env) -> Result<(), Code> {
+        let now = self.now(&env).js()?;
+        self.writer.push(task(move |s| {
+            s.prune(now)
+                .map(|r| Either7::F(Either::B(PruneReport::from(r))))
+        }))
+    }
+
+    /// Queues a `resetSession`.
+    #[napi]
+    pub fn reset_session_async(&self, session_key: String) -> Result<(), Code> {
+        self.writer.push(task(move |s| {
+            s.reset_session(&session_key).map(|()| Either7::A(None))
+        }))
+    }
+
+    /// Queues a `deleteSession`.
+    #[napi]
+    pub fn delete_session_async(
+        &self,
+        session_key: String,
+        agent_id: Option<String>,
+    ) -> Result<(), Code> {
+        self.writer.push(task(move |s| {
+            s.delete_session(&session_key, agent_id.as_deref())
+                .map(|()| Either7::A(None))
+        }))
+    }
+
+    /// Queues an `adopt`; its value is the event.
+    #[napi]
+    pub fn adopt_async(
+        &self,
+        env: Env,
+        session_key: String,
+        link: UpstreamLink,
+    ) -> Result<(), Code> {
+        let now = self.now(&env).js()?;
+        let input = AdoptInput {
+            source: link.source,
+            transcript_path: link.transcript_path,
+            remote_id: link.remote_id,
+            agent_id: link.agent_id,
+            host_id: link.host_id,
+        };
+        self.writer.push(task(move |s| {
+            s.adopt(&session_key, input, now)
+                .map(|e| Either7::A(e.as_ref().map(packed::event)))
+        }))
+    }
+
+    /// Queues a `checkUpstream`; its value is the event.
+    #[napi]
+    pub fn check_upstream_async(
+        &self,
+        env: Env,
+        session_key: String,
+        found: String,
+        items_json: Option<String>,
+    ) -> Result<(), Code> {
+        let now = self.now(&env).js()?;
+        let check = remote_check(&found, items_json).js()?;
+        self.writer.push(task(move |s| {
+            s.check_upstream(&session_key, check, now)
+                .map(|e| Either7::A(e.as_ref().map(packed::event)))
+        }))
+    }
+
+    /// Queues a `changesSince`; its value is the packed delta.
+    #[napi]
+    pub fn changes_since_async(
+        &self,
+        session_key: String,
+        after: f64,
+        agent_id: Option<String>,
+        limit: Option<f64>,
+    ) -> Result<(), Code> {
+        self.writer.push(task(move |s| {
+            s.changes_since(&session_key, after, agent_id.as_deref(), limit)
+                .map(|c| Either7::E(packed::changes(&c)))
+        }))
+    }
+
+    /// Queues a `stateVersions`; its value is the packed rows.
+    #[napi]
+    pub fn state_versions_async(&self, refs: Vec<SessionRef>) -> Result<(), Code> {
+        let refs: Vec<VersionRef> = refs
+            .into_iter()
+            .map(|r| VersionRef {
+                session_key: r.session_key,
+                agent_id: r.agent_id,
+            })
+            .collect();
+        self.writer.push(task(move |s| {
+            s.state_versions(&refs)
+                .map(|v| Either7::D(packed::versions(&v)))
+        }))
+    }
+
+    /// Queues the close of the store behind every job queued before, and takes no more jobs.
+    /// False when the writer had already stopped (the store is closed or closing): nothing
+    /// was queued.
+    #[napi]
+    pub fn close_async(&self) -> bool {
+        let Some(w) = self.writer.writer.get() else {
+            return false;
+        };
+        let queued = w
+            .push(task(|s| {
+                s.close();
+                Ok(Either7::A(None))
+            }))
+            .is_ok();
+        w.stop();
+        queued
+    }
+}
+
+/// Opens a store on a libuv thread (`SessionState.open`): the options are checked and the
+/// callbacks prepared on the JS thread first.
+pub struct Opening {
+    path: String,
+    prepared: Option<Prepared>,
+}
+
+impl Task for Opening {
+    type Output = core::Result<Store>;
+    type JsValue = Either<NativeSessionState, NativeError>;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        match &self.prepared {
+            Some(p) => Ok(p.open(&self.path)),
+            None => Ok(Err(CoreError::Closed)),
+        }
+    }
+
+    fn resolve(&mut self, _env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+        Ok(match (output, self.prepared.take()) {
+            (Ok(store), Some(p)) => Either::A(p.finish(store)),
+            (Err(e), _) => Either::B(native_error(e)),
+            (Ok(store), None) => {
+                store.close();
+                Either::B(native_error(CoreError::Closed))
+            }
+        })
+    }
+}
+
+/// Opens (creating if needed) the store at `path` off the JS thread. Resolves to the native
+/// store, or to the failure as a `NativeError` (the TypeScript layer rejects with it); throws
+/// `ERR_INVALID_ARG` for a bad option at once.
+#[napi(ts_return_type = "Promise<NativeSessionState | NativeError>")]
+pub fn open_native_session_state(
+    env: Env,
+    path: String,
+    options: NativeOptions,
+) -> Result<AsyncTask<Opening>, Code> {
+    let prepared = Prepared::new(&env, options)?;
+    Ok(AsyncTask::new(Opening {
+        path,
+        prepared: Some(prepared),
+    }))
+}
