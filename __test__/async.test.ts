@@ -336,6 +336,38 @@ test('a process exits by itself once every promise has settled, its store left o
   expect(out.stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ settled: 50, last: 50 }, { watched: true }])
 })
 
+const HANDLES = `
+const { SessionState } = require(process.argv[1])
+const path = require('node:path')
+const handles = () => process.getActiveResourcesInfo().join(',')
+const input = { sessionKey: 'agent:main:subagent:c', kind: 'goal_changed', actorType: 'human', summary: 'g' }
+;(async () => {
+  const seen = [handles()]
+  const codes = []
+  const s = new SessionState(path.join(process.argv[2], 'handles-' + process.pid + '.sqlite'), {
+    onError: (e) => codes.push(e.code),
+  })
+  const first = s.recordAsync(input)
+  seen.push(handles())
+  await first
+  seen.push(handles())
+  const last = s.recordAsync(input)
+  s.close()
+  seen.push(handles())
+  seen.push((await last).sequence)
+  seen.push(handles())
+  seen.push(await s.recordAsync(input), handles(), codes)
+  console.log(JSON.stringify(seen))
+})()
+`
+
+test('a store holds a referenced handle only while its promises wait, and none once closed', () => {
+  const out = spawnSync(process.execPath, ['-e', HANDLES, ROOT, fx.dir()], { encoding: 'utf8', timeout: 60_000 })
+  expect(out.stderr).toBe('')
+  expect(out.status).toBe(0)
+  expect(JSON.parse(out.stdout)).toEqual(['', 'Timeout', '', 'Timeout', 2, '', null, '', ['ERR_CLOSED']])
+})
+
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads')
 const { SessionState } = require(workerData.root)

@@ -439,6 +439,7 @@ export class SessionState {
    */
   close(): void {
     this.#native.close()
+    this.#lane.closed()
   }
 
   /**
