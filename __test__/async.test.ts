@@ -246,6 +246,11 @@ describe('failures', () => {
     expect(await s.recordAsync(human(CHILD, { kind: 'no_such_kind' }) as never)).toBeNull()
     expect(await s.recordAsync(null as never)).toBeNull()
     expect(errors.codes()).toEqual(['ERR_INVALID_ARG', 'ERR_INVALID_ARG', 'ERR_INVALID_ARG'])
+    // Queued together, a failing record leaves the others of its group in.
+    const group = [human(CHILD), human(CHILD, { kind: 'no_such_kind' }), human(CHILD)]
+    const settled = await Promise.all(group.map((i) => s.recordAsync(i as never)))
+    expect(settled.map((e) => e?.sequence ?? null)).toEqual([1, null, 2])
+    expect(errors.codes()).toEqual(['ERR_INVALID_ARG', 'ERR_INVALID_ARG', 'ERR_INVALID_ARG', 'ERR_INVALID_ARG'])
     const strict = fx.open(fx.file(), { strict: true })
     expect(await rejection(strict.recordAsync(bad))).toBe('ERR_INVALID_ARG')
     expect(await rejection(strict.recordAsync(human(CHILD, { kind: 'no_such_kind' }) as never))).toBe('ERR_INVALID_ARG')
