@@ -246,6 +246,11 @@ describe('failures', () => {
     expect(await s.recordAsync(human(CHILD, { kind: 'no_such_kind' }) as never)).toBeNull()
     expect(await s.recordAsync(null as never)).toBeNull()
     expect(errors.codes()).toEqual(['ERR_INVALID_ARG', 'ERR_INVALID_ARG', 'ERR_INVALID_ARG'])
+    // Queued together, a failing record leaves the others of its group in.
+    const group = [human(CHILD), human(CHILD, { kind: 'no_such_kind' }), human(CHILD)]
+    const settled = await Promise.all(group.map((i) => s.recordAsync(i as never)))
+    expect(settled.map((e) => e?.sequence ?? null)).toEqual([1, null, 2])
+    expect(errors.codes()).toEqual(['ERR_INVALID_ARG', 'ERR_INVALID_ARG', 'ERR_INVALID_ARG', 'ERR_INVALID_ARG'])
     const strict = fx.open(fx.file(), { strict: true })
     expect(await rejection(strict.recordAsync(bad))).toBe('ERR_INVALID_ARG')
     expect(await rejection(strict.recordAsync(human(CHILD, { kind: 'no_such_kind' }) as never))).toBe('ERR_INVALID_ARG')
@@ -334,6 +339,38 @@ test('a process exits by itself once every promise has settled, its store left o
   expect(out.stderr).toBe('')
   expect(out.status).toBe(0)
   expect(out.stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ settled: 50, last: 50 }, { watched: true }])
+})
+
+const HANDLES = `
+const { SessionState } = require(process.argv[1])
+const path = require('node:path')
+const handles = () => process.getActiveResourcesInfo().join(',')
+const input = { sessionKey: 'agent:main:subagent:c', kind: 'goal_changed', actorType: 'human', summary: 'g' }
+;(async () => {
+  const seen = [handles()]
+  const codes = []
+  const s = new SessionState(path.join(process.argv[2], 'handles-' + process.pid + '.sqlite'), {
+    onError: (e) => codes.push(e.code),
+  })
+  const first = s.recordAsync(input)
+  seen.push(handles())
+  await first
+  seen.push(handles())
+  const last = s.recordAsync(input)
+  s.close()
+  seen.push(handles())
+  seen.push((await last).sequence)
+  seen.push(handles())
+  seen.push(await s.recordAsync(input), handles(), codes)
+  console.log(JSON.stringify(seen))
+})()
+`
+
+test('a store holds a referenced handle only while its promises wait, and none once closed', () => {
+  const out = spawnSync(process.execPath, ['-e', HANDLES, ROOT, fx.dir()], { encoding: 'utf8', timeout: 60_000 })
+  expect(out.stderr).toBe('')
+  expect(out.status).toBe(0)
+  expect(JSON.parse(out.stdout)).toEqual(['', 'Timeout', '', 'Timeout', 2, '', null, '', ['ERR_CLOSED']])
 })
 
 const WORKER = `

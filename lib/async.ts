@@ -64,6 +64,7 @@ class Settler {
   #head = 0
   // Ref'd while a promise waits, so Node stays up for work in flight and no longer.
   #keepAlive: ReturnType<typeof setInterval> | undefined
+  #closed = false
 
   constructor(report: Report, strict: boolean, afterBatch: (() => void) | undefined) {
     this.#report = report
@@ -118,6 +119,21 @@ class Settler {
     if (this.#head >= this.#waiting.length) {
       this.#waiting = []
       this.#head = 0
+      this.#idle()
+    }
+  }
+
+  /** The store is closed or closing: once nothing waits, the timer goes. */
+  close(): void {
+    this.#closed = true
+    if (this.pending === 0) this.#idle()
+  }
+
+  #idle(): void {
+    if (this.#closed) {
+      clearInterval(this.#keepAlive)
+      this.#keepAlive = undefined
+    } else {
       this.#keepAlive?.unref()
     }
   }
@@ -175,15 +191,26 @@ export class Lane {
 
   /** Queues the close behind every job queued before; settles once the store is closed. */
   close(): Promise<void> {
+    let closed: Promise<void>
     try {
       this.#start()
-      if (this.#native.closeAsync()) return this.#settler.wait(() => undefined, false) as Promise<void>
-      // The writer had already stopped: the store is closed (or closes now, at once).
-      this.#native.close()
-      return Promise.resolve()
+      if (this.#native.closeAsync()) {
+        closed = this.#settler.wait(() => undefined, false) as Promise<void>
+      } else {
+        // The writer had already stopped: the store is closed (or closes now, at once).
+        this.#native.close()
+        closed = Promise.resolve()
+      }
     } catch (e) {
-      return this.#settler.refused(e, false) as Promise<never>
+      closed = this.#settler.refused(e, false) as Promise<never>
     }
+    this.#settler.close()
+    return closed
+  }
+
+  /** `close()` ran: the promises still waiting settle, then nothing of the store stays. */
+  closed(): void {
+    this.#settler.close()
   }
 
   /** `recordAsync`: best-effort. */

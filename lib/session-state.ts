@@ -582,6 +582,7 @@ export class SessionState {
     if (this.#tick !== undefined) clearInterval(this.#tick)
     this.#tick = undefined
     this.#native.close()
+    this.#lane.closed()
   }
 
   /**
