@@ -10,6 +10,7 @@ mod session_state;
 mod signal;
 mod types;
 mod upstream;
+mod versions;
 
 use napi_derive::napi;
 
