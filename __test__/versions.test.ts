@@ -109,3 +109,23 @@ test('bad refs are ERR_INVALID_ARG, the first bad one wins, and nothing is read'
   }
   expect(s.stateVersions([{ sessionKey: 'agent:main:a' }])).toStrictEqual([{ sessionKey: 'agent:main:a', agentId: 'main', stateVersion: 1 }])
 })
+
+test('a second store on the file sees every version the first one writes, read after read', () => {
+  const file = fx.file()
+  const s = fx.open(file)
+  const other = fx.open(file)
+  const refs = [{ sessionKey: 'agent:main:a' }, { sessionKey: 'agent:main:b' }]
+  expect(other.stateVersions(refs)).toStrictEqual([])
+  log(s, 'agent:main:a') // 1
+  expect(other.stateVersions(refs)).toStrictEqual([{ sessionKey: 'agent:main:a', agentId: 'main', stateVersion: 1 }])
+  log(s, 'agent:main:b') // 2
+  log(other, 'agent:main:a') // 3
+  const both = [
+    { sessionKey: 'agent:main:a', agentId: 'main', stateVersion: 3 },
+    { sessionKey: 'agent:main:b', agentId: 'main', stateVersion: 2 },
+  ]
+  expect(other.stateVersions(refs)).toStrictEqual(both)
+  expect(s.stateVersions(refs)).toStrictEqual(both)
+  s.deleteSession('agent:main:a')
+  expect(other.stateVersions(refs)).toStrictEqual([both[1]])
+})

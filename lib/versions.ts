@@ -12,6 +12,10 @@ import type { SessionVersion } from './types'
 /** UTF-16 units before each ref's strings in the refs string. */
 export const REF_SLOTS = 4
 
+// The heads of refs without an agent, for every key length the addon accepts: building each
+// with `String.fromCharCode` would cost about as much as the rest of the packing.
+const HEADS: readonly string[] = Array.from({ length: 1025 }, (_, k) => String.fromCharCode(0, k, 0, 0))
+
 /**
  * Checks `refs` as `stateVersions` takes them and writes them as one string: per ref, the
  * key's length (high 16 bits, low 16 bits), 0 or the agent's length + 1 (high, low), the key,
@@ -28,7 +32,7 @@ export function packRefs(refs: unknown, keys: string[]): string {
     keys.push(key)
     const k = key.length
     if (agent === undefined) {
-      s += String.fromCharCode(k >>> 16, k & 0xffff, 0, 0) + key
+      s += (k < HEADS.length ? HEADS[k] : String.fromCharCode(k >>> 16, k & 0xffff, 0, 0)) + key
     } else {
       const t = agent.length + 1
       s += String.fromCharCode(k >>> 16, k & 0xffff, t >>> 16, t & 0xffff) + key + agent

@@ -40,6 +40,7 @@ pub(crate) mod conn;
 pub(crate) mod delivery;
 mod error;
 pub(crate) mod event;
+pub(crate) mod heads;
 pub(crate) mod hooks;
 pub mod import;
 pub(crate) mod inert;

@@ -120,34 +120,6 @@ pub fn head(conn: &Connection, session_key: &str, agent_id: &str) -> Result<Head
         .unwrap_or_default())
 }
 
-/// The state versions of many sessions in one read: for each `(session_key, agent_id)` of
-/// `refs` whose head is above 0, its index in `refs` and its version, in the order of `refs`
-/// (a session named twice appears twice). A head whose `last_sequence` is not an integer (a
-/// head the store never wrote, semantics.md#storage) reads as 0.
-pub fn versions(conn: &Connection, refs: &[(&str, &str)]) -> Result<Vec<(usize, i64)>> {
-    let mut out = Vec::with_capacity(refs.len());
-    if refs.is_empty() {
-        return Ok(out);
-    }
-    // One cached statement, taken from the cache once for the batch and stepped once per
-    // session: a primary-key probe each.
-    let mut stmt = conn.prepare_cached(
-        "SELECT last_sequence FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2",
-    )?;
-    for (at, (key, agent)) in refs.iter().enumerate() {
-        stmt.raw_bind_parameter(1, key)?;
-        stmt.raw_bind_parameter(2, agent)?;
-        let mut rows = stmt.raw_query();
-        if let Some(r) = rows.next()? {
-            match inert::integer(r.get_ref(0)?) {
-                Some(v) if v > 0 => out.push((at, v)),
-                _ => {}
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// The result of `changesSince` (semantics.md#reading).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Changes {

@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use crate::checkpoint::Checkpointer;
 use crate::conn::Db;
 use crate::cursors::{self, Provenance};
@@ -15,6 +17,7 @@ use crate::delivery::Delivery;
 use crate::error::{Error, Result};
 use crate::event::{RecordInput, StateEvent};
 use crate::exclusive::FileGuard;
+use crate::heads::{self, HeadCache};
 use crate::hooks::{Hooks, Host};
 use crate::keys::{self, SessionKey};
 use crate::log::{self, Changes};
@@ -43,6 +46,7 @@ struct Inner {
     monitor: Arc<Monitor>,
     host: Host,
     opts: Options,
+    heads: Mutex<HeadCache>,
 }
 
 /// A session-state store over one SQLite file. Cheap to clone: clones share everything.
@@ -111,6 +115,7 @@ impl Store {
                 monitor,
                 host,
                 opts,
+                heads: Mutex::new(HeadCache::default()),
             }),
         })
     }
@@ -249,7 +254,7 @@ impl Store {
             .collect::<Result<Vec<_>>>()?;
         let found = self.with_conn(|conn| {
             let tx = Tx::read(conn)?;
-            let found = log::versions(&tx, &resolved)?;
+            let found = heads::versions(&tx, &mut self.inner.heads.lock(), &resolved)?;
             tx.commit()?;
             Ok(found)
         })?;
