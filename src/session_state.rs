@@ -333,11 +333,7 @@ impl NativeSessionState {
     #[napi]
     pub fn state_versions(&self, refs: Utf16String) -> Result<PackedRows, Code> {
         let refs = versions::refs(&refs).js()?;
-        let pairs: Vec<(&str, Option<&str>)> = refs
-            .iter()
-            .map(|r| (r.key.as_str(), r.agent.as_deref()))
-            .collect();
-        let found = self.store.state_versions_of(&pairs).js()?;
+        let found = self.store.state_versions_of(&refs.pairs()).js()?;
         Ok(versions::rows(&refs, &found))
     }
 

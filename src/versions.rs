@@ -16,6 +16,8 @@
 //! agent's length, [`SAME`] when equal to the row before; the version). The text holds the key
 //! (when sent) and then the agent (when sent) of each row in turn.
 
+use std::ops::Range;
+
 use napi::bindgen_prelude::Utf16String;
 use session_awareness_core::Error as CoreError;
 
@@ -24,21 +26,58 @@ use crate::packed::{PackedRows, Packer, ABSENT, SAME, VERSION_STRIDE};
 /// UTF-16 units before each ref's strings in the refs string.
 pub const REF_SLOTS: u32 = 4;
 
-/// One ref read from the refs string.
-pub struct Ref {
-    /// The session key.
-    pub key: String,
-    /// The agent, when one was given.
-    pub agent: Option<String>,
+/// The refs read from the refs string: their strings back to back in one buffer (one
+/// allocation for the batch, not one per key) and where each ref's strings are.
+pub struct Refs {
+    text: String,
+    spans: Vec<Span>,
+}
+
+/// Where one ref's strings are in [`Refs::text`].
+struct Span {
+    key: Range<usize>,
+    agent: Option<Range<usize>>,
     /// The key was not well-formed UTF-16 and was read with replacements.
-    pub replaced: bool,
+    replaced: bool,
+}
+
+impl Refs {
+    /// Each ref as `(session key, agent if given)`, in order.
+    pub fn pairs(&self) -> Vec<(&str, Option<&str>)> {
+        self.spans
+            .iter()
+            .map(|s| {
+                (
+                    &self.text[s.key.clone()],
+                    s.agent.clone().map(|a| &self.text[a]),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Appends `units` to `text`, each lone surrogate as U+FFFD; true if there was one.
+fn decode_into(text: &mut String, units: &[u16]) -> bool {
+    if units.iter().all(|&u| u < 0x80) {
+        text.extend(units.iter().map(|&u| char::from(u as u8)));
+        return false;
+    }
+    let mut replaced = false;
+    for c in char::decode_utf16(units.iter().copied()) {
+        text.push(c.unwrap_or_else(|_| {
+            replaced = true;
+            char::REPLACEMENT_CHARACTER
+        }));
+    }
+    replaced
 }
 
 /// Reads the refs string. A string `lib/versions.ts` did not write is `ERR_INVALID_ARG`.
-pub fn refs(packed: &Utf16String) -> Result<Vec<Ref>, CoreError> {
+pub fn refs(packed: &Utf16String) -> Result<Refs, CoreError> {
     let units: &[u16] = packed;
     let bad = || CoreError::invalid("refs: not a packed refs string");
-    let mut out = Vec::new();
+    let mut text = String::with_capacity(units.len());
+    let mut spans = Vec::new();
     let mut at = 0usize;
     while at < units.len() {
         let head = units.get(at..at + REF_SLOTS as usize).ok_or_else(bad)?;
@@ -47,35 +86,36 @@ pub fn refs(packed: &Utf16String) -> Result<Vec<Ref>, CoreError> {
         at += REF_SLOTS as usize;
         let key_units = units.get(at..at + key_len).ok_or_else(bad)?;
         at += key_len;
-        let (key, replaced) = match String::from_utf16(key_units) {
-            Ok(k) => (k, false),
-            Err(_) => (String::from_utf16_lossy(key_units), true),
-        };
+        let start = text.len();
+        let replaced = decode_into(&mut text, key_units);
+        let key = start..text.len();
         let agent = match agent_tag {
             0 => None,
             tag => {
                 let agent_units = units.get(at..at + tag - 1).ok_or_else(bad)?;
                 at += tag - 1;
-                Some(String::from_utf16_lossy(agent_units))
+                let start = text.len();
+                decode_into(&mut text, agent_units);
+                Some(start..text.len())
             }
         };
-        out.push(Ref {
+        spans.push(Span {
             key,
             agent,
             replaced,
         });
     }
-    Ok(out)
+    Ok(Refs { text, spans })
 }
 
 /// The rows of the sessions found: `(index in refs, resolved agent, version)`.
-pub fn rows(refs: &[Ref], found: &[(usize, &str, i64)]) -> PackedRows {
+pub fn rows(refs: &Refs, found: &[(usize, &str, i64)]) -> PackedRows {
     let mut p = Packer::with_capacity(found.len() * VERSION_STRIDE as usize);
     let mut last_agent: Option<&str> = None;
     for &(at, agent, version) in found {
         p.num(at as f64);
-        match refs.get(at) {
-            Some(r) if r.replaced => p.text(&r.key),
+        match refs.spans.get(at) {
+            Some(s) if s.replaced => p.text(&refs.text[s.key.clone()]),
             _ => p.num(f64::from(ABSENT)),
         }
         if last_agent == Some(agent) {
