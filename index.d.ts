@@ -57,7 +57,7 @@ export declare class NativeSessionState {
   /** Queues a `changesSince`; its value is the packed delta. */
   changesSinceAsync(sessionKey: string, after: number, agentId?: string | undefined | null, limit?: number | undefined | null): void
   /** Queues a `stateVersions`; its value is the packed rows. */
-  stateVersionsAsync(refs: Array<SessionRef>): void
+  stateVersionsAsync(refs: string): void
   /**
    * Queues the close of the store behind every job queued before, and takes no more jobs.
    * False when the writer had already stopped (the store is closed or closing): nothing
@@ -97,8 +97,11 @@ export declare class NativeSessionState {
   cursorRows(watcherKey?: string | undefined | null, targetKey?: string | undefined | null): Array<CursorRow>
   /** The session's state version, 0 when none. */
   stateVersion(sessionKey: string, agentId?: string | undefined | null): number
-  /** The state versions of many sessions, packed; sessions at 0 are left out. */
-  stateVersions(refs: Array<SessionRef>): PackedRows
+  /**
+   * The state versions of many sessions, packed; sessions at 0 are left out. `refs` is
+   * the refs string of `src/versions.rs`.
+   */
+  stateVersions(refs: string): PackedRows
   /** The events of a session after version `after`, packed. */
   changesSince(sessionKey: string, after: number, agentId?: string | undefined | null, limit?: number | undefined | null): PackedChanges
   /**
@@ -462,6 +465,11 @@ export interface PackedLayout {
   eventFieldOrder: Array<number>
   /** The first signal word when nothing is queued ([`QueueSignal::EMPTY`]). */
   signalEmpty: number
+  /**
+   * UTF-16 units before each ref of a packed `stateVersions` input
+   * ([`crate::versions::REF_SLOTS`]).
+   */
+  refSlots: number
 }
 
 /** Rows packed as text and numbers; what each row holds depends on the call. */
@@ -539,14 +547,6 @@ export interface SessionEvents {
   historyGap: boolean
   /** Events with `sequence > since`, ascending. */
   events: Array<InspectedEvent>
-}
-
-/** A session named for `stateVersions`. */
-export interface SessionRef {
-  /** The session key. */
-  sessionKey: string
-  /** The agent; defaults to the key's own, else `main`. */
-  agentId?: string
 }
 
 /** The result of `sweep`. */

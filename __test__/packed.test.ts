@@ -2,6 +2,7 @@
 // and round trips through both of its shapes: the single-event string and event rows.
 import * as native from '../index.js'
 import * as packed from '../lib/packed'
+import * as versions from '../lib/versions'
 import { errorSink, fixture, must } from './helpers'
 
 const fx = fixture('packed')
@@ -17,6 +18,7 @@ test('the TypeScript layout constants are the addon’s', () => {
     eventSlotAbsent: packed.EVENT_SLOT_ABSENT,
     eventFieldOrder: [...packed.EVENT_FIELD_ORDER],
     signalEmpty: packed.SIGNAL_EMPTY,
+    refSlots: versions.REF_SLOTS,
   })
 })
 

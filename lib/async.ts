@@ -8,9 +8,10 @@
  */
 import type { NativeSessionState } from '../index.js'
 import * as a from './args'
-import { checkRefs, recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
+import { recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
 import * as packed from './packed'
+import * as versions from './versions'
 import type {
   AcknowledgeOptions,
   AgentOptions,
@@ -331,9 +332,10 @@ export class Lane {
 
   /** `stateVersionsAsync`. */
   stateVersions(refs: SessionRef[]): Promise<SessionVersion[]> {
+    const keys: string[] = []
     return this.run(
-      () => this.#native.stateVersionsAsync(checkRefs(refs)),
-      (v) => packed.versions(v as packed.PackedRows),
+      () => this.#native.stateVersionsAsync(versions.packRefs(refs, keys)),
+      (v) => versions.versionsOf(keys, v as packed.PackedRows),
     )
   }
 

@@ -35,16 +35,6 @@ export function recordArgs(input: RecordInput): RecordArgs {
   ]
 }
 
-/** `stateVersions`' refs, checked. */
-export function checkRefs(refs: unknown): { sessionKey: string; agentId: string | undefined }[] {
-  if (!Array.isArray(refs)) throw a.invalidInput('refs must be an array')
-  return refs.map((r: unknown) => {
-    const o = a.opts(r, 'refs')
-    if (o === undefined) throw a.invalidInput('refs must hold objects')
-    return { sessionKey: a.reqStr(o.sessionKey, 'sessionKey'), agentId: a.optStr(o.agentId, 'agentId') }
-  })
-}
-
 /** `adopt`'s link, checked. */
 export function upstreamLink(link: unknown): Parameters<NativeSessionState['adopt']>[1] {
   const l = a.opts(link, 'link')

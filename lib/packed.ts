@@ -5,12 +5,12 @@
  * A Jest test checks the constants below against the addon's own (`packedLayout()`).
  * @packageDocumentation
  */
-import type { Notice, SessionVersion, StateEvent, StateChanges } from './types'
+import type { Notice, StateEvent, StateChanges } from './types'
 
 /** Numbers per event row. */
 export const EVENT_STRIDE = 11
-/** Numbers per `stateVersions` row. */
-export const VERSION_STRIDE = 3
+/** Numbers per `stateVersions` row (`versions.ts`). */
+export const VERSION_STRIDE = 4
 /** Numbers per notice row. */
 export const NOTICE_STRIDE = 5
 /** A row's length slot: the field is absent. */
@@ -178,27 +178,6 @@ export function stateChanges(c: PackedChanges): StateChanges {
     earliestAvailableSequence: c.earliestAvailableSequence,
     historyGap: c.historyGap,
   }
-}
-
-/** The entries of `stateVersions` rows. */
-export function versions(rows: PackedRows): SessionVersion[] {
-  const { text, numbers: m } = rows
-  const out: SessionVersion[] = []
-  let at = 0
-  let len: number
-  let agentId = ''
-  for (let j = 0; j < m.length; j += VERSION_STRIDE) {
-    len = m[j] as number
-    const sessionKey = text.slice(at, at + len)
-    at += len
-    len = m[j + 1] as number
-    if (len !== SAME) {
-      agentId = text.slice(at, at + len)
-      at += len
-    }
-    out.push({ sessionKey, agentId, stateVersion: m[j + 2] as number })
-  }
-  return out
 }
 
 /** The notices of `watcherKey` in notice rows. */

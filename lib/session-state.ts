@@ -11,6 +11,7 @@ import type { Report } from './async'
 import { recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
 import * as packed from './packed'
+import * as versions from './versions'
 import type {
   AcknowledgeOptions,
   AgentOptions,
@@ -380,15 +381,11 @@ export class SessionState {
 
   /** The state versions of many sessions, in the order given; sessions at 0 are left out. */
   stateVersions(refs: SessionRef[]): SessionVersion[] {
-    if (!Array.isArray(refs)) throw a.invalidInput('refs must be an array')
-    const checked = refs.map((r: unknown) => {
-      const o = a.opts(r, 'refs')
-      if (o === undefined) throw a.invalidInput('refs must hold objects')
-      return { sessionKey: a.reqStr(o.sessionKey, 'sessionKey'), agentId: a.optStr(o.agentId, 'agentId') }
-    })
+    const keys: string[] = []
+    const refsText = versions.packRefs(refs, keys)
     try {
       this.#settle()
-      return packed.versions(this.#native.stateVersions(checked))
+      return versions.versionsOf(keys, this.#native.stateVersions(refsText))
     } catch (e) {
       throw fromNative(e)
     }

@@ -7,7 +7,7 @@
 
 use std::sync::OnceLock;
 
-use napi::bindgen_prelude::{AsyncTask, Either, Either7, Env, FnArgs, Function, Task};
+use napi::bindgen_prelude::{AsyncTask, Either, Either7, Env, FnArgs, Function, Task, Utf16String};
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
 };
@@ -15,13 +15,13 @@ use napi::{Result, Status};
 use napi_derive::napi;
 use session_awareness_core::upstream::AdoptInput;
 use session_awareness_core::{
-    self as core, Done, Error as CoreError, Job, Provenance, RecordInput, Store, VersionRef, Writer,
+    self as core, Done, Error as CoreError, Job, Provenance, RecordInput, Store, Writer,
 };
 
 use crate::error::{to_js, Code, IntoJs, JsResult};
 use crate::packed::{self, PackedChanges, PackedEvent, PackedRows};
 use crate::session_state::{NativeSessionState, Prepared};
-use crate::types::{NativeError, NativeOptions, PruneReport, SessionRef, SweepReport};
+use crate::types::{NativeError, NativeOptions, PruneReport, SweepReport};
 use crate::upstream::{remote_check, UpstreamLink};
 
 /// A settled job's value, packed for the TypeScript layer, which knows what each job returns:
@@ -399,17 +399,11 @@ impl NativeSessionState {
 
     /// Queues a `stateVersions`; its value is the packed rows.
     #[napi]
-    pub fn state_versions_async(&self, refs: Vec<SessionRef>) -> Result<(), Code> {
-        let refs: Vec<VersionRef> = refs
-            .into_iter()
-            .map(|r| VersionRef {
-                session_key: r.session_key,
-                agent_id: r.agent_id,
-            })
-            .collect();
+    pub fn state_versions_async(&self, refs: Utf16String) -> Result<(), Code> {
+        let refs = crate::versions::refs(&refs).js()?;
         self.writer.push(task(move |s| {
-            s.state_versions(&refs)
-                .map(|v| Either7::D(packed::versions(&v)))
+            s.state_versions_of(&refs.pairs())
+                .map(|found| Either7::D(crate::versions::rows(&refs, &found)))
         }))
     }
 

@@ -11,6 +11,7 @@ mod session_state;
 mod signal;
 mod types;
 mod upstream;
+mod versions;
 
 use napi_derive::napi;
 

@@ -15,8 +15,8 @@ use session_awareness_core::{Changes, Notice, StateEvent};
 
 /// Numbers per event row of [`PackedRows`].
 pub const EVENT_STRIDE: u32 = 11;
-/// Numbers per `stateVersions` row.
-pub const VERSION_STRIDE: u32 = 3;
+/// Numbers per `stateVersions` row (`src/versions.rs`).
+pub const VERSION_STRIDE: u32 = 4;
 /// Numbers per notice row.
 pub const NOTICE_STRIDE: u32 = 5;
 /// A length slot of a row: the field is absent.
@@ -49,6 +49,9 @@ pub struct PackedLayout {
     pub event_field_order: Vec<u32>,
     /// The first signal word when nothing is queued ([`QueueSignal::EMPTY`]).
     pub signal_empty: i32,
+    /// UTF-16 units before each ref of a packed `stateVersions` input
+    /// ([`crate::versions::REF_SLOTS`]).
+    pub ref_slots: u32,
 }
 
 /// The slots of a packed single event: session key, agent, kind, actor type, actor id, run
@@ -69,6 +72,7 @@ pub fn packed_layout() -> PackedLayout {
         event_slot_absent: EVENT_SLOT_ABSENT,
         event_field_order: EVENT_FIELD_ORDER.iter().map(|&i| i as u32).collect(),
         signal_empty: QueueSignal::EMPTY,
+        ref_slots: crate::versions::REF_SLOTS,
     }
 }
 
@@ -104,26 +108,26 @@ pub struct PackedChanges {
 pub type PackedEvent = Either<Utf16String, PackedRows>;
 
 /// Collects the text and numbers of rows.
-struct Packer {
+pub(crate) struct Packer {
     text: String,
     m: Vec<f64>,
 }
 
 impl Packer {
-    fn with_capacity(numbers: usize) -> Self {
+    pub(crate) fn with_capacity(numbers: usize) -> Self {
         Packer {
             text: String::with_capacity(numbers * 16),
             m: Vec::with_capacity(numbers),
         }
     }
 
-    fn num(&mut self, v: f64) {
+    pub(crate) fn num(&mut self, v: f64) {
         self.m.push(v);
     }
 
     /// Appends `s` and records its length in UTF-16 units (what `String.prototype.slice`
     /// counts).
-    fn text(&mut self, s: &str) {
+    pub(crate) fn text(&mut self, s: &str) {
         self.text.push_str(s);
         let units = if s.is_ascii() {
             s.len()
@@ -133,7 +137,7 @@ impl Packer {
         self.m.push(units as f64);
     }
 
-    fn finish(self, payloads: Option<String>) -> PackedRows {
+    pub(crate) fn finish(self, payloads: Option<String>) -> PackedRows {
         // ASCII is Latin-1 too, and V8 copies Latin-1 without decoding it.
         let text = if self.text.is_ascii() {
             Either::A(Latin1String::from(self.text))
@@ -239,24 +243,6 @@ pub fn changes(c: &Changes) -> PackedChanges {
         earliest_available_sequence: c.earliest_available_sequence,
         history_gap: c.history_gap,
     }
-}
-
-/// `stateVersions` rows: the lengths of the session key and the agent ([`SAME`] when equal to
-/// the row before), then the version.
-pub fn versions(rows: &[(String, String, i64)]) -> PackedRows {
-    let mut p = Packer::with_capacity(rows.len() * VERSION_STRIDE as usize);
-    let mut last_agent: Option<&str> = None;
-    for (key, agent, version) in rows {
-        p.text(key);
-        if last_agent == Some(agent.as_str()) {
-            p.num(f64::from(SAME));
-        } else {
-            p.text(agent);
-            last_agent = Some(agent);
-        }
-        p.num(*version as f64);
-    }
-    p.finish(None)
 }
 
 /// Notice rows of one watcher: the lengths of the target key, then `changesSince`, the

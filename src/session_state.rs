@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use std::collections::HashMap;
 
-use napi::bindgen_prelude::{Env, Function, FunctionRef, Int32Array};
+use napi::bindgen_prelude::{Env, Function, FunctionRef, Int32Array, Utf16String};
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
 };
@@ -13,13 +13,14 @@ use napi::{Result, Status};
 use napi_derive::napi;
 use session_awareness_core::{
     self as core, system_now, Error as CoreError, ErrorSink, EventKind, Hooks, NotifyKinds,
-    Options, Provenance, Store, VersionRef, WakeSink, WatchOptions,
+    Options, Provenance, Store, WakeSink, WatchOptions,
 };
 
 use crate::error::{coded, to_js, Code, IntoJs, JsResult};
 use crate::packed::{self, PackedChanges, PackedEvent, PackedRows};
 use crate::signal;
 use crate::types::*;
+use crate::versions;
 
 type ErrorCallback = FunctionRef<NativeError, UnknownReturnValue>;
 type WakeTsfn =
@@ -409,17 +410,13 @@ impl NativeSessionState {
             .js()
     }
 
-    /// The state versions of many sessions, packed; sessions at 0 are left out.
+    /// The state versions of many sessions, packed; sessions at 0 are left out. `refs` is
+    /// the refs string of `src/versions.rs`.
     #[napi]
-    pub fn state_versions(&self, refs: Vec<SessionRef>) -> Result<PackedRows, Code> {
-        let refs: Vec<VersionRef> = refs
-            .into_iter()
-            .map(|r| VersionRef {
-                session_key: r.session_key,
-                agent_id: r.agent_id,
-            })
-            .collect();
-        Ok(packed::versions(&self.store.state_versions(&refs).js()?))
+    pub fn state_versions(&self, refs: Utf16String) -> Result<PackedRows, Code> {
+        let refs = versions::refs(&refs).js()?;
+        let found = self.store.state_versions_of(&refs.pairs()).js()?;
+        Ok(versions::rows(&refs, &found))
     }
 
     /// The events of a session after version `after`, packed.

@@ -75,15 +75,6 @@ pub struct SweepReport {
     pub prune: PruneReport,
 }
 
-/// A session named for `stateVersions`.
-#[napi(object, object_to_js = false)]
-pub struct SessionRef {
-    /// The session key.
-    pub session_key: String,
-    /// The agent; defaults to the key's own, else `main`.
-    pub agent_id: Option<String>,
-}
-
 /// The request passed to the `wake` callback.
 #[napi(object, object_from_js = false)]
 pub struct WakeRequest {

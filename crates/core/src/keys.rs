@@ -110,9 +110,15 @@ pub fn is_watchable(key: &str) -> bool {
 /// Resolves the agent of an event or a read: the explicit one (validated and, for a qualified
 /// key, equal to the key's own), else the key's, else `main`.
 pub fn resolve_agent(key: &str, explicit: Option<&str>) -> Result<String> {
+    resolve_agent_ref(key, explicit).map(str::to_owned)
+}
+
+/// [`resolve_agent`] without a copy: the agent borrowed from `key`, from `explicit`, or
+/// [`DEFAULT_AGENT`].
+pub fn resolve_agent_ref<'a>(key: &'a str, explicit: Option<&'a str>) -> Result<&'a str> {
     let own = SessionKey::parse(key)?.agent();
     match explicit {
-        None => Ok(own.unwrap_or(DEFAULT_AGENT).to_owned()),
+        None => Ok(own.unwrap_or(DEFAULT_AGENT)),
         Some(a) if !is_agent_id(a) => Err(Error::invalid(format!(
             "agentId must match [a-z0-9][a-z0-9_-]{{0,63}}, got {}",
             json_string(a)
@@ -123,7 +129,7 @@ pub fn resolve_agent(key: &str, explicit: Option<&str>) -> Result<String> {
                 json_string(a),
                 json_string(key)
             ))),
-            _ => Ok(a.to_owned()),
+            _ => Ok(a),
         },
     }
 }

@@ -42,6 +42,7 @@ pub(crate) mod delivery;
 mod error;
 pub(crate) mod event;
 pub(crate) mod group;
+pub(crate) mod heads;
 pub(crate) mod hooks;
 pub mod import;
 pub(crate) mod inert;

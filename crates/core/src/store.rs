@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use crate::checkpoint::Checkpointer;
 use crate::conn::Db;
 use crate::cursor_rows::{self, CursorRow};
@@ -16,6 +18,7 @@ use crate::delivery::Delivery;
 use crate::error::{Error, Result};
 use crate::event::{RecordInput, StateEvent};
 use crate::exclusive::FileGuard;
+use crate::heads::{self, HeadCache};
 use crate::hooks::{Hooks, Host};
 use crate::keys::{self, SessionKey};
 use crate::log::{self, Changes};
@@ -44,6 +47,7 @@ struct Inner {
     monitor: Arc<Monitor>,
     host: Host,
     opts: Options,
+    heads: Mutex<HeadCache>,
 }
 
 /// A session-state store over one SQLite file. Cheap to clone: clones share everything.
@@ -118,6 +122,7 @@ impl Store {
                 monitor,
                 host,
                 opts,
+                heads: Mutex::new(HeadCache::default()),
             }),
         })
     }
@@ -272,28 +277,39 @@ impl Store {
 
     /// The state versions of many sessions, in the order given, leaving out those at 0.
     pub fn state_versions(&self, refs: &[VersionRef]) -> Result<Vec<(String, String, i64)>> {
+        let refs: Vec<(&str, Option<&str>)> = refs
+            .iter()
+            .map(|r| (r.session_key.as_str(), r.agent_id.as_deref()))
+            .collect();
+        Ok(self
+            .state_versions_of(&refs)?
+            .into_iter()
+            .map(|(at, agent, v)| (refs[at].0.to_owned(), agent.to_owned(), v))
+            .collect())
+    }
+
+    /// [`Store::state_versions`] of `(session_key, agent_id)` pairs, without copies: for each
+    /// session above 0, its index in `refs`, its resolved agent and its version, in the order
+    /// given. Every ref is checked before anything is read; the first bad one is the error.
+    pub fn state_versions_of<'a>(
+        &self,
+        refs: &[(&'a str, Option<&'a str>)],
+    ) -> Result<Vec<(usize, &'a str, i64)>> {
         self.check_open()?;
         let resolved = refs
             .iter()
-            .map(|r| {
-                Ok((
-                    r.session_key.as_str(),
-                    keys::resolve_agent(&r.session_key, r.agent_id.as_deref())?,
-                ))
-            })
+            .map(|&(key, agent)| Ok((key, keys::resolve_agent_ref(key, agent)?)))
             .collect::<Result<Vec<_>>>()?;
-        self.with_conn(|conn| {
+        let found = self.with_conn(|conn| {
             let tx = Tx::read(conn)?;
-            let mut out = Vec::with_capacity(resolved.len());
-            for (key, agent) in resolved {
-                let v = log::head(&tx, key, &agent)?.last_sequence;
-                if v > 0 {
-                    out.push((key.to_owned(), agent, v));
-                }
-            }
+            let found = heads::versions(&tx, &mut self.inner.heads.lock(), &resolved)?;
             tx.commit()?;
-            Ok(out)
-        })
+            Ok(found)
+        })?;
+        Ok(found
+            .into_iter()
+            .map(|(at, v)| (at, resolved[at].1, v))
+            .collect())
     }
 
     /// The typed delta after `after` (semantics.md#reading). Moves no cursor.
