@@ -106,7 +106,7 @@ afterAll(() => {
 })
 
 /** The modules of lib/, each shipped compiled with its declarations. */
-const MODULES = ['args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'packed', 'payload', 'session-state', 'types', 'versions']
+const MODULES = ['args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'notice-listener', 'packed', 'payload', 'session-state', 'types', 'versions']
 
 test('the root tarball ships the TypeScript layer, the loader, types, CLI, license and changelog, and no binary', () => {
   expect(packed.root.files).toEqual([

@@ -10,6 +10,7 @@ import { Lane } from './async'
 import type { Report } from './async'
 import { recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
+import { NoticeListener } from './notice-listener'
 import * as packed from './packed'
 import * as versions from './versions'
 import type {
@@ -156,11 +157,8 @@ export class SessionState {
   #words: Int32Array | null | undefined = undefined
   #unserved = 0
   readonly #served = new Set<string>()
-  // The notice listener, its delivery in progress (a listener that calls back into the store
-  // does not start a second one), and the timer that delivers notices of the background poll.
-  readonly #onNotice: ((notice: QueuedNotice) => void) | undefined
-  #delivering = false
-  #tick: ReturnType<typeof setInterval> | undefined
+  // The `onNotice` listener's delivery, when there is one.
+  readonly #notices: NoticeListener | undefined
   readonly #lane: Lane
   #closing: Promise<void> | undefined = undefined
   // A store `open` made, handed to the constructor it calls.
@@ -191,31 +189,19 @@ export class SessionState {
         throw fromNative(e)
       }
     }
-    this.#onNotice = p.onNotice
-    // The listener hears of notices a Promise API batch queued before its promises settle;
-    // the batch callback holds the store weakly, as the tick does.
-    const self = new WeakRef(this)
-    const afterBatch =
-      p.onNotice === undefined
-        ? undefined
-        : () => {
-            const store = self.deref()
-            if (store !== undefined) store.#deliver()
-          }
-    this.#lane = new Lane(this.#native, this.#report, this.#strict, afterBatch)
-    if (this.#onNotice !== undefined) {
+    let afterBatch: (() => void) | undefined
+    if (p.onNotice !== undefined) {
       this.#initSignal()
-      // Background work (the poll for other processes, the upstream monitor's scans) queues
-      // notices off the JS thread; the tick hands them over. It reads one shared word when
-      // nothing entered, and holds the store weakly: a store dropped without close() can be
-      // collected.
       const every = p.native.syncIntervalMs || 100
-      this.#tick = setInterval(() => {
-        const store = self.deref()
-        if (store !== undefined) store.#deliver()
-      }, every)
-      this.#tick.unref()
+      const notices = new NoticeListener(this.#native, this.#words ?? null, p.onNotice, p.report, every)
+      this.#notices = notices
+      // The listener hears of the notices a Promise API batch queued before its promises
+      // settle. The writer's callback holds the listener weakly: it must not keep the store
+      // alive.
+      const weak = new WeakRef(notices)
+      afterBatch = () => weak.deref()?.deliver()
     }
+    this.#lane = new Lane(this.#native, this.#report, this.#strict, afterBatch)
   }
 
   /**
@@ -241,51 +227,6 @@ export class SessionState {
     if (this.#lane.pending > 0) this.#native.settle()
   }
 
-  /**
-   * Hands the notices that entered the queue to the listener, in order (semantics.md#notices-listener).
-   * Cheap when nothing entered: one read of the queue's third signal word.
-   */
-  #deliver(): void {
-    const listener = this.#onNotice
-    if (listener === undefined || this.#delivering) return
-    const words = this.#words
-    if (words && words[2] === 0) return
-    this.#delivering = true
-    try {
-      // Until the outbox is empty: a listener that calls back into the store may queue more.
-      for (;;) {
-        if (words && words[2] === 0) return
-        let batch: ReturnType<NativeSessionState['takeNotices']>
-        try {
-          batch = this.#native.takeNotices()
-        } catch {
-          return
-        }
-        if (batch.length === 0) return
-        for (const q of batch) {
-          const n = {
-            watcherKey: q.watcherKey,
-            targetKey: q.targetKey,
-            changesSince: q.changesSince,
-            text: q.text,
-            contextKey: q.contextKey,
-          } as QueuedNotice
-          if (typeof q.scope === 'string') n.scope = q.scope
-          n.wake = q.wake
-          n.queueOnly = q.queueOnly
-          try {
-            listener(n)
-          } catch (e) {
-            const why = e instanceof Error ? e.message : String(e)
-            this.#report(new SessionStateError('ERR_NOTICE_CALLBACK', `the onNotice listener threw: ${why}`))
-          }
-        }
-      }
-    } finally {
-      this.#delivering = false
-    }
-  }
-
   /** A best-effort failure: thrown with `strict`, else reported; null either way. */
   #failed(e: unknown): null {
     const err = fromNative(e)
@@ -308,10 +249,10 @@ export class SessionState {
       this.#settle()
       p = this.#native.record(...args)
     } catch (e) {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
       return this.#failed(e)
     }
-    if (this.#onNotice !== undefined) this.#deliver()
+    this.#notices?.deliver()
     return p === null ? null : packed.eventOf(p)
   }
 
@@ -334,7 +275,7 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
   }
 
@@ -419,7 +360,7 @@ export class SessionState {
    */
   drain(watcherKey: string): Notice[] {
     if (this.#nothingFor(watcherKey)) {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
       return []
     }
     a.str(watcherKey, 'watcherKey')
@@ -430,7 +371,7 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
     this.#servedNow(watcherKey)
     return rows === null ? [] : packed.notices(stored(watcherKey), rows)
@@ -480,7 +421,7 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
   }
 
@@ -499,7 +440,7 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
   }
 
@@ -516,7 +457,7 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
   }
 
@@ -576,8 +517,7 @@ export class SessionState {
    * the `*Async` methods: rejected, `recordAsync` null and `onError`).
    */
   close(): void {
-    if (this.#tick !== undefined) clearInterval(this.#tick)
-    this.#tick = undefined
+    this.#notices?.stop()
     this.#native.close()
     this.#lane.closed()
   }
@@ -634,7 +574,7 @@ export class SessionState {
     } catch (e) {
       return this.#failed(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
     return p === null ? null : packed.eventOf(p)
   }
@@ -650,7 +590,7 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
   }
 
@@ -769,8 +709,7 @@ export class SessionState {
    * call returns the same promise.
    */
   closeAsync(): Promise<void> {
-    if (this.#tick !== undefined) clearInterval(this.#tick)
-    this.#tick = undefined
+    this.#notices?.stop()
     this.#closing ??= this.#lane.close()
     return this.#closing
   }
