@@ -2,13 +2,21 @@
 // `scope` and `refresh`, `record`'s `watcherScopes`, `acknowledge`'s `scope`, `Notice.scope`
 // in drain and peek, and the `notifyKinds` and `seedResetsProvenance` options.
 //
-// OpenClaw 2026.9.6 (dist/session-state-events-*.mjs, session-upstream-links.kernel-*.mjs),
-// read for these rules: `registerSessionStateWatch` with the cursor's store path equal to the
-// watcher's only promotes provenance to explicit (updated_at untouched), otherwise re-seeds at
-// the head through `upsertSeedCursor`; `registerMainSessionGroupWatch` with an equal path
-// changes nothing, otherwise re-seeds as ambient-group; `updateMaterialCursor` leaves a cursor
-// whose path differs from the given one alone; `acknowledgeSessionStateNotices` skips cursors
-// whose path is not the watcher's current store.
+// Facts checked by running OpenClaw 2026.9.6's published module under Node 24
+// (scripts/openclaw/load.mjs, 2026-11-30), each against the cursor row it left:
+// - registerSessionStateWatch, same store path: an ambient-group row becomes explicit, L/N/M and
+//   updated_at unchanged (1/2/2 at T+2 stays at T+2 after re-registering at T+10 and T+11);
+// - registerSessionStateWatch, another path or NULL: re-seeded L=N=M=head (2/2/2), explicit,
+//   updated_at = now, path = the watcher's store;
+// - registerMainSessionGroupWatch, same path: nothing changes (3/4/4 stays, updated_at too);
+//   another path over an explicit row: re-seeded 4/4/4 as ambient-group;
+// - child_spawned with watcherStorePaths over an ambient-group row: explicit, path written;
+//   with a map that lacks the watcher: path written as NULL;
+// - human_direct_message whose given path differs from the row's (named, or only in the map):
+//   row untouched; a new named cursor gets its given path;
+// - run_completed for a named watcher with a cursor: row untouched (log only);
+// - acknowledgeSessionStateNotices: a row whose path is NULL is skipped (9/11/11 stays); with no
+//   store resolver published, any non-NULL path counts as current.
 import { Clock, codeOf, encodeNoticeContextKey, errorSink, fixture, human, must, noticeText, spawn, sql } from './helpers'
 
 const fx = fixture('scope')

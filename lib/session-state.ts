@@ -83,8 +83,8 @@ export interface SessionStateOptions {
    * Called on the JS thread once per notice entering the queue (semantics.md#notices-listener):
    * opened, reopened by an acknowledge, re-queued by a sweep, healed, or arrived from another
    * process for a served watcher. For a call on the JS thread it runs after the commit and
-   * before that call returns, in queue order; notices from the background poll arrive on the
-   * next call or a timer tick. A throwing listener is reported to `onError` as
+   * before that call returns, in queue order; notices queued by background work (the poll
+   * for other processes, the upstream monitor) arrive on the next call or a timer tick. A throwing listener is reported to `onError` as
    * `ERR_NOTICE_CALLBACK`, never thrown into the caller.
    */
   onNotice?: ((notice: QueuedNotice) => void) | null
@@ -169,16 +169,17 @@ export class SessionState {
     }
     if (this.#onNotice !== undefined) {
       this.#initSignal()
-      const every = native.syncIntervalMs ?? 100
-      if (every > 0) {
-        // The timer holds the store weakly: a store dropped without close() can be collected.
-        const self = new WeakRef(this)
-        this.#tick = setInterval(() => {
-          const store = self.deref()
-          if (store !== undefined) store.#deliver()
-        }, every)
-        this.#tick.unref()
-      }
+      // Background work (the poll for other processes, the upstream monitor's scans) queues
+      // notices off the JS thread; the tick hands them over. It reads one shared word when
+      // nothing entered, and holds the store weakly: a store dropped without close() can be
+      // collected.
+      const every = native.syncIntervalMs || 100
+      const self = new WeakRef(this)
+      this.#tick = setInterval(() => {
+        const store = self.deref()
+        if (store !== undefined) store.#deliver()
+      }, every)
+      this.#tick.unref()
     }
   }
 
@@ -193,7 +194,9 @@ export class SessionState {
     if (words && words[2] === 0) return
     this.#delivering = true
     try {
+      // Until the outbox is empty: a listener that calls back into the store may queue more.
       for (;;) {
+        if (words && words[2] === 0) return
         let batch: ReturnType<NativeSessionState['takeNotices']>
         try {
           batch = this.#native.takeNotices()
@@ -219,7 +222,6 @@ export class SessionState {
             this.#report(new SessionStateError('ERR_NOTICE_CALLBACK', `the onNotice listener threw: ${why}`))
           }
         }
-        if (!words) return
       }
     } finally {
       this.#delivering = false

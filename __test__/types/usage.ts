@@ -17,6 +17,7 @@ import {
   type EventKind,
   type Notice,
   type Provenance,
+  type QueuedNotice,
   type SessionEvents,
   type StateEvent,
   type WakeRequest,
@@ -43,7 +44,17 @@ const state = new SessionState('/tmp/state.sqlite', {
   },
   clock: () => Date.now(),
   strict: false,
+  notifyKinds: ['human_direct_message', 'goal_changed', 'upstream_missing', 'run_completed'],
+  seedResetsProvenance: true,
+  onNotice: (n: QueuedNotice) => {
+    const wake: boolean = n.wake
+    const queueOnly: boolean = n.queueOnly
+    const scope: string | undefined = n.scope
+    void [wake, queueOnly, scope, n.text]
+  },
 })
+// @ts-expect-error notifyKinds holds event kinds
+new SessionState('/tmp/state.sqlite', { notifyKinds: ['human'] })
 
 const event: StateEvent | null = state.record({
   sessionKey: 'agent:main:subagent:c',
@@ -55,6 +66,7 @@ const event: StateEvent | null = state.record({
   dedupeKey: 'telegram:42',
   watchers: ['agent:main:main'],
   onlyIfWatched: false,
+  watcherScopes: { 'agent:main:main': '/state/agents/main/agent/openclaw-agent.sqlite' },
 })
 if (event) {
   const kind: EventKind = event.kind
@@ -83,6 +95,7 @@ const provenance: Provenance = 'ambient-group'
 const watching: boolean = state.watch('agent:main:main', 'agent:main:subagent:c', { provenance })
 // @ts-expect-error an unknown provenance
 state.watch('agent:main:main', 'agent:main:subagent:c', { provenance: 'implicit' })
+state.watch('agent:main:main', 'agent:main:subagent:c', { scope: '/state/a.sqlite', refresh: false })
 const removed: boolean = state.unwatch('agent:main:main', 'agent:main:subagent:c')
 
 const notices: Notice[] = state.drain('agent:main:main')
@@ -94,6 +107,8 @@ for (const n of notices) {
 }
 const peeked: Notice[] = state.peek('agent:main:main')
 const acked: number = state.acknowledge('agent:main:main', ['agent:main:subagent:c'])
+const ackedIn: number = state.acknowledge('agent:main:main', ['agent:main:subagent:c'], { scope: '/state/a.sqlite' })
+const scopeOfFirst: string | undefined = peeked[0]?.scope
 const version: number = state.stateVersion('agent:main:subagent:c', { agentId: 'main' })
 const versions = state.stateVersions([{ sessionKey: 'agent:main:subagent:c' }])
 const agentOfFirst: string | undefined = versions[0]?.agentId
@@ -143,5 +158,5 @@ readEvents('/tmp/state.sqlite', 'agent:main:subagent:c', { since: '0' })
 
 export const used = [
   watching, removed, peeked, acked, version, agentOfFirst, pruned, target, oldestKind,
-  history.events.length, report.counts.events, woken,
+  history.events.length, report.counts.events, woken, ackedIn, scopeOfFirst,
 ]

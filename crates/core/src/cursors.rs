@@ -14,10 +14,7 @@ use crate::keys::{self, SessionKey};
 use crate::log;
 
 mod write;
-pub use write::{
-    check_scope, material_insert, material_update, seed, watch, Scopes, WatchOptions,
-    MAX_SCOPE_BYTES,
-};
+pub use write::{material_insert, material_update, seed, watch, WatchOptions};
 
 /// Where a cursor came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -85,15 +82,6 @@ pub struct Pending {
     pub provenance: Provenance,
     /// The cursor's watcher scope, if any; non-text reads as none.
     pub scope: Option<Arc<str>>,
-}
-
-impl Pending {
-    /// True when its notice wakes the watcher (semantics.md#wake): an explicit cursor of a
-    /// main-like watcher.
-    pub fn wakes(&self) -> bool {
-        self.provenance == Provenance::Explicit
-            && SessionKey::classify(&self.watcher).is_main_like()
-    }
 }
 
 /// The scope column read from a row: text, else none (NULL, or a value another writer left).

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::conn::Db;
-use crate::cursors::{self, Pending};
+use crate::cursors::{self, Pending, Provenance};
 use crate::error::Result;
+use crate::keys::SessionKey;
 use crate::queue::{Notice, NoticeQueue, QueueSignal, QueuedNotice};
 use crate::tx::Tx;
 use crate::wake::{WakeScheduler, WakeSink};
@@ -20,7 +21,7 @@ pub(crate) type Wake = (String, String);
 /// True when a pending notice of `p` wakes its watcher (semantics.md#wake): an explicit watch by a main-like
 /// session.
 pub(crate) fn wakes_for(p: &Pending) -> bool {
-    p.wakes()
+    p.provenance == Provenance::Explicit && SessionKey::classify(&p.watcher).is_main_like()
 }
 
 /// The notice queue and the wake scheduler.
@@ -55,7 +56,8 @@ impl Delivery {
         let mut q = self.queue.lock();
         let mut wakes = Vec::new();
         for p in pending {
-            if q.enter(p) && wakes_for(p) {
+            let wake = wakes_for(p);
+            if q.enter(p, wake) && wake {
                 wakes.push((p.watcher.clone(), p.target.to_string()));
             }
         }

@@ -143,6 +143,9 @@ pub struct StateEvent {
     pub payload_json: Option<String>,
 }
 
+/// The scope a record gives each watcher it knows of (`watcherScopes`), by watcher key.
+pub type Scopes = std::collections::HashMap<String, String>;
+
 /// The event kinds that notify watchers (semantics.md#api-options, `notifyKinds`): a small
 /// set, by default the three notify kinds of semantics.md#api-shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,7 +215,7 @@ pub struct RecordInput {
     pub only_if_watched: bool,
     /// The watcher scope of each watcher the caller knows (`watcherScopes`,
     /// semantics.md#cursors-scope), by watcher key.
-    pub watcher_scopes: crate::cursors::Scopes,
+    pub watcher_scopes: Scopes,
 }
 
 /// A record input that passed validation.
@@ -227,7 +230,7 @@ pub struct ValidEvent {
     /// See [`RecordInput::only_if_watched`].
     pub only_if_watched: bool,
     /// See [`RecordInput::watcher_scopes`].
-    pub watcher_scopes: crate::cursors::Scopes,
+    pub watcher_scopes: Scopes,
 }
 
 /// Validates and normalises a record input at `now` (semantics.md#recording-validation).
@@ -250,7 +253,7 @@ pub fn validate(input: RecordInput, now: i64) -> Result<ValidEvent> {
     }
     for (w, scope) in &input.watcher_scopes {
         keys::check_len(w, "watcherScopes")?;
-        crate::cursors::check_scope(scope)?;
+        keys::check_scope(scope)?;
     }
     let payload_json = match input.payload {
         None | Some(Value::Null) => None,

@@ -186,6 +186,20 @@ pub fn decode_notice_context_key(context_key: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
+/// The longest accepted watcher scope (semantics.md#cursors-scope), in UTF-8 bytes.
+pub const MAX_SCOPE_BYTES: usize = 4096;
+
+/// Checks a watcher scope (semantics.md#cursors-scope): non-empty, at most
+/// [`MAX_SCOPE_BYTES`] UTF-8 bytes; anything else is `ERR_INVALID_ARG`.
+pub fn check_scope(scope: &str) -> Result<()> {
+    if scope.is_empty() || scope.len() > MAX_SCOPE_BYTES {
+        return Err(Error::invalid(format!(
+            "a scope must be a non-empty string of at most {MAX_SCOPE_BYTES} UTF-8 bytes"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

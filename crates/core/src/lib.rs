@@ -80,11 +80,11 @@ pub mod tx;
 pub(crate) mod tx;
 
 pub use cursor_rows::CursorRow;
-pub use cursors::{Cursor, Provenance, Scopes, WatchOptions, MAX_SCOPE_BYTES};
+pub use cursors::{Cursor, Provenance, WatchOptions};
 pub use error::{Error, Result};
-pub use event::{ActorType, EventKind, NotifyKinds, RecordInput, StateEvent};
+pub use event::{ActorType, EventKind, NotifyKinds, RecordInput, Scopes, StateEvent};
 pub use hooks::{system_now, Clock, ErrorSink, Hooks};
-pub use keys::{decode_notice_context_key, encode_notice_context_key};
+pub use keys::{decode_notice_context_key, encode_notice_context_key, MAX_SCOPE_BYTES};
 pub use log::Changes;
 pub use maintenance::SweepReport;
 pub use options::{Options, MAX_RETENTION_MS, MAX_SYNC_INTERVAL_MS, MAX_WAKE_COALESCE_MS};

@@ -137,15 +137,15 @@ impl NoticeQueue {
 
     /// Queues the notice of a committed pending cursor, replacing a queued one at another
     /// position (see [`NoticeQueue::upsert`]). Returns true when it entered, and then also
-    /// keeps it for the listener.
-    pub fn enter(&mut self, p: &Pending) -> bool {
+    /// keeps it for the listener, with `wake`: whether the store wakes the watcher for it.
+    pub fn enter(&mut self, p: &Pending, wake: bool) -> bool {
         if !self.upsert(&p.watcher, &p.target, p.last_seen, p.scope.as_ref()) {
             return false;
         }
         if let Some(out) = &mut self.outbox {
             out.push(QueuedNotice {
                 notice: Notice::new(&p.watcher, &p.target, p.last_seen, p.scope.as_deref()),
-                wake: p.wakes(),
+                wake,
                 queue_only: p.provenance == Provenance::AmbientGroup,
             });
             self.signal.words[2].store(1, Ordering::Release);

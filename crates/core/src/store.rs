@@ -212,7 +212,7 @@ impl Store {
     ) -> Result<bool> {
         self.check_open()?;
         if let Some(s) = &o.scope {
-            cursors::check_scope(s)?;
+            keys::check_scope(s)?;
         }
         SessionKey::parse(watcher)?;
         let t = SessionKey::parse(target)?;
@@ -351,7 +351,7 @@ impl Store {
     ) -> Result<u64> {
         self.check_open()?;
         if let Some(s) = scope {
-            cursors::check_scope(s)?;
+            keys::check_scope(s)?;
         }
         SessionKey::parse(watcher)?;
         self.mark_served(watcher);

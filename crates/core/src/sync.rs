@@ -374,7 +374,8 @@ impl SyncState {
         let mut wakes = Vec::new();
         for c in open {
             if served.all.contains(&c.watcher) {
-                if q.enter(&c) && wakes_for(&c) {
+                let wake = wakes_for(&c);
+                if q.enter(&c, wake) && wake {
                     wakes.push((c.watcher, c.target.to_string()));
                 }
             } else if q

@@ -2,10 +2,10 @@
 //! `acknowledge`), the `notify_kinds` and `seed_resets_provenance` options, and the notice
 //! outbox of semantics.md#notices-listener.
 //!
-//! The OpenClaw facts these rules reproduce were read in OpenClaw 2026.9.6's published module
-//! (`registerSessionStateWatch`, `registerMainSessionGroupWatch`, `upsertSeedCursor`,
-//! `updateMaterialCursor`, `acknowledgeSessionStateNotices`) and are cited where a test checks
-//! one.
+//! The OpenClaw facts these rules reproduce were checked by running OpenClaw 2026.9.6's
+//! published module under Node 24 (`registerSessionStateWatch`, `registerMainSessionGroupWatch`,
+//! `upsertSeedCursor`, `updateMaterialCursor`, `acknowledgeSessionStateNotices`; the outcomes
+//! are listed in `__test__/scope.test.ts`) and are cited where a test checks one.
 
 mod common;
 

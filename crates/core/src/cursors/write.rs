@@ -2,7 +2,6 @@
 //! producer-named watcher's first cursor, and `watch` (semantics.md#recording-fan-out,
 //! semantics.md#cursors-seed, semantics.md#cursors-material, semantics.md#cursors-scope).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use rusqlite::{params, Connection};
@@ -10,9 +9,6 @@ use rusqlite::{params, Connection};
 use super::{exists, provenance_col, scope_col, Pending, Provenance};
 use crate::error::{Error, Result};
 use crate::inert::{live_cursor, within_head};
-
-/// The scope a record gives each watcher it knows of (`watcherScopes`), by watcher key.
-pub type Scopes = HashMap<String, String>;
 
 /// How `watch` registers a cursor (semantics.md#cursors-seed, semantics.md#cursors-scope).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,19 +29,6 @@ impl Default for WatchOptions {
             refresh: true,
         }
     }
-}
-
-/// The longest accepted scope, in UTF-8 bytes.
-pub const MAX_SCOPE_BYTES: usize = 4096;
-
-/// Checks a given scope: non-empty, at most [`MAX_SCOPE_BYTES`] UTF-8 bytes.
-pub fn check_scope(scope: &str) -> Result<()> {
-    if scope.is_empty() || scope.len() > MAX_SCOPE_BYTES {
-        return Err(Error::invalid(format!(
-            "a scope must be a non-empty string of at most {MAX_SCOPE_BYTES} UTF-8 bytes"
-        )));
-    }
-    Ok(())
 }
 
 /// Spawn edge (semantics.md#recording-fan-out): L = N = M = `sequence`. The provenance is
