@@ -106,13 +106,17 @@ afterAll(() => {
 })
 
 /** The modules of lib/, each shipped compiled with its declarations. */
-const MODULES = ['args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'notice-listener', 'packed', 'payload', 'session-state', 'types', 'versions']
+const MODULES = [
+  'args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'notice-listener', 'packed',
+  'payload', 'session-state', 'types', 'versions',
+  'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/reads', 'openclaw/state', 'openclaw/types',
+]
 
 test('the root tarball ships the TypeScript layer, the loader, types, CLI, license and changelog, and no binary', () => {
   expect(packed.root.files).toEqual([
     'CHANGELOG.md', 'LICENSE', 'README.md', 'bin/session-awareness.js',
     ...MODULES.flatMap((m) => [`dist/${m}.d.ts`, `dist/${m}.js`]), 'dist/index.d.mts', 'dist/index.mjs',
-    'index.d.ts', 'index.js', 'package.json',
+    'dist/openclaw/index.d.mts', 'dist/openclaw/index.mjs', 'index.d.ts', 'index.js', 'package.json',
   ].sort())
   expect(packed.platform.files).toEqual([BINARY, 'README.md', 'package.json'].sort())
   const installed = path.join(consumer, 'node_modules', 'session-awareness')
@@ -260,12 +264,15 @@ test('the installed types compile a gateway usage file as CommonJS and as an ES 
   const usage = fs.readFileSync(path.join(ROOT, '__test__', 'types', 'usage.ts'), 'utf8')
   fs.writeFileSync(path.join(consumer, 'usage.cts'), usage)
   fs.writeFileSync(path.join(consumer, 'usage.mts'), usage)
+  const openclaw = fs.readFileSync(path.join(ROOT, '__test__', 'types', 'openclaw-usage.ts'), 'utf8')
+  fs.writeFileSync(path.join(consumer, 'openclaw-usage.cts'), openclaw)
+  fs.writeFileSync(path.join(consumer, 'openclaw-usage.mts'), openclaw)
   fs.writeFileSync(path.join(consumer, 'tsconfig.json'), JSON.stringify({
     compilerOptions: {
       target: 'ES2022', module: 'node16', moduleResolution: 'node16', strict: true,
       noEmit: true, skipLibCheck: false, types: [],
     },
-    files: ['usage.cts', 'usage.mts'],
+    files: ['usage.cts', 'usage.mts', 'openclaw-usage.cts', 'openclaw-usage.mts'],
   }))
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
   const out = run(process.execPath, [tsc, '-p', 'tsconfig.json', '--listFiles'], { cwd: consumer })
@@ -275,6 +282,7 @@ test('the installed types compile a gateway usage file as CommonJS and as an ES 
   expect(listed).toEqual(expect.arrayContaining([
     'node_modules/session-awareness/dist/index.d.ts', 'node_modules/session-awareness/dist/index.d.mts',
     'node_modules/session-awareness/dist/session-state.d.ts', 'node_modules/session-awareness/dist/errors.d.ts',
+    'node_modules/session-awareness/dist/openclaw/index.d.ts', 'node_modules/session-awareness/dist/openclaw/index.d.mts',
   ]))
 })
 
