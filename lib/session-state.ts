@@ -93,6 +93,13 @@ export interface SessionStateOptions {
 type Report = (err: SessionStateError) => void
 
 /**
+ * Each store's native object, for the package's own modules that reach calls the class does
+ * not expose (the OpenClaw adapter's link rows). Not exported from the package.
+ * @internal
+ */
+export const natives = new WeakMap<SessionState, NativeSessionState>()
+
+/**
  * The reporter of one store. It holds the host's callback only, never the store: the addon
  * keeps a strong reference to it, which must not keep the store alive.
  */
@@ -167,6 +174,7 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     }
+    natives.set(this, this.#native)
     if (this.#onNotice !== undefined) {
       this.#initSignal()
       // Background work (the poll for other processes, the upstream monitor's scans) queues

@@ -5,6 +5,7 @@
 mod error;
 mod import;
 mod inspect;
+mod links;
 mod packed;
 mod session_state;
 mod signal;

@@ -45,6 +45,14 @@ export {
   sweepSessionStateWatchNotices,
 } from './state'
 export {
+  deleteSessionUpstreamLink,
+  listWatchedSessionUpstreamLinks,
+  readSessionUpstreamLink,
+  updateSessionUpstreamLinkMarker,
+  upsertSessionUpstreamLink,
+} from './links'
+export type { SessionUpstreamLink, SessionUpstreamLinkInput, SessionUpstreamLinkWriteOptions } from './links'
+export {
   DEFAULT_AGENT_ID,
   buildAgentMainSessionKey,
   classifySessionKind,

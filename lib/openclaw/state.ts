@@ -8,6 +8,7 @@ import { decodeNoticeContextKey } from '../context-key'
 import type { CursorRow, RecordInput, StateEvent, WatchOptions } from '../types'
 import { adapter, atTime, forward, report, tracking } from './host'
 import type { Adapter } from './host'
+import { deleteSessionUpstreamLink } from './links'
 import { cursorRows } from './reads'
 import type {
   ClassifySessionStateActorInput,
@@ -260,6 +261,7 @@ export function handleSessionStateSessionDeleted(
   agentId: string,
   options: SessionStateCallOptions = {},
 ): void {
+  deleteSessionUpstreamLink(sessionKey, agentId)
   try {
     atTime(nowOf(options), () => adapter().store.deleteSession(sessionKey, { agentId }))
   } catch (e) {
