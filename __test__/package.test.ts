@@ -108,8 +108,8 @@ afterAll(() => {
 /** The modules of lib/, each shipped compiled with its declarations. */
 const MODULES = [
   'args', 'context-key', 'errors', 'import', 'index', 'inspect', 'packed', 'payload', 'session-state', 'types',
-  'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/links', 'openclaw/reads', 'openclaw/state',
-  'openclaw/types',
+  'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/links', 'openclaw/producers', 'openclaw/reads',
+  'openclaw/state', 'openclaw/types',
 ]
 
 test('the root tarball ships the TypeScript layer, the loader, types, CLI, license and changelog, and no binary', () => {
