@@ -107,8 +107,8 @@ afterAll(() => {
 
 /** The modules of lib/, each shipped compiled with its declarations. */
 const MODULES = [
-  'args', 'context-key', 'errors', 'import', 'index', 'inspect', 'packed', 'payload', 'session-state', 'types',
-  'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/links', 'openclaw/producers', 'openclaw/reads',
+  'args', 'context-key', 'errors', 'import', 'index', 'inspect', 'notice-listener', 'packed', 'payload', 'session-state',
+  'types', 'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/links', 'openclaw/producers', 'openclaw/reads',
   'openclaw/state', 'openclaw/types',
 ]
 

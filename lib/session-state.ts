@@ -7,6 +7,7 @@
 import { NativeSessionState } from '../index.js'
 import * as a from './args'
 import { SessionStateError, fromCode, fromNative } from './errors'
+import { NoticeListener } from './notice-listener'
 import * as packed from './packed'
 import { payloadJson } from './payload'
 import type {
@@ -84,8 +85,9 @@ export interface SessionStateOptions {
    * opened, reopened by an acknowledge, re-queued by a sweep, healed, or arrived from another
    * process for a served watcher. For a call on the JS thread it runs after the commit and
    * before that call returns, in queue order; notices queued by background work (the poll
-   * for other processes, the upstream monitor) arrive on the next call or a timer tick. A throwing listener is reported to `onError` as
-   * `ERR_NOTICE_CALLBACK`, never thrown into the caller.
+   * for other processes, the upstream monitor) arrive on the next call or a timer tick. A
+   * throwing listener is reported to `onError` as `ERR_NOTICE_CALLBACK`, never thrown into
+   * the caller.
    */
   onNotice?: ((notice: QueuedNotice) => void) | null
 }
@@ -131,11 +133,8 @@ export class SessionState {
   #words: Int32Array | null | undefined = undefined
   #unserved = 0
   readonly #served = new Set<string>()
-  // The notice listener, its delivery in progress (a listener that calls back into the store
-  // does not start a second one), and the timer that delivers notices of the background poll.
-  readonly #onNotice: ((notice: QueuedNotice) => void) | undefined
-  #delivering = false
-  #tick: ReturnType<typeof setInterval> | undefined
+  // The `onNotice` listener's delivery, when there is one.
+  readonly #notices: NoticeListener | undefined
 
   /**
    * Opens (creating if needed) the store at `path`: a SQLite file of its own (for a gateway,
@@ -166,7 +165,7 @@ export class SessionState {
       noticeOutbox: o.onNotice !== undefined && o.onNotice !== null,
       onError: (err: { code: string; message: string }) => report(fromCode(err.code, err.message)),
     }
-    this.#onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')
+    const onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')
     this.#strict = a.optBool(o.strict, 'strict') ?? false
     this.#report = report
     try {
@@ -175,64 +174,10 @@ export class SessionState {
       throw fromNative(e)
     }
     natives.set(this, this.#native)
-    if (this.#onNotice !== undefined) {
+    if (onNotice !== undefined) {
       this.#initSignal()
-      // Background work (the poll for other processes, the upstream monitor's scans) queues
-      // notices off the JS thread; the tick hands them over. It reads one shared word when
-      // nothing entered, and holds the store weakly: a store dropped without close() can be
-      // collected.
       const every = native.syncIntervalMs || 100
-      const self = new WeakRef(this)
-      this.#tick = setInterval(() => {
-        const store = self.deref()
-        if (store !== undefined) store.#deliver()
-      }, every)
-      this.#tick.unref()
-    }
-  }
-
-  /**
-   * Hands the notices that entered the queue to the listener, in order (semantics.md#notices-listener).
-   * Cheap when nothing entered: one read of the queue's third signal word.
-   */
-  #deliver(): void {
-    const listener = this.#onNotice
-    if (listener === undefined || this.#delivering) return
-    const words = this.#words
-    if (words && words[2] === 0) return
-    this.#delivering = true
-    try {
-      // Until the outbox is empty: a listener that calls back into the store may queue more.
-      for (;;) {
-        if (words && words[2] === 0) return
-        let batch: ReturnType<NativeSessionState['takeNotices']>
-        try {
-          batch = this.#native.takeNotices()
-        } catch {
-          return
-        }
-        if (batch.length === 0) return
-        for (const q of batch) {
-          const n = {
-            watcherKey: q.watcherKey,
-            targetKey: q.targetKey,
-            changesSince: q.changesSince,
-            text: q.text,
-            contextKey: q.contextKey,
-          } as QueuedNotice
-          if (typeof q.scope === 'string') n.scope = q.scope
-          n.wake = q.wake
-          n.queueOnly = q.queueOnly
-          try {
-            listener(n)
-          } catch (e) {
-            const why = e instanceof Error ? e.message : String(e)
-            this.#report(new SessionStateError('ERR_NOTICE_CALLBACK', `the onNotice listener threw: ${why}`))
-          }
-        }
-      }
-    } finally {
-      this.#delivering = false
+      this.#notices = new NoticeListener(this.#native, this.#words ?? null, onNotice, report, every)
     }
   }
 
@@ -274,10 +219,10 @@ export class SessionState {
         a.optStrRecord(i.watcherScopes, 'watcherScopes'),
       )
     } catch (e) {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
       return this.#failed(e)
     }
-    if (this.#onNotice !== undefined) this.#deliver()
+    this.#notices?.deliver()
     return p === null ? null : packed.eventOf(p)
   }
 
@@ -285,7 +230,9 @@ export class SessionState {
    * Registers `watcherKey` as a watcher of `targetKey`, seeded at the target's current
    * version (earlier history never notifies). An existing cursor is kept (an
    * `ambient-group` one is promoted to `explicit`, never the reverse) and its expiry
-   * refreshed. Returns false for a bare watcher or target, or watcher == target.
+   * refreshed unless `refresh` is false; with `scope`, a cursor bound to another scope is
+   * re-seeded at the current version instead (semantics.md#cursors-scope). Returns false for
+   * a bare watcher or target, or watcher == target.
    */
   watch(watcherKey: string, targetKey: string, options?: WatchOptions | null): boolean {
     a.str(watcherKey, 'watcherKey')
@@ -299,7 +246,7 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
   }
 
@@ -392,7 +339,7 @@ export class SessionState {
       words[1] === this.#unserved &&
       this.#served.has(watcherKey)
     ) {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
       return []
     }
     a.str(watcherKey, 'watcherKey')
@@ -403,7 +350,7 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
     const w = this.#words
     if (w) {
@@ -430,14 +377,14 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
   }
 
   /**
    * Acknowledges the watcher's pending notices on `targetKeys`, for hosts that route notices
    * through their own queue. Returns how many pending notices were acknowledged (a repeated
-   * target counts once).
+   * target counts once). With `scope`, only cursors bound to that scope are acknowledged.
    */
   acknowledge(watcherKey: string, targetKeys: string[], options?: AcknowledgeOptions | null): number {
     a.str(watcherKey, 'watcherKey')
@@ -448,7 +395,7 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
   }
 
@@ -464,7 +411,7 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
   }
 
@@ -518,8 +465,7 @@ export class SessionState {
    * notices. Idempotent; later calls throw `ERR_CLOSED` (`record`: null and `onError`).
    */
   close(): void {
-    if (this.#tick !== undefined) clearInterval(this.#tick)
-    this.#tick = undefined
+    this.#notices?.stop()
     this.#native.close()
   }
 
@@ -579,7 +525,7 @@ export class SessionState {
     } catch (e) {
       return this.#failed(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
     return p === null ? null : packed.eventOf(p)
   }
@@ -594,7 +540,7 @@ export class SessionState {
     } catch (e) {
       throw fromNative(e)
     } finally {
-      if (this.#onNotice !== undefined) this.#deliver()
+      this.#notices?.deliver()
     }
   }
 

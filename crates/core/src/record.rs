@@ -27,7 +27,7 @@ pub(crate) struct Recorder {
     pub(crate) maintenance: Arc<Maintenance>,
     /// Cross-process delivery, when on.
     pub(crate) sync: Option<Arc<SyncState>>,
-    /// The kinds that notify, and whether a spawn's seed resets provenance.
+    /// The kinds whose events are material (semantics.md#api-options, `notifyKinds`).
     pub(crate) notify_kinds: NotifyKinds,
     /// See [`crate::Options::seed_resets_provenance`].
     pub(crate) seed_resets_provenance: bool,
