@@ -14,6 +14,16 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * the arguments, builds the results from their packed form and owns the best-effort rules.
  */
 export declare class NativeSessionState {
+  /** The link row of a session and agent, or null. */
+  linkRow(sessionKey: string, agentId: string): NativeLinkRow | null
+  /** The link rows of watched sessions, by catalog, then session key. */
+  watchedLinkRows(): Array<NativeLinkRow>
+  /** Writes a link row with OpenClaw's conflict rule; true when a row was written. */
+  upsertLinkRow(row: NativeLinkRow, ifAbsent: boolean): boolean
+  /** Sets a link's marker and last scan; true when the row was written. */
+  setLinkMarker(sessionKey: string, agentId: string, markerJson: string, expectedUpdatedAt?: number | undefined | null): boolean
+  /** Deletes a link row; true if there was one. */
+  deleteLinkRow(sessionKey: string, agentId: string): boolean
   /**
    * Starts the writer thread, which hands every batch of results to `onBatch` on the JS
    * thread. Does nothing when it already runs or the store is closed.
@@ -377,6 +387,32 @@ export interface NativeError {
   code: string
   /** The message, with its source chain. */
   message: string
+}
+
+/** One row of the link table, OpenClaw's columns as stored. */
+export interface NativeLinkRow {
+  /** The linked session. */
+  sessionKey: string
+  /** Its agent. */
+  agentId: string
+  /** The catalog. */
+  catalogId: string
+  /** Where the upstream session lives. */
+  hostId: string
+  /** The upstream session id. */
+  threadId: string
+  /** The upstream's kind. */
+  upstreamKind: string
+  /** The upstream reference, JSON text. */
+  upstreamRefJson?: string
+  /** The scan marker, JSON text. */
+  lastMarkerJson?: string
+  /** The last scan (epoch ms). */
+  lastScannedAt?: number
+  /** First written (epoch ms); ignored by `upsertLinkRow`. */
+  createdAt: number
+  /** Last written (epoch ms); ignored by `upsertLinkRow`. */
+  updatedAt: number
 }
 
 /** The options of the native store, checked and completed by the TypeScript layer. */

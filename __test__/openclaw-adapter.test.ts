@@ -485,3 +485,69 @@ describe('notices reach the host as OpenClaw enqueues them', () => {
     expect(woken).toEqual([])
   })
 })
+
+describe('upstream links, as the catalog of OpenClaw writes and reads them', () => {
+  const CLAUDE = {
+    sessionKey: CHILD,
+    agentId: 'main',
+    catalogId: 'claude',
+    hostId: 'gateway:local',
+    threadId: 't1',
+    upstreamKind: 'claude-cli',
+    upstreamRef: { filePath: '/t/1.jsonl' },
+    marker: { offset: 1 },
+  }
+
+  test('upsert keeps the marker and last scan while the source is unchanged, and resets them when it changes', () => {
+    configure()
+    expect(oc.upsertSessionUpstreamLink(CLAUDE, { now: T0 })).toBe(true)
+    expect(oc.updateSessionUpstreamLinkMarker(CHILD, 'main', { offset: 9 }, { now: T0 + 1 })).toBe(true)
+    expect(oc.upsertSessionUpstreamLink({ ...CLAUDE, marker: { offset: 5 } }, { now: T0 + 2 })).toBe(true)
+    expect(oc.readSessionUpstreamLink(CHILD, 'main')).toEqual({
+      ...CLAUDE,
+      marker: { offset: 9 },
+      lastScannedAt: T0 + 1,
+      createdAt: T0,
+      updatedAt: T0 + 2,
+    })
+    expect(oc.upsertSessionUpstreamLink({ ...CLAUDE, threadId: 't2' }, { now: T0 + 3 })).toBe(true)
+    const moved = oc.readSessionUpstreamLink(CHILD, 'main')
+    expect(moved).toEqual({ ...CLAUDE, threadId: 't2', createdAt: T0, updatedAt: T0 + 3 })
+    expect(oc.upsertSessionUpstreamLink(CLAUDE, { now: T0 + 4, ifAbsent: true })).toBe(false)
+    expect(oc.readSessionUpstreamLink(CHILD, 'main')).toEqual(moved)
+    expect(oc.readSessionUpstreamLink(CHILD, 'ops')).toBeUndefined()
+  })
+
+  test('the marker moves only while updatedAt is the expected one', () => {
+    configure()
+    oc.upsertSessionUpstreamLink(CLAUDE, { now: T0 })
+    expect(oc.updateSessionUpstreamLinkMarker(CHILD, 'main', { uuid: 'u' }, { now: T0 + 1, expectedUpdatedAt: T0 - 1 })).toBe(false)
+    expect(oc.updateSessionUpstreamLinkMarker(CHILD, 'main', { uuid: 'u' }, { now: T0 + 1, expectedUpdatedAt: T0 })).toBe(true)
+    expect(oc.readSessionUpstreamLink(CHILD, 'main')?.marker).toEqual({ uuid: 'u' })
+    expect(oc.updateSessionUpstreamLinkMarker(M, 'main', { uuid: 'u' })).toBe(false)
+  })
+
+  test('delete with expected: changed, deleted, then absent; the watched list groups by catalog', async () => {
+    configure()
+    oc.upsertSessionUpstreamLink(CLAUDE, { now: T0 })
+    oc.upsertSessionUpstreamLink({ ...CLAUDE, sessionKey: 'agent:main:subagent:b', catalogId: 'codex' }, { now: T0 })
+    oc.upsertSessionUpstreamLink({ ...CLAUDE, sessionKey: GROUP }, { now: T0 })
+    oc.registerSessionStateWatch({ watcherSessionKey: M, targetSessionKey: CHILD }, { now: T0 })
+    oc.registerSessionStateWatch({ watcherSessionKey: M, targetSessionKey: 'agent:main:subagent:b' }, { now: T0 })
+    const watched = await oc.listWatchedSessionUpstreamLinks()
+    expect([...watched.entries()].map(([c, links]) => [c, links.map((l) => l.sessionKey)])).toEqual([
+      ['claude', [CHILD]],
+      ['codex', ['agent:main:subagent:b']],
+    ])
+    const link = oc.readSessionUpstreamLink(CHILD, 'main') as oc.SessionUpstreamLink
+    expect(oc.deleteSessionUpstreamLink(CHILD, 'main', { expected: { ...link, updatedAt: 1 } })).toBe('changed')
+    expect(oc.deleteSessionUpstreamLink(CHILD, 'main', { expected: link })).toBe('deleted')
+    expect(oc.deleteSessionUpstreamLink(CHILD, 'main', { expected: link })).toBe('absent')
+    expect(oc.deleteSessionUpstreamLink(GROUP, 'main')).toBe('deleted')
+    expect(oc.readSessionUpstreamLink(GROUP, 'main')).toBeUndefined()
+    // Deleting a session deletes its link too.
+    oc.handleSessionStateSessionDeleted('agent:main:subagent:b', 'main')
+    expect(oc.readSessionUpstreamLink('agent:main:subagent:b', 'main')).toBeUndefined()
+    expect(errors).toEqual([])
+  })
+})

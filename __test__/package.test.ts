@@ -109,7 +109,8 @@ afterAll(() => {
 const MODULES = [
   'args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'notice-listener', 'packed',
   'payload', 'session-state', 'types', 'versions',
-  'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/reads', 'openclaw/state', 'openclaw/types',
+  'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/links', 'openclaw/producers', 'openclaw/reads',
+  'openclaw/state', 'openclaw/types',
 ]
 
 test('the root tarball ships the TypeScript layer, the loader, types, CLI, license and changelog, and no binary', () => {

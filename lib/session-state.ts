@@ -95,6 +95,13 @@ export interface SessionStateOptions {
 }
 
 /**
+ * Each store's native object, for the package's own modules that reach calls the class does
+ * not expose (the OpenClaw adapter's link rows). Not exported from the package.
+ * @internal
+ */
+export const natives = new WeakMap<SessionState, NativeSessionState>()
+
+/**
  * The reporter of one store. It holds the host's callback only, never the store: the addon
  * keeps a strong reference to it, which must not keep the store alive.
  */
@@ -202,6 +209,7 @@ export class SessionState {
       afterBatch = () => weak.deref()?.deliver()
     }
     this.#lane = new Lane(this.#native, this.#report, this.#strict, afterBatch)
+    natives.set(this, this.#native)
   }
 
   /**

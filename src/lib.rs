@@ -6,6 +6,7 @@ mod async_api;
 mod error;
 mod import;
 mod inspect;
+mod links;
 mod packed;
 mod session_state;
 mod signal;

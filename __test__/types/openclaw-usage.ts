@@ -19,6 +19,7 @@ import {
   registerMainSessionGroupWatch,
   registerSessionStateWatch,
   sweepSessionStateWatchNotices,
+  upsertSessionUpstreamLink,
   type HostServices,
   type SessionStateEvent,
   type SessionStateEventsSince,
@@ -62,4 +63,17 @@ const rows = getSessionStateStore().cursorRows({ watcherKey: 'p' })
 // @ts-expect-error: getSessionStateVersion takes the agent as its second argument
 getSessionStateVersion('c', { agentId: 'main' })
 
-export { ambient, goal, rows, sequence, since, target, version, versions, watched, wrong }
+const linked: boolean = upsertSessionUpstreamLink({
+  sessionKey: 'c',
+  agentId: 'main',
+  catalogId: 'claude',
+  hostId: 'gateway:local',
+  threadId: 't',
+  upstreamKind: 'claude-cli',
+  upstreamRef: { filePath: '/t.jsonl' },
+  marker: null,
+})
+// @ts-expect-error: the link's agent is required
+upsertSessionUpstreamLink({ sessionKey: 'c', catalogId: 'claude', hostId: 'h', threadId: 't', upstreamKind: 'k', upstreamRef: 1, marker: 1 })
+
+export { ambient, linked, goal, rows, sequence, since, target, version, versions, watched, wrong }

@@ -24,8 +24,6 @@ export type {
 } from './host'
 export {
   acknowledgeSessionStateNotices,
-  classifySessionStateActor,
-  decodeSessionStateNoticeContextKey,
   getSessionStateVersion,
   getSessionStateVersions,
   handleSessionStateSessionDeleted,
@@ -34,16 +32,28 @@ export {
   listAmbientGroupWatchTargets,
   listSessionStateEventsSince,
   pruneSessionStateEvents,
-  recordSessionCompacted,
-  recordSessionGoalChanged,
-  recordSessionHumanDirectMessage,
   recordSessionStateEvent,
-  recordSubagentSpawned,
-  recordSubagentTerminalState,
   registerMainSessionGroupWatch,
   registerSessionStateWatch,
   sweepSessionStateWatchNotices,
 } from './state'
+export {
+  classifySessionStateActor,
+  decodeSessionStateNoticeContextKey,
+  recordSessionCompacted,
+  recordSessionGoalChanged,
+  recordSessionHumanDirectMessage,
+  recordSubagentSpawned,
+  recordSubagentTerminalState,
+} from './producers'
+export {
+  deleteSessionUpstreamLink,
+  listWatchedSessionUpstreamLinks,
+  readSessionUpstreamLink,
+  updateSessionUpstreamLinkMarker,
+  upsertSessionUpstreamLink,
+} from './links'
+export type { SessionUpstreamLink, SessionUpstreamLinkInput, SessionUpstreamLinkWriteOptions } from './links'
 export {
   DEFAULT_AGENT_ID,
   buildAgentMainSessionKey,

@@ -1,8 +1,9 @@
 // The one place where the differential test knows of differences between OpenClaw's module
 // and the adapter that stay on purpose. Each is either kept out of the generated calls
-// (`excluded`: diff-gen.mjs consults this list) or rewritten before the comparison
-// (`normalise`). Anything else that differs fails the sequence. docs/openclaw.md lists the
-// same differences for gateway engineers.
+// (`excluded`: diff-gen.mjs never builds such a call; where a random choice could, it checks
+// this list) or normalised before the comparison (`normalise`, applied in compareSequence).
+// Anything else that differs fails the sequence. docs/openclaw.md lists the same differences
+// for gateway engineers.
 
 export const DIFFERENCES = {
   quotedKeys: {

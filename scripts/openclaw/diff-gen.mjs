@@ -66,6 +66,31 @@ export function rng(seed, index) {
 
 const agentOf = (key) => key.split(':')[1]
 
+/** One call of OpenClaw's upstream-link functions. */
+function linkOp(r, key) {
+  const s = key()
+  const agentId = agentOf(s)
+  const w = r.int(10)
+  if (w < 4) {
+    const remote = r.chance(0.5)
+    const input = {
+      sessionKey: s,
+      agentId,
+      catalogId: r.pick(['claude', 'codex']),
+      hostId: remote ? `node:${r.pick(['n1', 'n2'])}` : 'gateway:local',
+      threadId: `thread-${r.int(3)}`,
+      upstreamKind: 'claude-cli',
+      upstreamRef: remote ? { nodeId: 'n1', threadId: `thread-${r.int(3)}` } : { filePath: `/t/${r.int(3)}.jsonl` },
+      marker: r.pick([null, { offset: r.int(5000) }, { uuid: `u-${r.int(3)}` }]),
+    }
+    return { fn: 'upsertSessionUpstreamLink', args: [input], opts: r.chance(0.3) ? { ifAbsent: true } : {} }
+  }
+  if (w < 6) return { fn: 'readSessionUpstreamLink', args: [s, agentId] }
+  if (w < 8) return { fn: 'updateSessionUpstreamLinkMarker', args: [s, agentId, { offset: r.int(9000) }], opts: {} }
+  if (w < 9) return { fn: 'deleteSessionUpstreamLink', args: [s, agentId], expected: r.pick([undefined, 'current', 'stale']) }
+  return { fn: 'listWatchedSessionUpstreamLinks', args: [] }
+}
+
 /** The ops of sequence `index` of run `seed`, starting at epoch ms `start`. */
 export function sequence(seed, index, start, length) {
   const r = rng(seed, index)
@@ -83,7 +108,9 @@ export function sequence(seed, index, start, length) {
   for (let i = 0; i < steps; i++) {
     const w = r.int(100)
     let op
-    if (w < 8) {
+    if (r.chance(0.08)) {
+      op = linkOp(r, key)
+    } else if (w < 8) {
       const jump = r.pick([60_000, HOUR + 1, 5 * HOUR, DAY, 10 * DAY, 29 * DAY, 30 * DAY, 31 * DAY])
       now += jump
       continue

@@ -165,6 +165,22 @@ async function step(op) {
     case 'dropQueue':
       // A turn that took the watcher's queued events and ended before acknowledging them.
       return events.drainSystemEventEntries(op.args[0]).length
+    case 'upsertSessionUpstreamLink':
+    case 'updateSessionUpstreamLinkMarker':
+      return api[op.fn](...op.args, { ...op.opts, now: op.now })
+    case 'readSessionUpstreamLink':
+      return api.readSessionUpstreamLink(...op.args)
+    case 'deleteSessionUpstreamLink': {
+      // With `expected`: the link as this side reads it now, or one changed since.
+      let expected
+      if (op.expected) {
+        const link = api.readSessionUpstreamLink(...op.args)
+        expected = link && op.expected === 'stale' ? { ...link, updatedAt: link.updatedAt - 1 } : link
+      }
+      return api.deleteSessionUpstreamLink(...op.args, expected ? { expected } : {})
+    }
+    case 'listWatchedSessionUpstreamLinks':
+      return await api.listWatchedSessionUpstreamLinks()
     case 'recordSessionGoalChanged':
       return await api.recordSessionGoalChanged(...op.args)
     case 'recordSubagentSpawned':

@@ -166,7 +166,7 @@ impl Store {
         self.db().is_closed()
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         self.db().check_open()
     }
 
@@ -176,7 +176,10 @@ impl Store {
     }
 
     /// Runs `f` with the connection, or fails with `ERR_CLOSED`.
-    fn with_conn<T>(&self, f: impl FnOnce(&mut rusqlite::Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_conn<T>(
+        &self,
+        f: impl FnOnce(&mut rusqlite::Connection) -> Result<T>,
+    ) -> Result<T> {
         self.db().with(f)
     }
 

@@ -33,9 +33,11 @@ pub mod links;
 #[cfg(not(feature = "test-hooks"))]
 pub(crate) mod links;
 pub(crate) mod monitor;
+mod rows;
 
 pub use links::Link;
 pub use monitor::{
     AdoptInput, RemoteCheck, DEFAULT_INTERVAL_MS, MISSING_AFTER_FAILURES, REMOTE_WINDOW,
     SCAN_CAP_BYTES,
 };
+pub use rows::LinkRow;
