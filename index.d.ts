@@ -14,16 +14,6 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  * the arguments, builds the results from their packed form and owns the best-effort rules.
  */
 export declare class NativeSessionState {
-  /** The link row of a session and agent, or null. */
-  linkRow(sessionKey: string, agentId: string): NativeLinkRow | null
-  /** The link rows of watched sessions, by catalog, then session key. */
-  watchedLinkRows(): Array<NativeLinkRow>
-  /** Writes a link row with OpenClaw's conflict rule; true when a row was written. */
-  upsertLinkRow(row: NativeLinkRow, ifAbsent: boolean): boolean
-  /** Sets a link's marker and last scan; true when the row was written. */
-  setLinkMarker(sessionKey: string, agentId: string, markerJson: string, expectedUpdatedAt?: number | undefined | null): boolean
-  /** Deletes a link row; true if there was one. */
-  deleteLinkRow(sessionKey: string, agentId: string): boolean
   /**
    * Starts the writer thread, which hands every batch of results to `onBatch` on the JS
    * thread. Does nothing when it already runs or the store is closed.
@@ -74,6 +64,16 @@ export declare class NativeSessionState {
    * was queued.
    */
   closeAsync(): boolean
+  /** The link row of a session and agent, or null. */
+  linkRow(sessionKey: string, agentId: string): NativeLinkRow | null
+  /** The link rows of watched sessions, by catalog, then session key. */
+  watchedLinkRows(): Array<NativeLinkRow>
+  /** Writes a link row with OpenClaw's conflict rule; true when a row was written. */
+  upsertLinkRow(row: NativeLinkRow, ifAbsent: boolean): boolean
+  /** Sets a link's marker and last scan; true when the row was written. */
+  setLinkMarker(sessionKey: string, agentId: string, markerJson: string, expectedUpdatedAt?: number | undefined | null): boolean
+  /** Deletes a link row; true if there was one. */
+  deleteLinkRow(sessionKey: string, agentId: string): boolean
   /**
    * Opens (creating if needed) the store at `path`. Throws `ERR_INVALID_ARG` for a bad
    * option and `ERR_DB` when the file cannot be opened as a database.
