@@ -115,7 +115,7 @@ pub fn configure(conn: &Connection, busy_timeout_ms: u32) -> Result<()> {
     upgrade::refuse_foreign(conn)?;
     // WAL lets readers in other processes run beside a writer; where the file system cannot
     // hold a WAL (or for in-memory databases) SQLite keeps its answer and we accept it.
-    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    let mode = wal_mode(conn, busy_timeout_ms)?;
     if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
         conn.query_row("PRAGMA journal_mode=DELETE", [], |r| r.get::<_, String>(0))?;
     }
@@ -132,6 +132,29 @@ pub fn configure(conn: &Connection, busy_timeout_ms: u32) -> Result<()> {
         let _ = conn.execute_batch("ROLLBACK");
     }
     done
+}
+
+/// Asks for WAL and returns the journal mode SQLite answers with. Switching a file to WAL takes
+/// its exclusive lock, and SQLite answers a busy lock there at once, without the busy handler:
+/// two connections opening a rollback-journal file together (another process or store
+/// upgrading it) would fail with "database is locked". So a busy answer is retried here until
+/// the busy timeout is spent.
+fn wal_mode(conn: &Connection, busy_timeout_ms: u32) -> Result<String> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && started.elapsed()
+                        < std::time::Duration::from_millis(u64::from(busy_timeout_ms)) =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            other => return Ok(other?),
+        }
+    }
 }
 
 /// Creates the missing tables and upgrades the existing ones, inside the caller's transaction.
