@@ -514,7 +514,10 @@ export interface PackedRows {
   text: string
   /** The rows' numbers and string lengths. */
   numbers: Float64Array
-  /** Event rows only: every present payload, as one JSON array text; null when none. */
+  /**
+   * Event rows only: every present payload (an object, or a foreign row's payload text as a
+   * JSON string), as one JSON array text; null when none.
+   */
   payloads?: string
 }
 

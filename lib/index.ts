@@ -32,10 +32,13 @@ export { ActorType, EventKind, Provenance } from './types'
 export type {
   AcknowledgeOptions,
   AgentOptions,
+  ChangeEvent,
   ChangesSince,
   ChangesSinceOptions,
   CursorRow,
   CursorRowFilter,
+  ForeignField,
+  ForeignStateEvent,
   Notice,
   PruneReport,
   QueuedNotice,

@@ -5,10 +5,10 @@
  * A Jest test checks the constants below against the addon's own (`packedLayout()`).
  * @packageDocumentation
  */
-import type { Notice, StateEvent, StateChanges } from './types'
+import type { ChangeEvent, ForeignField, ForeignStateEvent, Notice, StateEvent, StateChanges } from './types'
 
 /** Numbers per event row. */
-export const EVENT_STRIDE = 11
+export const EVENT_STRIDE = 12
 /** Numbers per `stateVersions` row (`versions.ts`). */
 export const VERSION_STRIDE = 4
 /** Numbers per notice row. */
@@ -27,6 +27,18 @@ export const EVENT_SLOT_ABSENT = 0xffff
  * actor id (4), run id (5), session id (6), summary (7), payload JSON (10).
  */
 export const EVENT_FIELD_ORDER: readonly number[] = [8, 9, 0, 1, 2, 3, 4, 5, 6, 7, 10]
+/** The names of a row's foreign fields, by bit of its mask (`ForeignFields` in the core). */
+export const FOREIGN_FIELDS: readonly ForeignField[] = [
+  'sequence',
+  'kind',
+  'actorType',
+  'actorId',
+  'runId',
+  'sessionId',
+  'occurredAt',
+  'summary',
+  'payload',
+]
 /** The first signal word while no notice is queued in the store. */
 export const SIGNAL_EMPTY = 0
 
@@ -105,11 +117,20 @@ export function eventOf(p: PackedEvent): StateEvent {
   return e
 }
 
+/** The names of the fields set in a foreign row's mask. */
+function foreignFields(mask: number): ForeignField[] {
+  const out: ForeignField[] = []
+  for (let bit = 0; bit < FOREIGN_FIELDS.length; bit++) {
+    if (mask & (1 << bit)) out.push(FOREIGN_FIELDS[bit] as ForeignField)
+  }
+  return out
+}
+
 /** The events of event rows. */
-export function events(rows: PackedRows): StateEvent[] {
+export function events(rows: PackedRows): ChangeEvent[] {
   const { text, numbers: m } = rows
-  const payloads = rows.payloads ? (JSON.parse(rows.payloads) as Array<Record<string, unknown>>) : []
-  const out: StateEvent[] = []
+  const payloads = rows.payloads ? (JSON.parse(rows.payloads) as unknown[]) : []
+  const out: ChangeEvent[] = []
   let at = 0
   let p = 0
   let len: number
@@ -164,7 +185,14 @@ export function events(rows: PackedRows): StateEvent[] {
     len = m[j + 9] as number
     e.summary = text.slice(at, at + len)
     at += len
-    if (m[j + 10] === 1) e.payload = payloads[p++]
+    const payload = m[j + 10]
+    if (payload === 1) e.payload = payloads[p++] as Record<string, unknown>
+    const mask = m[j + 11] as number
+    if (mask !== 0) {
+      const f = e as unknown as ForeignStateEvent
+      if (payload === 2) f.payloadText = payloads[p++] as string
+      f.foreign = foreignFields(mask)
+    }
     out.push(e)
   }
   return out

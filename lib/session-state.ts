@@ -594,7 +594,7 @@ export class SessionState {
   scanUpstream(): StateEvent[] {
     try {
       this.#settle()
-      return packed.events(this.#native.scanUpstream())
+      return packed.events(this.#native.scanUpstream()) as StateEvent[]
     } catch (e) {
       throw fromNative(e)
     } finally {

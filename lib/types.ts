@@ -83,7 +83,63 @@ export interface StateEvent {
   summary: string
   /** Metadata, if any. */
   payload?: Record<string, unknown>
+  /** Never present on an event the store wrote: it tells a {@link ForeignStateEvent} apart. */
+  foreign?: never
 }
+
+/**
+ * A field of a stored event row that differs from what the store writes
+ * (semantics.md#reading-foreign-events).
+ */
+export type ForeignField =
+  | 'sequence'
+  | 'kind'
+  | 'actorType'
+  | 'actorId'
+  | 'runId'
+  | 'sessionId'
+  | 'occurredAt'
+  | 'summary'
+  | 'payload'
+
+/**
+ * A stored event row the store would not write itself (another writer's row, an older or a
+ * later version's), as reads answer it (semantics.md#reading-foreign-events): never notified,
+ * but never left out of a delta. Text that is not valid UTF-8 is decoded lossily; the summary
+ * is made one line and cut to 240 characters as `record` does; an unknown kind or actor type
+ * is kept as stored; a payload that is not a JSON object is kept as `payloadText`.
+ */
+export interface ForeignStateEvent {
+  /** The global sequence. */
+  sequence: number
+  /** The session it belongs to. */
+  sessionKey: string
+  /** The agent it belongs to. */
+  agentId: string
+  /** The kind as stored: maybe one this version does not know. */
+  kind: string
+  /** The actor type as stored. */
+  actorType: string
+  /** The causing session or person, when present and not empty. */
+  actorId?: string
+  /** The run that produced it, likewise. */
+  runId?: string
+  /** The session id of the session, likewise. */
+  sessionId?: string
+  /** When it happened (epoch ms); truncated when stored as a fraction, 0 when not a number. */
+  occurredAt: number
+  /** One line of at most 240 characters, made so as `record` makes it. */
+  summary: string
+  /** The payload, when the stored one is a JSON object (of any size). */
+  payload?: Record<string, unknown>
+  /** The stored payload text, when it is not a JSON object (an array, a scalar, not JSON). */
+  payloadText?: string
+  /** The fields that differ from what the store writes, never empty, in this type's order. */
+  foreign: ForeignField[]
+}
+
+/** One event row of a read: an event the store wrote, or a foreign row in its safe form. */
+export type ChangeEvent = StateEvent | ForeignStateEvent
 
 /** What `record` stores (semantics.md#api). `null` for an optional field means absent. */
 export interface RecordInput {
@@ -160,13 +216,19 @@ export interface AcknowledgeOptions {
 
 /** The events of one session after a version. */
 export interface StateChanges {
-  /** Events with `sequence > after`, ascending, at most `limit`. */
-  events: StateEvent[]
+  /**
+   * Every stored event row with `sequence > after`, ascending, at most `limit`; a row the
+   * store would not write itself is a {@link ForeignStateEvent} (test `e.foreign`).
+   */
+  events: ChangeEvent[]
   /** True when more events exist past `limit`. */
   truncated: boolean
   /** The smallest retained sequence of the session, else head + 1 when head > 0, else 0. */
   earliestAvailableSequence: number
-  /** True when `after` predates retained history: refresh the whole session state instead. */
+  /**
+   * True when `after` predates retained history, or a stored row could not be answered:
+   * refresh the whole session state instead.
+   */
   historyGap: boolean
 }
 

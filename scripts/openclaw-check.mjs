@@ -6,6 +6,12 @@
 //    OpenClaw opens the file in another process (its schema check runs there) and its own
 //    functions must report the store's links, the links it wrote itself, and the store's events.
 // 2. A fresh file: OpenClaw's link functions that take a database handle read the same rows.
+// 3. Rows OpenClaw writes and the store would not (semantics.md#reading-foreign-events): OpenClaw's
+//    own API records a 319-character multi-line summary, payloads over 4 KiB and every kind it
+//    knows; rows a later version could write (an unknown kind, a payload that is a JSON array)
+//    are added by hand. `changesSince` on OpenClaw's file, and on the file `import` makes of it,
+//    must answer every row OpenClaw's `listSessionStateEventsSince` answers: the same sequences,
+//    kinds, actors, run ids and payloads, the summary made one line as documented.
 //
 // Prints one line per check and a closing "N passed, N failed" line; exits 1 on a failure.
 
@@ -175,6 +181,99 @@ const ordered = (l) => ({
     [ordered(want.local)],
   )
   db.close()
+}
+
+// 3. Rows OpenClaw writes that the store would not write itself.
+{
+  const KEY = 'agent:main:subagent:long-history'
+  const long = `Compacted the conversation.\nKept: the plan, the open questions.\r\nDropped: ${'tool output '.repeat(22)}\nDone.`
+  const big = { notes: 'n'.repeat(6000), list: [1, 2, 3] }
+  const kinds = ['created', 'child_spawned', 'human_direct_message', 'goal_changed', 'run_completed', 'run_failed', 'compacted', 'adopted', 'upstream_missing']
+  const at = T - 60_000
+  kinds.forEach((kind, i) => {
+    oc.sessionState.recordSessionStateEvent(
+      {
+        sessionKey: KEY,
+        agentId: 'main',
+        kind,
+        actorType: i % 3 === 0 ? 'system' : i % 3 === 1 ? 'agent' : 'human',
+        ...(i % 3 === 1 ? { actorId: 'agent:main:main' } : {}),
+        ...(i % 2 === 0 ? { runId: `run-${i}` } : {}),
+        summary: i % 2 === 0 ? long : `${kind}\u2028second line`,
+        ...(i % 3 === 2 ? { payload: big } : i % 3 === 1 ? { payload: { step: i } } : {}),
+      },
+      { now: at + i },
+    )
+  })
+  const ocFile = join(process.env.OPENCLAW_STATE_DIR, 'state', 'openclaw.sqlite')
+  oc.stateDbCache.closeOpenClawStateDatabase()
+  // What a later OpenClaw could write: a kind this version does not know, a payload array.
+  {
+    const { DatabaseSync } = await import('node:sqlite')
+    const db = new DatabaseSync(ocFile)
+    const insert = db.prepare(
+      `INSERT INTO session_state_events (session_key, agent_id, kind, actor_type, actor_id, run_id, occurred_at, summary, payload_json)
+       VALUES (?, 'main', ?, ?, NULL, ?, ?, ?, ?)`,
+    )
+    const a = insert.run(KEY, 'session_forked', 'agent', 'run-x', at + 20, 'forked into\ntwo', '{"branch":2}')
+    const b = insert.run(KEY, 'goal_changed', 'human', null, at + 21, 'goal set', '["a","b"]')
+    db.prepare('UPDATE session_state_heads SET last_sequence = ? WHERE session_key = ? AND agent_id = ?').run(Number(b.lastInsertRowid), KEY, 'main')
+    void a
+    db.close()
+  }
+  const theirs = oc.sessionState.listSessionStateEventsSince(KEY, 'main', 0)
+  oc.stateDbCache.closeOpenClawStateDatabase()
+  const oneLine = (s) => [...s.replace(/\r\n|[\r\n\u2028\u2029]/g, ' ')].slice(0, 240).join('')
+  const expected = theirs.events.map((e) => ({
+    sequence: e.sequence,
+    kind: e.kind,
+    actorType: e.actorType,
+    actorId: e.actorId,
+    runId: e.runId,
+    payload: e.payload,
+    summary: oneLine(e.summary),
+  }))
+  const view = (events) =>
+    events.map((e) => ({
+      sequence: e.sequence,
+      kind: e.kind,
+      actorType: e.actorType,
+      actorId: e.actorId,
+      runId: e.runId,
+      payload: e.payload,
+      summary: e.summary,
+    }))
+  check('foreign rows: OpenClaw answers all 11 rows', theirs.events.length, 11)
+  const dest = join(work, 'foreign-import', 'session-state.sqlite')
+  mkdirSync(dirname(dest), { recursive: true })
+  execFileSync(process.execPath, [join(root, 'bin/session-awareness.js'), 'import', ocFile, dest], { encoding: 'utf8' })
+  for (const [name, file] of [
+    ["OpenClaw's file", ocFile],
+    ['the imported file', dest],
+  ]) {
+    const errors = []
+    const s = new SessionState(file, { clock: () => T, onError: (e) => errors.push(e.code) })
+    const all = s.changesSince(KEY, 0)
+    check(`foreign rows, ${name}: changesSince answers every row OpenClaw answers`, view(all.stateChanges.events), expected)
+    check(`foreign rows, ${name}: nothing truncated, no gap`, [all.stateChanges.truncated, all.stateChanges.historyGap, all.stateVersion], [false, false, theirs.events.at(-1).sequence])
+    check(
+      `foreign rows, ${name}: what each row differs in`,
+      all.stateChanges.events.map((e) => e.foreign ?? []),
+      [...kinds.map((_, i) => (i % 3 === 2 ? ['summary', 'payload'] : ['summary'])), ['kind', 'summary'], ['payload']],
+    )
+    check(`foreign rows, ${name}: the array payload is kept as text`, all.stateChanges.events.at(-1).payloadText, '["a","b"]')
+    const pages = []
+    let after = 0
+    for (;;) {
+      const page = s.changesSince(KEY, after, { limit: 4 }).stateChanges
+      pages.push(page.events.map((e) => e.sequence))
+      if (!page.truncated) break
+      after = page.events.at(-1).sequence
+    }
+    check(`foreign rows, ${name}: pages of 4 follow truncated to the end`, pages.flat(), expected.map((e) => e.sequence))
+    check(`foreign rows, ${name}: no notice and no error`, [s.peek('agent:main:main'), errors], [[], []])
+    s.close()
+  }
 }
 
 rmSync(work, { recursive: true, force: true })

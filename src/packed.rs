@@ -11,10 +11,10 @@
 use napi::bindgen_prelude::{Either, Float64Array, Latin1String, Utf16String};
 use napi_derive::napi;
 use session_awareness_core::QueueSignal;
-use session_awareness_core::{Changes, Notice, StateEvent};
+use session_awareness_core::{ChangeEvent, Changes, ForeignPayload, Notice, StateEvent};
 
 /// Numbers per event row of [`PackedRows`].
-pub const EVENT_STRIDE: u32 = 11;
+pub const EVENT_STRIDE: u32 = 12;
 /// Numbers per `stateVersions` row (`src/versions.rs`).
 pub const VERSION_STRIDE: u32 = 4;
 /// Numbers per notice row.
@@ -84,7 +84,8 @@ pub struct PackedRows {
     pub text: Either<Latin1String, String>,
     /// The rows' numbers and string lengths.
     pub numbers: Float64Array,
-    /// Event rows only: every present payload, as one JSON array text; null when none.
+    /// Event rows only: every present payload (an object, or a foreign row's payload text as a
+    /// JSON string), as one JSON array text; null when none.
     pub payloads: Option<String>,
 }
 
@@ -152,48 +153,131 @@ impl Packer {
     }
 }
 
+/// What a payload slot of an event row says.
+const PAYLOAD_NONE: f64 = 0.0;
+/// The next entry of `payloads` is the row's `payload`.
+const PAYLOAD_OBJECT: f64 = 1.0;
+/// The next entry of `payloads` is a JSON string: the row's `payloadText`.
+const PAYLOAD_TEXT: f64 = 2.0;
+
+/// The fields of one event row, borrowed from a stored or a foreign event.
+struct RowView<'a> {
+    sequence: i64,
+    occurred_at: i64,
+    strings: [&'a str; 4],
+    ids: [Option<&'a str>; 3],
+    summary: &'a str,
+    payload: Payload<'a>,
+    foreign: u16,
+}
+
+enum Payload<'a> {
+    None,
+    Object(&'a str),
+    Text(&'a str),
+}
+
+impl<'a> RowView<'a> {
+    fn stored(e: &'a StateEvent) -> Self {
+        RowView {
+            sequence: e.sequence,
+            occurred_at: e.occurred_at,
+            strings: [
+                &e.session_key,
+                &e.agent_id,
+                e.kind.as_str(),
+                e.actor_type.as_str(),
+            ],
+            ids: [
+                e.actor_id.as_deref(),
+                e.run_id.as_deref(),
+                e.session_id.as_deref(),
+            ],
+            summary: &e.summary,
+            payload: payload_json(e).map_or(Payload::None, Payload::Object),
+            foreign: 0,
+        }
+    }
+
+    fn of(e: &'a ChangeEvent) -> Self {
+        let f = match e {
+            ChangeEvent::Stored(e) => return Self::stored(e),
+            ChangeEvent::Foreign(f) => f,
+        };
+        RowView {
+            sequence: f.sequence,
+            occurred_at: f.occurred_at,
+            strings: [&f.session_key, &f.agent_id, &f.kind, &f.actor_type],
+            ids: [
+                f.actor_id.as_deref(),
+                f.run_id.as_deref(),
+                f.session_id.as_deref(),
+            ],
+            summary: &f.summary,
+            payload: match &f.payload {
+                ForeignPayload::None => Payload::None,
+                ForeignPayload::Object(json) => Payload::Object(json),
+                ForeignPayload::Text(text) => Payload::Text(text),
+            },
+            foreign: f.foreign.bits(),
+        }
+    }
+}
+
 /// Event rows: [`EVENT_STRIDE`] numbers per event (sequence, occurredAt, the lengths of
 /// session key, agent, kind, actor type ([`SAME`] when equal to the row before), of actor id,
-/// run id, session id ([`ABSENT`] when absent), of the summary, then 1 when a payload follows
-/// in `payloads`, else 0).
-pub fn events(events: &[StateEvent]) -> PackedRows {
-    let mut p = Packer::with_capacity(events.len() * EVENT_STRIDE as usize);
+/// run id, session id ([`ABSENT`] when absent), of the summary, then what follows in
+/// `payloads` (0 nothing, 1 the payload object, 2 a foreign row's payload text as a JSON
+/// string), then the mask of the row's foreign fields (0 for a row the store wrote)).
+pub fn events(events: &[ChangeEvent]) -> PackedRows {
+    rows(events.iter().map(RowView::of), events.len())
+}
+
+/// Event rows of events the store wrote (a scan's records), as [`events`] packs them.
+pub fn stored_events(events: &[StateEvent]) -> PackedRows {
+    rows(events.iter().map(RowView::stored), events.len())
+}
+
+fn rows<'a>(views: impl Iterator<Item = RowView<'a>>, len: usize) -> PackedRows {
+    let mut p = Packer::with_capacity(len * EVENT_STRIDE as usize);
     let mut payloads = String::from("[");
-    let mut prev: Option<&StateEvent> = None;
-    for e in events {
+    let mut prev: Option<[&str; 4]> = None;
+    for e in views {
         p.num(e.sequence as f64);
         p.num(e.occurred_at as f64);
-        let same = |f: fn(&StateEvent) -> &str| prev.is_some_and(|x| f(x) == f(e));
-        for f in [
-            (|x: &StateEvent| x.session_key.as_str()) as fn(&StateEvent) -> &str,
-            |x| x.agent_id.as_str(),
-            |x| x.kind.as_str(),
-            |x| x.actor_type.as_str(),
-        ] {
-            if same(f) {
+        for (i, s) in e.strings.into_iter().enumerate() {
+            if prev.is_some_and(|x| x[i] == s) {
                 p.num(f64::from(SAME));
             } else {
-                p.text(f(e));
+                p.text(s);
             }
         }
-        for v in [&e.actor_id, &e.run_id, &e.session_id] {
+        for v in e.ids {
             match v {
                 Some(v) => p.text(v),
                 None => p.num(f64::from(ABSENT)),
             }
         }
-        p.text(&e.summary);
-        match payload_json(e) {
-            Some(json) => {
-                if payloads.len() > 1 {
-                    payloads.push(',');
-                }
-                payloads.push_str(json);
-                p.num(1.0);
+        p.text(e.summary);
+        let mut push = |json: &str| {
+            if payloads.len() > 1 {
+                payloads.push(',');
             }
-            None => p.num(0.0),
+            payloads.push_str(json);
+        };
+        match e.payload {
+            Payload::None => p.num(PAYLOAD_NONE),
+            Payload::Object(json) => {
+                push(json);
+                p.num(PAYLOAD_OBJECT);
+            }
+            Payload::Text(text) => {
+                push(&serde_json::to_string(text).unwrap_or_default());
+                p.num(PAYLOAD_TEXT);
+            }
         }
-        prev = Some(e);
+        p.num(f64::from(e.foreign));
+        prev = Some(e.strings);
     }
     payloads.push(']');
     p.finish((payloads.len() > 2).then_some(payloads))
@@ -227,7 +311,7 @@ pub fn event(e: &StateEvent) -> PackedEvent {
             text.extend(f.encode_utf16());
             match u16::try_from(text.len() - start) {
                 Ok(len) if u32::from(len) < EVENT_SLOT_ABSENT => text[i] = len,
-                _ => return Either::B(events(std::slice::from_ref(e))),
+                _ => return Either::B(rows(std::iter::once(RowView::stored(e)), 1)),
             }
         }
     }

@@ -105,7 +105,7 @@ impl NativeSessionState {
     #[napi]
     pub fn scan_upstream(&self, env: Env) -> Result<PackedRows, Code> {
         let now = self.now(&env).js()?;
-        Ok(packed::events(&self.store.scan_upstream(now).js()?))
+        Ok(packed::stored_events(&self.store.scan_upstream(now).js()?))
     }
 
     /// Starts the background scan every `intervalMs` (default 5000; a positive integer up to

@@ -11,7 +11,9 @@ import {
   inspectDatabase,
   readEvents,
   type ActorType,
+  type ChangeEvent,
   type ChangesSince,
+  type ForeignField,
   type DatabaseInspection,
   type ErrorCode,
   type EventKind,
@@ -102,8 +104,22 @@ const notices: Notice[] = state.drain('agent:main:main')
 for (const n of notices) {
   const delta: ChangesSince = state.changesSince(n.targetKey, n.changesSince, { limit: 50 })
   const gap: boolean = delta.stateChanges.historyGap
-  const events: StateEvent[] = delta.stateChanges.events
-  void [gap, events, n.text, n.contextKey, n.watcherKey]
+  const events: ChangeEvent[] = delta.stateChanges.events
+  // @ts-expect-error a read may hold foreign rows, whose kind is any string
+  const onlyStored: StateEvent[] = delta.stateChanges.events
+  for (const e of events) {
+    if (e.foreign === undefined) {
+      const known: EventKind = e.kind // narrowed to StateEvent
+      void known
+    } else {
+      const fields: ForeignField[] = e.foreign
+      const raw: string | undefined = e.payloadText
+      // @ts-expect-error a foreign row's kind is not narrowed to EventKind
+      const known: EventKind = e.kind
+      void [fields, raw, known]
+    }
+  }
+  void [gap, events, onlyStored, n.text, n.contextKey, n.watcherKey]
 }
 const peeked: Notice[] = state.peek('agent:main:main')
 const acked: number = state.acknowledge('agent:main:main', ['agent:main:subagent:c'])

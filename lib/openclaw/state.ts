@@ -4,7 +4,7 @@
  * default. `options.now` is the store's clock for the call.
  * @packageDocumentation
  */
-import type { CursorRow, RecordInput, StateEvent, WatchOptions } from '../types'
+import type { ActorType, ChangeEvent, CursorRow, EventKind, RecordInput, StateEvent, WatchOptions } from '../types'
 import { adapter, atTime, forward, report, tracking } from './host'
 import type { Adapter } from './host'
 import { deleteSessionUpstreamLink } from './links'
@@ -27,14 +27,17 @@ function nowOf(options: SessionStateCallOptions | undefined): number {
 }
 
 /** A store event in OpenClaw's shape (its members in OpenClaw's order). */
-function toOpenClaw(e: StateEvent): SessionStateEvent {
+function toOpenClaw(e: ChangeEvent): SessionStateEvent {
+  // OpenClaw answers a row of a kind it does not know with the stored string under its own
+  // kind type, and leaves out a payload that is not a JSON object: so does the adapter (the
+  // foreign row's `payloadText` and `foreign` are the core API's, not OpenClaw's).
   return {
     sequence: e.sequence,
     sessionKey: e.sessionKey,
     ...(e.sessionId !== undefined ? { sessionId: e.sessionId } : {}),
     agentId: e.agentId,
-    kind: e.kind,
-    actorType: e.actorType,
+    kind: e.kind as EventKind,
+    actorType: e.actorType as ActorType,
     ...(e.actorId !== undefined ? { actorId: e.actorId } : {}),
     ...(e.runId !== undefined ? { runId: e.runId } : {}),
     occurredAt: e.occurredAt,

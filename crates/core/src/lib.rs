@@ -27,7 +27,7 @@
 //! assert_eq!(notices.len(), 1);
 //! assert_eq!(notices[0].changes_since, 0);
 //! let delta = store.changes_since("agent:main:subagent:c", 0.0, None, None)?;
-//! assert_eq!(delta.events[0].sequence, event.sequence);
+//! assert_eq!(delta.events[0].sequence(), event.sequence);
 //! # Ok::<(), session_awareness_core::Error>(())
 //! ```
 #![warn(missing_docs)]
@@ -53,6 +53,7 @@ pub(crate) mod maintenance;
 pub(crate) mod options;
 pub(crate) mod prune;
 pub(crate) mod queue;
+pub(crate) mod read_event;
 pub(crate) mod record;
 pub(crate) mod runtime;
 pub(crate) mod store;
@@ -93,6 +94,7 @@ pub use maintenance::SweepReport;
 pub use options::{Options, MAX_RETENTION_MS, MAX_SYNC_INTERVAL_MS, MAX_WAKE_COALESCE_MS};
 pub use prune::PruneReport;
 pub use queue::{Notice, QueueSignal, QueuedNotice};
+pub use read_event::{ChangeEvent, ForeignEvent, ForeignFields, ForeignPayload};
 pub use store::{Store, VersionRef};
 pub use wake::{WakeRequest, WakeSink};
 pub use writer::{Done, Job, Sink, Writer};

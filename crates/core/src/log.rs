@@ -5,6 +5,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::error::{Error, Result};
 use crate::event::{StateEvent, ValidEvent};
 use crate::inert;
+use crate::read_event::{self, ChangeEvent};
 use crate::tx::Tx;
 
 /// The largest `limit` of `changesSince`, and its default.
@@ -125,13 +126,13 @@ pub fn head(conn: &Connection, session_key: &str, agent_id: &str) -> Result<Head
 pub struct Changes {
     /// The session's state version.
     pub state_version: i64,
-    /// Events with `sequence > after`, ascending.
-    pub events: Vec<StateEvent>,
+    /// Every stored event row with `sequence > after`, ascending (semantics.md#reading-foreign-events).
+    pub events: Vec<ChangeEvent>,
     /// More events exist past `limit`.
     pub truncated: bool,
     /// The smallest retained sequence, else head + 1 when head > 0, else 0.
     pub earliest_available_sequence: i64,
-    /// `after` predates retained history.
+    /// `after` predates retained history, or a row of the range could not be answered.
     pub history_gap: bool,
 }
 
@@ -155,11 +156,10 @@ pub fn clamp_limit(limit: Option<f64>) -> Result<u32> {
 
 /// Reads the events of `(session_key, agent_id)` after `after` (semantics.md#reading), in one read transaction.
 ///
-/// Only the session's versioned history is read: events up to its head. A row the store
-/// would never write (semantics.md#storage: an unknown kind, text that is not valid UTF-8, NULL where the store
-/// writes a value, a summary or payload it would refuse, a sequence above the head) is left
-/// out, as a row deleted by something other than pruning is; it does not count toward
-/// `limit` and does not set `historyGap`.
+/// Every stored row of the session after `after` is answered, in sequence order: a row the
+/// store would never write itself (semantics.md#storage-foreign-rows) comes back as a
+/// [`ChangeEvent::Foreign`] and counts toward `limit` like any other. A row without an integer
+/// sequence cannot be placed in the order: it is left out and the answer says `historyGap`.
 pub fn changes_since(
     conn: &Connection,
     session_key: &str,
@@ -171,16 +171,20 @@ pub fn changes_since(
     let head = head(&tx, session_key, agent_id)?;
     let sql = format!(
         "SELECT {EVENT_COLUMNS} FROM session_state_events \
-         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 AND sequence <= ?4 \
+         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 \
          ORDER BY sequence"
     );
     let mut stmt = tx.prepare_cached(&sql)?;
-    let mut rows = stmt.query(params![session_key, agent_id, after, head.last_sequence])?;
+    let mut rows = stmt.query(params![session_key, agent_id, after])?;
     let mut events = Vec::new();
+    let mut unanswerable = false;
     // Rows are stepped only until one past the limit is found.
     while events.len() <= limit as usize {
         let Some(r) = rows.next()? else { break };
-        events.extend(inert::event_of(r)?);
+        match read_event::read(r, head.last_sequence)? {
+            Some(e) => events.push(e),
+            None => unanswerable = true,
+        }
     }
     drop(rows);
     drop(stmt);
@@ -189,11 +193,9 @@ pub fn changes_since(
     let earliest: Option<i64> = tx
         .prepare_cached(
             "SELECT min(sequence) FROM session_state_events \
-             WHERE session_key = ?1 AND agent_id = ?2 AND sequence <= ?3",
+             WHERE session_key = ?1 AND agent_id = ?2 AND typeof(sequence) = 'integer'",
         )?
-        .query_row(params![session_key, agent_id, head.last_sequence], |r| {
-            r.get(0)
-        })?;
+        .query_row(params![session_key, agent_id], |r| r.get(0))?;
     tx.commit()?;
     Ok(Changes {
         state_version: head.last_sequence,
@@ -204,7 +206,7 @@ pub fn changes_since(
         } else {
             0
         }),
-        history_gap: after < head.pruned_max_sequence,
+        history_gap: after < head.pruned_max_sequence || unanswerable,
     })
 }
 

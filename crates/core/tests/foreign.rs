@@ -10,7 +10,9 @@ use std::path::Path;
 
 use common::*;
 use rusqlite::Connection;
-use session_awareness_core::{inspect, Options, Provenance, VersionRef};
+use session_awareness_core::{
+    inspect, ChangeEvent, ForeignPayload, Options, Provenance, VersionRef,
+};
 
 const W: &str = "agent:main:main";
 const T: &str = "agent:main:t";
@@ -111,6 +113,156 @@ const EVENTS: &[Hostile] = &[
     event("text occurred_at", "INSERT INTO session_state_events VALUES (2, NULL, 'agent:main:t', NULL, 'main', 'goal_changed', 'human', NULL, NULL, 'yesterday', 's', NULL)", true, false),
     event("blob summary", "INSERT INTO session_state_events VALUES (2, NULL, 'agent:main:t', NULL, 'main', 'goal_changed', 'human', NULL, NULL, ?1, x'ff00', NULL)", true, true),
 ];
+
+/// How a read answers an event row with one defect (semantics.md#reading-foreign-events).
+#[derive(Clone)]
+struct Read {
+    /// The row is one of T's (main agent): T's reads answer it.
+    in_t: bool,
+    /// The fields named foreign; empty for a row the store could have written.
+    foreign: &'static [&'static str],
+    kind: &'static str,
+    actor_type: &'static str,
+    summary: &'static str,
+    occurred_at: Option<i64>,
+    ids: [Option<&'static str>; 3],
+    payload: Option<ForeignPayload>,
+}
+
+fn t_row(foreign: &'static [&'static str]) -> Read {
+    Read {
+        in_t: true,
+        foreign,
+        kind: "goal_changed",
+        actor_type: "human",
+        summary: "s",
+        occurred_at: None,
+        ids: [None, None, None],
+        payload: None,
+    }
+}
+
+fn read_as(name: &str) -> Option<Read> {
+    let text = |s: &str| Some(ForeignPayload::Text(s.into()));
+    let other = Read {
+        in_t: false,
+        ..t_row(&[])
+    };
+    Some(match name {
+        "unknown kind" => Read {
+            kind: "bogus",
+            ..t_row(&["kind"])
+        },
+        "unknown actor type" => Read {
+            actor_type: "robot",
+            ..t_row(&["actorType"])
+        },
+        "invalid utf-8 summary" => Read {
+            summary: "a\u{fffd}b",
+            ..t_row(&["summary"])
+        },
+        "invalid utf-8 kind" => Read {
+            kind: "goal\u{fffd}",
+            ..t_row(&["kind"])
+        },
+        "invalid utf-8 actor id" => Read {
+            ids: [Some("\u{fffd}"), None, None],
+            ..t_row(&["actorId"])
+        },
+        "invalid utf-8 run id" => Read {
+            ids: [None, Some("\u{fffd}"), None],
+            ..t_row(&["runId"])
+        },
+        "invalid utf-8 session id" => Read {
+            ids: [None, None, Some("\u{fffd}")],
+            ..t_row(&["sessionId"])
+        },
+        "invalid utf-8 payload" => Read {
+            payload: text("{}\u{fffd}"),
+            ..t_row(&["payload"])
+        },
+        "invalid utf-8 dedupe key" => t_row(&[]),
+        "huge summary" => Read {
+            summary: Box::leak("x".repeat(240).into_boxed_str()),
+            ..t_row(&["summary"])
+        },
+        "multi-line summary" => Read {
+            summary: "a b",
+            ..t_row(&["summary"])
+        },
+        "huge payload" => Read {
+            payload: Some(ForeignPayload::Object(format!(
+                "{{\"a\":\"{}\"}}",
+                "x".repeat(100_000)
+            ))),
+            ..t_row(&["payload"])
+        },
+        "payload not json" => Read {
+            payload: text("{not json"),
+            ..t_row(&["payload"])
+        },
+        "payload not an object" => Read {
+            payload: text("[1]"),
+            ..t_row(&["payload"])
+        },
+        "above the head" => Read {
+            in_t: false,
+            ..t_row(&["sequence"])
+        },
+        "null kind" => Read {
+            kind: "",
+            ..t_row(&["kind"])
+        },
+        "null summary" => Read {
+            summary: "",
+            ..t_row(&["summary"])
+        },
+        "null occurred_at" | "text occurred_at" => Read {
+            occurred_at: Some(0),
+            ..t_row(&["occurredAt"])
+        },
+        "blob summary" => Read {
+            summary: "x'ff00'",
+            ..t_row(&["summary"])
+        },
+        "invalid utf-8 session key"
+        | "lone surrogate session key"
+        | "invalid utf-8 agent"
+        | "null session key" => other,
+        _ => return None,
+    })
+}
+
+/// Asserts how a read answered a row with one defect.
+fn assert_read(got: &ChangeEvent, want: &Read, ctx: &str) {
+    if want.foreign.is_empty() {
+        assert!(got.stored().is_some(), "{ctx}: {got:?}");
+        return;
+    }
+    let f = got.foreign().unwrap_or_else(|| panic!("{ctx}: {got:?}"));
+    assert_eq!(f.sequence, 2, "{ctx}");
+    assert_eq!(f.foreign.names(), want.foreign, "{ctx}");
+    assert_eq!(
+        (f.kind.as_str(), f.actor_type.as_str(), f.summary.as_str()),
+        (want.kind, want.actor_type, want.summary),
+        "{ctx}"
+    );
+    assert_eq!(
+        [
+            f.actor_id.as_deref(),
+            f.run_id.as_deref(),
+            f.session_id.as_deref()
+        ],
+        want.ids,
+        "{ctx}"
+    );
+    assert_eq!(f.occurred_at, want.occurred_at.unwrap_or(T0), "{ctx}");
+    assert_eq!(
+        f.payload,
+        want.payload.clone().unwrap_or(ForeignPayload::None),
+        "{ctx}"
+    );
+}
 
 /// Every column of every row of `table`, as (type, hex) pairs: the exact stored bytes.
 fn snapshot(conn: &Connection, table: &str) -> Vec<Vec<(String, String)>> {
@@ -282,13 +434,19 @@ fn run(loose: bool, h: &Hostile) -> usize {
     step("sweep with watcherExists");
 
     let changes = fx.store.changes_since(T, 0.0, None, None).unwrap();
-    // The dedupe key is no part of an event: that row is an event like any other.
-    let expected: Vec<i64> = if h.name == "invalid utf-8 dedupe key" {
+    // Every stored row of T is answered (semantics.md#reading-foreign-events): a foreign one in
+    // its safe form, at its place in the order. Rows of another session are not T's.
+    let read = read_as(h.name);
+    let expected: Vec<i64> = if is_event && read.as_ref().is_some_and(|r| r.in_t) {
         vec![1, 2, live]
     } else {
         vec![1, live]
     };
     assert_eq!(seqs(&changes.events), expected, "{ctx}");
+    if let Some(r) = read.as_ref().filter(|r| is_event && r.in_t) {
+        let r = r.clone();
+        assert_read(&changes.events[1], &r, &ctx);
+    }
     assert_eq!(changes.state_version, live, "{ctx}");
     assert!(!changes.truncated && !changes.history_gap, "{ctx}");
     assert_eq!(changes.earliest_available_sequence, 1, "{ctx}");
@@ -298,11 +456,28 @@ fn run(loose: bool, h: &Hostile) -> usize {
         (vec![1], true),
         "{ctx}"
     );
+    let two = fx.store.changes_since(T, 1.0, None, Some(1.0)).unwrap();
+    assert_eq!(
+        (seqs(&two.events), two.truncated),
+        (vec![expected[1]], expected.len() == 3),
+        "{ctx}: a foreign row counts toward limit"
+    );
     let ghost = fx
         .store
         .changes_since("agent:main:ghost", 0.0, None, None)
         .unwrap();
-    assert_eq!((ghost.state_version, ghost.events.len()), (0, 0), "{ctx}");
+    if is_event && h.name == "above the head" {
+        // A row above its session's head (here: no head at all) is stored: it is answered.
+        assert_eq!(
+            (ghost.state_version, seqs(&ghost.events)),
+            (0, vec![2]),
+            "{ctx}"
+        );
+        assert_read(&ghost.events[0], read.as_ref().unwrap(), &ctx);
+        assert_eq!(ghost.earliest_available_sequence, 2, "{ctx}");
+    } else {
+        assert_eq!((ghost.state_version, ghost.events.len()), (0, 0), "{ctx}");
+    }
     step("changesSince");
     let refs: Vec<VersionRef> = [T, "global", "agent:main:ghost", "agent:main:w2"]
         .iter()
@@ -530,7 +705,11 @@ fn the_upstream_scan_skips_link_rows_it_cannot_read() {
     let fx = Fixture::open(path.to_str().unwrap(), Some(path.clone()), opts());
     std::fs::write(&transcript, human).unwrap();
     let events = fx.store.scan_upstream(T0).unwrap();
-    assert_eq!(seqs(&events), [2], "the readable link is still scanned");
+    assert_eq!(
+        events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+        [2],
+        "the readable link is still scanned"
+    );
     assert_eq!(events[0].session_key, T);
     fx.assert_no_error();
     fx.store.close();

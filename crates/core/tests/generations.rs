@@ -349,7 +349,11 @@ fn exercise(fx: &Fixture, g: &Generation) {
         (vec![1, 2], false),
         "{name}"
     );
-    assert_eq!(c.events[1].summary, "goal changed via dashboard", "{name}");
+    assert_eq!(
+        c.events[1].summary(),
+        "goal changed via dashboard",
+        "{name}"
+    );
 
     // The gateway starts: both pending notices come back; only the explicit one wakes.
     let report = s.sweep(None, T0 + 10 * MINUTE).unwrap();

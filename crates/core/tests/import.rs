@@ -54,7 +54,7 @@ fn every_generation_arrives_exactly_and_the_store_works_on_it() {
         let now = T0 + HOUR;
         let all = store.changes_since(CHILD, 0.0, None, None).unwrap();
         assert_eq!(
-            all.events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+            all.events.iter().map(|e| e.sequence()).collect::<Vec<_>>(),
             [2, 5, 6]
         );
         assert_eq!((all.state_version, all.history_gap), (6, true));
@@ -63,7 +63,11 @@ fn every_generation_arrives_exactly_and_the_store_works_on_it() {
         assert_eq!(after.earliest_available_sequence, 2);
         let global = store.changes_since("global", 0.0, None, None).unwrap();
         assert_eq!(
-            global.events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+            global
+                .events
+                .iter()
+                .map(|e| e.sequence())
+                .collect::<Vec<_>>(),
             [4]
         );
         store.sweep(None, now).unwrap();
@@ -163,7 +167,11 @@ fn the_file_openclaw_wrote_arrives_exactly_and_is_not_changed() {
     let child = "agent:main:subagent:fixture-child";
     let delta = store.changes_since(child, 3.0, None, None).unwrap();
     assert_eq!(
-        delta.events.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+        delta
+            .events
+            .iter()
+            .map(|e| e.sequence())
+            .collect::<Vec<_>>(),
         [4, 5, 6, 8]
     );
     assert_eq!(delta.state_version, 8);

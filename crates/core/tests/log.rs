@@ -66,7 +66,7 @@ fn the_same_bare_key_under_two_agents_is_two_sessions() {
     assert_eq!(fx.store.state_version("global", Some("ops")).unwrap(), 2);
     let main = fx.store.changes_since("global", 0.0, None, None).unwrap();
     assert_eq!(seqs(&main.events), [1, 3]);
-    assert!(main.events.iter().all(|e| e.agent_id == "main"));
+    assert!(stored(&main.events).iter().all(|e| e.agent_id == "main"));
     let o = fx
         .store
         .changes_since("global", 0.0, Some("ops"), None)
@@ -106,7 +106,7 @@ fn agent_id_defaults_to_the_keys_own_else_main() {
         let e = fx.record(i, T0);
         assert_eq!(e.agent_id, want, "{key} {agent:?}");
         let c = fx.store.changes_since(key, 0.0, Some(want), None).unwrap();
-        assert_eq!(c.events.last().unwrap().agent_id, want);
+        assert_eq!(c.events.last().unwrap().stored().unwrap().agent_id, want);
     }
 }
 
@@ -280,7 +280,7 @@ fn summary_is_one_line_of_at_most_240_scalars_untrimmed() {
             .store
             .changes_since(CHILD, (e.sequence - 1) as f64, None, None)
             .unwrap();
-        assert_eq!(c.events[0].summary, want);
+        assert_eq!(c.events[0].summary(), want);
     }
 }
 
@@ -350,7 +350,7 @@ fn occurred_at_is_floored_and_clamped_while_heads_use_now() {
             .store
             .changes_since(CHILD, (e.sequence - 1) as f64, None, None)
             .unwrap();
-        assert_eq!(c.events[0].occurred_at, want);
+        assert_eq!(c.events[0].stored().unwrap().occurred_at, want);
     }
     fx.settle();
     let updated: i64 = fx
@@ -424,7 +424,7 @@ fn changes_since_is_ascending_limited_and_moves_no_cursor() {
     }
     let all = fx.store.changes_since(CHILD, 0.0, None, None).unwrap();
     assert_eq!(seqs(&all.events), [1, 3, 5, 7, 9]);
-    assert!(all.events.iter().all(|e| e.session_key == CHILD));
+    assert!(stored(&all.events).iter().all(|e| e.session_key == CHILD));
     assert_eq!(
         (
             all.state_version,
@@ -475,7 +475,7 @@ fn limit_defaults_to_and_clamps_at_200() {
     }
     let c = fx.store.changes_since(CHILD, 0.0, None, None).unwrap();
     assert_eq!(c.events.len(), 200);
-    assert_eq!((c.events[0].sequence, c.events[199].sequence), (1, 200));
+    assert_eq!((c.events[0].sequence(), c.events[199].sequence()), (1, 200));
     assert!(c.truncated);
     let c = fx
         .store

@@ -50,8 +50,8 @@ use proptest::test_runner::{FileFailurePersistence, TestCaseError};
 use queue::{call, expect, Outcome, Queue};
 use serde_json::json;
 use session_awareness_core::{
-    ActorType, Changes, Error, ErrorSink, EventKind, Hooks, Notice, Options, Provenance,
-    RecordInput, StateEvent, Store, VersionRef, WakeRequest, WakeSink,
+    ActorType, ChangeEvent, Changes, Error, ErrorSink, EventKind, Hooks, Notice, Options,
+    Provenance, RecordInput, StateEvent, Store, VersionRef, WakeRequest, WakeSink,
 };
 use spec::{Delta, Ev, Input, Model, Queued, DAY, HOUR};
 
@@ -142,7 +142,11 @@ fn notices(q: &[Queued]) -> Vec<Notice> {
 fn changes(d: Delta) -> Changes {
     Changes {
         state_version: d.state_version,
-        events: d.events.iter().map(event).collect(),
+        events: d
+            .events
+            .iter()
+            .map(|e| ChangeEvent::Stored(event(e)))
+            .collect(),
         truncated: d.truncated,
         earliest_available_sequence: d.earliest,
         history_gap: d.gap,
@@ -587,7 +591,7 @@ fn the_automatic_prune_follows_the_hour_rule() {
     };
     let kept = |s: &Store| -> Vec<i64> {
         let c = s.changes_since(T0, 0.0, None, None).unwrap();
-        c.events.iter().map(|e| e.sequence).collect()
+        c.events.iter().map(|e| e.sequence()).collect()
     };
 
     let s = open();

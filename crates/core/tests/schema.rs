@@ -272,7 +272,7 @@ fn an_existing_state_db_keeps_its_history() {
     assert_eq!(fx.store.state_version(CHILD, None).unwrap(), 7);
     let c = fx.store.changes_since(CHILD, 0.0, None, None).unwrap();
     assert_eq!(seqs(&c.events), [7]);
-    assert_eq!(c.events[0].summary, "old goal");
+    assert_eq!(c.events[0].summary(), "old goal");
     assert!(c.history_gap, "the shipped watermark 3 is honoured");
     assert_eq!(fx.lnm(MAIN, CHILD), (3, 7, 7));
     // The sequence continues after the shipped history.

@@ -377,7 +377,7 @@ fn concurrent_drains_in_two_stores_deliver_each_notice_once() {
         assert_eq!(c.notified, c.last_seen);
         assert_eq!(c.material, c.last_seen);
         let events = recorder.changes_since(t, 0.0, None, Some(200.0)).unwrap();
-        let seqs: HashSet<i64> = events.events.iter().map(|e| e.sequence).collect();
+        let seqs: HashSet<i64> = events.events.iter().map(|e| e.sequence()).collect();
         for l in ls.iter().skip(1).chain([&c.last_seen]) {
             assert!(seqs.contains(l), "{t}: position {l} is not an event");
         }

@@ -296,7 +296,10 @@ fn restart_resumes_at_the_durable_offset_without_re_reporting() {
     assert_eq!(turns(&evs[0]), json!(1));
     assert!(store.scan_upstream(NOW).unwrap().is_empty());
     let all = store.changes_since(KEY, 0.0, None, None).unwrap().events;
-    let kinds: Vec<_> = all.iter().map(|e| e.kind.as_str()).collect();
+    let kinds: Vec<_> = all
+        .iter()
+        .map(|e| e.stored().unwrap().kind.as_str())
+        .collect();
     assert_eq!(
         kinds,
         ["adopted", "human_direct_message", "human_direct_message"]

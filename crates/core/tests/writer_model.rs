@@ -6,7 +6,9 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use session_awareness_core::{Error, Notice, Options, Provenance, RecordInput, StateEvent, Store};
+use session_awareness_core::{
+    ChangeEvent, Error, Notice, Options, Provenance, RecordInput, StateEvent, Store,
+};
 
 const KEYS: [&str; 6] = [
     "agent:main:t1",
@@ -92,7 +94,7 @@ fn watch(s: &Store, key: &str, now: i64) -> Result<bool, &'static str> {
 }
 
 /// Every session's delta and every watcher's queue.
-type Observed = (Vec<Vec<StateEvent>>, Vec<Vec<(String, i64)>>);
+type Observed = (Vec<Vec<ChangeEvent>>, Vec<Vec<(String, i64)>>);
 
 /// What a case leaves observable.
 fn state(s: &Store) -> Observed {

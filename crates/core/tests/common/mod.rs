@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use rusqlite::{Connection, OptionalExtension};
 use session_awareness_core::{
-    Cursor, Error, ErrorSink, Hooks, Notice, Options, Provenance, RecordInput, StateEvent, Store,
-    WakeRequest, WakeSink,
+    ChangeEvent, Cursor, Error, ErrorSink, Hooks, Notice, Options, Provenance, RecordInput,
+    StateEvent, Store, WakeRequest, WakeSink,
 };
 use tempfile::TempDir;
 
@@ -300,9 +300,17 @@ pub fn record(store: &Store, input: RecordInput, now: i64) -> StateEvent {
         .expect("record stores an event")
 }
 
-/// The sequences of some events.
-pub fn seqs(events: &[StateEvent]) -> Vec<i64> {
-    events.iter().map(|e| e.sequence).collect()
+/// The sequences of some events of a read.
+pub fn seqs(events: &[ChangeEvent]) -> Vec<i64> {
+    events.iter().map(ChangeEvent::sequence).collect()
+}
+
+/// The events of a read, each one the store wrote (a foreign row fails the test).
+pub fn stored(events: &[ChangeEvent]) -> Vec<StateEvent> {
+    events
+        .iter()
+        .map(|e| e.stored().cloned().expect("a row the store wrote"))
+        .collect()
 }
 
 /// (target, changesSince) of some notices, in order.
