@@ -443,6 +443,28 @@ export interface NativeOptions {
   noticeOutbox?: boolean
 }
 
+/**
+ * A session's stored events after a version, read-only and unbounded; the events are
+ * packed as `changesSince`'s are (`lib/inspect.ts` builds them).
+ */
+export interface NativeSessionEvents {
+  /** The session. */
+  sessionKey: string
+  /** The agent the events were read for. */
+  agentId: string
+  /** The state version (0 when the session has no head). */
+  stateVersion: number
+  /** The pruned watermark. */
+  prunedMaxSequence: number
+  /**
+   * True when `since` predates retained history (`since < prunedMaxSequence`), or a stored
+   * row could not be answered.
+   */
+  historyGap: boolean
+  /** Every stored event row with `sequence > since`, ascending. */
+  rows: PackedRows
+}
+
 /** A pending notice, as `inspectDatabase` reports it. */
 export interface Notice {
   /** The watcher session. */
@@ -550,7 +572,7 @@ export interface QueuedNotice {
 }
 
 /** Reads a session's events after `options.since`, ascending, without changing the file. */
-export declare function readEvents(path: string, sessionKey: string, options?: ReadEventsOptions | undefined | null): SessionEvents
+export declare function readEvents(path: string, sessionKey: string, options?: ReadEventsOptions | undefined | null): NativeSessionEvents
 
 /** Options of `readEvents`. */
 export interface ReadEventsOptions {
@@ -570,22 +592,6 @@ export interface RowCounts {
   cursors: number
   /** `session_upstream_links`. */
   upstreamLinks: number
-}
-
-/** A session's retained events after a version, read-only and unbounded. */
-export interface SessionEvents {
-  /** The session. */
-  sessionKey: string
-  /** The agent the events were read for. */
-  agentId: string
-  /** The state version (0 when the session has no head). */
-  stateVersion: number
-  /** The pruned watermark. */
-  prunedMaxSequence: number
-  /** True when `since` predates retained history (`since < prunedMaxSequence`). */
-  historyGap: boolean
-  /** Events with `sequence > since`, ascending. */
-  events: Array<InspectedEvent>
 }
 
 /** The result of `sweep`. */

@@ -138,7 +138,7 @@ test('events lists a session after --since, for --agent, as JSON and as text', (
     events: [{
       sequence: 2, sessionKey: CHILD, agentId: 'main', kind: 'human_direct_message',
       actorType: 'human', occurredAt: T, summary: 'human message via telegram',
-      payloadJson: '{"channel":"telegram"}',
+      payload: { channel: 'telegram' },
     }],
   })
   const all = JSON.parse(cli('events', db, CHILD, '--json').stdout)

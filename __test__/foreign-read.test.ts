@@ -2,6 +2,8 @@
 // sequence order, by changesSince, changesSinceAsync, the OpenClaw adapter's
 // listSessionStateEventsSince and readEvents; a row the store would not write comes back in
 // one safe form. Rows are written by hand while no store of this process has the file open.
+import * as childProcess from 'node:child_process'
+
 import { SessionState, readEvents, type ChangeEvent, type ForeignStateEvent } from '../lib'
 import * as openclaw from '../lib/openclaw'
 import { T0, errorSink, fixture, human, must, rawDb, wakeSink } from './helpers'
@@ -203,9 +205,24 @@ describe('foreign event rows are read, never hidden', () => {
     }
   })
 
-  test('readEvents answers the same rows as changesSince', () => {
+  test('readEvents answers the same rows as changesSince, in the same form', () => {
     const file = build()
     const read = readEvents(file, T, { since: 1 })
-    expect(read.events.map((e) => e.sequence)).toEqual([2, 3, 4, 5, 6, 7])
+    expect(read.events).toStrictEqual(FOREIGN)
+    expect([read.stateVersion, read.historyGap]).toEqual([7, false])
+    const s = fx.open(file, { clock: () => T0 })
+    expect(readEvents(file, T).events).toStrictEqual(s.changesSince(T, 0).stateChanges.events)
+  })
+
+  test('the events command prints foreign rows with what they differ in', () => {
+    const file = build()
+    const cli = require.resolve('../bin/session-awareness.js')
+    const json = JSON.parse(
+      childProcess.execFileSync(process.execPath, [cli, 'events', file, T, '--since', '1', '--json'], { encoding: 'utf8' }),
+    )
+    expect(json.events).toStrictEqual(FOREIGN)
+    const text = childProcess.execFileSync(process.execPath, [cli, 'events', file, T, '--since', '3'], { encoding: 'utf8' })
+    expect(text).toContain('"goal"  [1,2]  (foreign: actorType, actorId, payload)')
+    expect(text).toContain('(foreign: kind, summary, payload)')
   })
 })

@@ -108,7 +108,11 @@ function table(header, rows) {
 
 function eventLine(e) {
   const actor = e.actorId ? `${e.actorType} ${key(e.actorId)}` : e.actorType
-  const extra = [e.runId && `run ${key(e.runId)}`, e.payloadJson].filter(Boolean).join('  ')
+  // An inspected row carries its payload as stored text; a read event as `payload`, or as
+  // `payloadText` with the fields a foreign row differs in.
+  const payload = e.payloadJson ?? (e.payload !== undefined ? JSON.stringify(e.payload) : e.payloadText)
+  const foreign = e.foreign && `(foreign: ${e.foreign.join(', ')})`
+  const extra = [e.runId && `run ${key(e.runId)}`, payload, foreign].filter(Boolean).join('  ')
   return [`#${e.sequence}`, time(e.occurredAt), e.kind, actor, JSON.stringify(e.summary), extra]
     .filter(Boolean)
     .join('  ')

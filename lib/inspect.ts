@@ -4,9 +4,11 @@
  * @packageDocumentation
  */
 import * as native from '../index.js'
-import type { DatabaseInspection, ReadEventsOptions, SessionEvents } from '../index.js'
+import type { DatabaseInspection, ReadEventsOptions } from '../index.js'
 import * as a from './args'
 import { fromNative } from './errors'
+import * as packed from './packed'
+import type { ChangeEvent } from './types'
 
 export type {
   DatabaseInspection,
@@ -15,8 +17,29 @@ export type {
   InspectedSession,
   ReadEventsOptions,
   RowCounts,
-  SessionEvents,
 } from '../index.js'
+
+/** A session's stored events after a version, read-only and unbounded (`readEvents`). */
+export interface SessionEvents {
+  /** The session. */
+  sessionKey: string
+  /** The agent the events were read for. */
+  agentId: string
+  /** The state version (0 when the session has no head). */
+  stateVersion: number
+  /** The pruned watermark. */
+  prunedMaxSequence: number
+  /**
+   * True when `since` predates retained history (`since < prunedMaxSequence`), or a stored row
+   * could not be answered (semantics.md#reading-foreign-events).
+   */
+  historyGap: boolean
+  /**
+   * Every stored event row with `sequence > since`, ascending, each as `changesSince` answers
+   * it: a row the store would not write is a `ForeignStateEvent`.
+   */
+  events: ChangeEvent[]
+}
 
 /**
  * Reads a report of the database at `path` without changing it: sessions with their state
@@ -45,7 +68,15 @@ export function readEvents(path: string, sessionKey: string, options?: ReadEvent
   const o = a.opts(options)
   const checked = { since: a.optNum(o?.since, 'since'), agentId: a.optStr(o?.agentId, 'agentId') }
   try {
-    return native.readEvents(path, sessionKey, checked)
+    const r = native.readEvents(path, sessionKey, checked)
+    return {
+      sessionKey: r.sessionKey,
+      agentId: r.agentId,
+      stateVersion: r.stateVersion,
+      prunedMaxSequence: r.prunedMaxSequence,
+      historyGap: r.historyGap,
+      events: packed.events(r.rows),
+    }
   } catch (e) {
     throw fromNative(e)
   }

@@ -6,6 +6,7 @@ use napi_derive::napi;
 use session_awareness_core::inspect as core;
 
 use crate::error::{Code, IntoJs};
+use crate::packed::{self, PackedRows};
 use crate::types::Notice;
 
 /// One stored event, every column as stored: `kind` and `actorType` are an `EventKind` and an
@@ -200,9 +201,10 @@ pub struct ReadEventsOptions {
     pub agent_id: Option<String>,
 }
 
-/// A session's retained events after a version, read-only and unbounded.
+/// A session's stored events after a version, read-only and unbounded; the events are
+/// packed as `changesSince`'s are (`lib/inspect.ts` builds them).
 #[napi(object, object_from_js = false)]
-pub struct SessionEvents {
+pub struct NativeSessionEvents {
     /// The session.
     pub session_key: String,
     /// The agent the events were read for.
@@ -211,10 +213,11 @@ pub struct SessionEvents {
     pub state_version: i64,
     /// The pruned watermark.
     pub pruned_max_sequence: i64,
-    /// True when `since` predates retained history (`since < prunedMaxSequence`).
+    /// True when `since` predates retained history (`since < prunedMaxSequence`), or a stored
+    /// row could not be answered.
     pub history_gap: bool,
-    /// Events with `sequence > since`, ascending.
-    pub events: Vec<InspectedEvent>,
+    /// Every stored event row with `sequence > since`, ascending.
+    pub rows: PackedRows,
 }
 
 /// Reads a report of the database at `path` without changing it. Never creates the file.
@@ -231,7 +234,7 @@ pub fn read_events(
     path: String,
     session_key: String,
     options: Option<ReadEventsOptions>,
-) -> Result<SessionEvents, Code> {
+) -> Result<NativeSessionEvents, Code> {
     let (since, agent_id) = options.map_or((None, None), |o| (o.since, o.agent_id));
     let r = core::read_events(
         &path,
@@ -240,12 +243,12 @@ pub fn read_events(
         since.unwrap_or(0.0),
     )
     .js()?;
-    Ok(SessionEvents {
+    Ok(NativeSessionEvents {
+        rows: packed::events(&r.events),
         session_key: r.session_key,
         agent_id: r.agent_id,
         state_version: r.state_version,
         pruned_max_sequence: r.pruned_max_sequence,
         history_gap: r.history_gap,
-        events: r.events.into_iter().map(Into::into).collect(),
     })
 }

@@ -21,6 +21,7 @@ use crate::inert::{lossy_integer, lossy_opt_text, lossy_text};
 use crate::keys;
 use crate::log::check_after;
 use crate::queue::Notice;
+use crate::read_event::{self, ChangeEvent};
 
 /// The tables of the schema (semantics.md#storage), in the order the report names them.
 pub const TABLES: [&str; 4] = [
@@ -151,7 +152,7 @@ pub struct Inspection {
 
 /// A session's events after a version, read-only and unbounded (the inspection counterpart
 /// of `changes_since`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionEvents {
     /// The session.
     pub session_key: String,
@@ -161,10 +162,12 @@ pub struct SessionEvents {
     pub state_version: i64,
     /// The pruned watermark.
     pub pruned_max_sequence: i64,
-    /// `since` predates retained history (`since < pruned_max_sequence`).
+    /// `since` predates retained history (`since < pruned_max_sequence`), or a stored row
+    /// could not be answered (semantics.md#reading-foreign-events).
     pub history_gap: bool,
-    /// Events with `sequence > since`, ascending.
-    pub events: Vec<EventRow>,
+    /// Every stored event row with `sequence > since`, ascending, each as `changesSince`
+    /// answers it (a foreign row in its safe form).
+    pub events: Vec<ChangeEvent>,
 }
 
 /// Inspects the database at `path` without changing it.
@@ -292,28 +295,31 @@ pub fn read_events(
     } else {
         (0, 0)
     };
-    let events = if has(TABLES[0]) {
+    let mut unanswerable = false;
+    let mut events = Vec::new();
+    if has(TABLES[0]) {
         let sql = format!(
             "SELECT {EVENT_COLUMNS} FROM session_state_events \
              WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 ORDER BY sequence"
         );
         let mut stmt = tx.prepare(&sql).map_err(on_err)?;
-        let rows = stmt
-            .query_map(params![session_key, agent, since], event_row)
-            .map_err(on_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
+        let mut rows = stmt
+            .query(params![session_key, agent, since])
             .map_err(on_err)?;
-        rows
-    } else {
-        Vec::new()
-    };
+        while let Some(r) = rows.next().map_err(on_err)? {
+            match read_event::read(r, state_version).map_err(on_err)? {
+                Some(e) => events.push(e),
+                None => unanswerable = true,
+            }
+        }
+    }
     tx.finish().map_err(on_err)?;
     Ok(SessionEvents {
         session_key: session_key.to_owned(),
         agent_id: agent,
         state_version,
         pruned_max_sequence,
-        history_gap: since < pruned_max_sequence,
+        history_gap: since < pruned_max_sequence || unanswerable,
         events,
     })
 }

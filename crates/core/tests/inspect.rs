@@ -193,7 +193,7 @@ fn reports_a_closed_database_exactly_and_leaves_it_untouched() {
     let child = inspect::read_events(p, CHILD, None, 2.0).unwrap();
     assert_eq!(child.events.len(), 1);
     assert_eq!(
-        child.events[0].payload_json.as_deref(),
+        child.events[0].stored().unwrap().payload_json.as_deref(),
         Some(r#"{"goal":"ship"}"#)
     );
     assert_eq!(snapshot(&path), before);
@@ -336,10 +336,13 @@ fn reads_a_sessions_events_after_a_version_with_the_gap_flag() {
         ("main", 7, 3)
     );
     assert!(all.history_gap);
-    let seqs: Vec<i64> = all.events.iter().map(|e| e.sequence).collect();
+    let seqs: Vec<i64> = all.events.iter().map(|e| e.sequence()).collect();
     assert_eq!(seqs, vec![6, 7]);
     assert_eq!(
-        (all.events[0].kind.as_str(), all.events[0].summary.as_str()),
+        (
+            all.events[0].stored().unwrap().kind.as_str(),
+            all.events[0].summary()
+        ),
         ("run_completed", "one")
     );
     assert!(
@@ -351,7 +354,7 @@ fn reads_a_sessions_events_after_a_version_with_the_gap_flag() {
     let since = inspect::read_events(p, CHILD, Some("main"), 6.0).unwrap();
     assert!(!since.history_gap);
     assert_eq!(since.events.len(), 1);
-    assert_eq!(since.events[0].summary, "two");
+    assert_eq!(since.events[0].summary(), "two");
     let at_watermark = inspect::read_events(p, CHILD, None, 3.0).unwrap();
     assert!(!at_watermark.history_gap);
     assert_eq!(at_watermark.events.len(), 2);
