@@ -3,6 +3,8 @@
 // listSessionStateEventsSince and readEvents; a row the store would not write comes back in
 // one safe form. Rows are written by hand while no store of this process has the file open.
 import * as childProcess from 'node:child_process'
+import * as fs from 'node:fs'
+import * as path from 'node:path'
 
 import { SessionState, readEvents, type ChangeEvent, type ForeignStateEvent } from '../lib'
 import * as openclaw from '../lib/openclaw'
@@ -22,21 +24,8 @@ const ROWS: Array<[string | null, string | null, string | null, string | null, n
   [null, 'human', null, null, T0, null, '"text"'],
 ]
 
-/**
- * OpenClaw's older generations: the same tables, neither STRICT nor NOT NULL, so they hold
- * what a STRICT table refuses (a text or fractional `occurred_at`, a NULL kind).
- */
-const LOOSE_SCHEMA = `
-CREATE TABLE session_state_events (sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-  dedupe_key TEXT UNIQUE, session_key TEXT, session_id TEXT, agent_id TEXT, kind TEXT,
-  actor_type TEXT, actor_id TEXT, run_id TEXT, occurred_at INTEGER, summary TEXT,
-  payload_json TEXT);
-CREATE TABLE session_state_heads (session_key TEXT, agent_id TEXT, last_sequence INTEGER,
-  pruned_max_sequence INTEGER DEFAULT 0, updated_at INTEGER, PRIMARY KEY (session_key, agent_id));
-CREATE TABLE session_watch_cursors (watcher_session_key TEXT, target_session_key TEXT,
-  last_seen_sequence INTEGER, notified_sequence INTEGER, material_sequence INTEGER,
-  provenance TEXT, updated_at INTEGER, PRIMARY KEY (watcher_session_key, target_session_key));
-`
+/** OpenClaw's older generations: tables that hold what a STRICT table refuses. */
+const LOOSE_SCHEMA = fs.readFileSync(path.join(__dirname, '../crates/core/tests/fixtures/loose-schema.sql'), 'utf8')
 
 /** The file: a cursor W -> T, T's first event (1), the foreign rows (2..7), a live event (8). */
 function build(): string {

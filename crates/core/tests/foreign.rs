@@ -19,17 +19,7 @@ const T: &str = "agent:main:t";
 const RETENTION: i64 = 30 * 24 * 60 * 60 * 1000;
 
 /// OpenClaw's older generations: the same tables, not STRICT, without NOT NULL.
-const LOOSE_SCHEMA: &str = "
-CREATE TABLE session_state_events (sequence INTEGER PRIMARY KEY AUTOINCREMENT,
-  dedupe_key TEXT UNIQUE, session_key TEXT, session_id TEXT, agent_id TEXT, kind TEXT,
-  actor_type TEXT, actor_id TEXT, run_id TEXT, occurred_at INTEGER, summary TEXT,
-  payload_json TEXT);
-CREATE TABLE session_state_heads (session_key TEXT, agent_id TEXT, last_sequence INTEGER,
-  pruned_max_sequence INTEGER DEFAULT 0, updated_at INTEGER, PRIMARY KEY (session_key, agent_id));
-CREATE TABLE session_watch_cursors (watcher_session_key TEXT, target_session_key TEXT,
-  last_seen_sequence INTEGER, notified_sequence INTEGER, material_sequence INTEGER,
-  provenance TEXT, updated_at INTEGER, PRIMARY KEY (watcher_session_key, target_session_key));
-";
+const LOOSE_SCHEMA: &str = include_str!("fixtures/loose-schema.sql");
 
 /// One hostile row: the SQL that writes it (`?1` is T0), the table, and whether it needs the
 /// non-STRICT tables.
