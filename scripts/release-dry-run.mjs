@@ -249,7 +249,7 @@ function main() {
   const expected = { [pkg.name]: rootFiles(publishDir) }
   for (const target of pkg.napi.targets) {
     const abi = parseTriple(target).platformArchABI
-    expected[`${pkg.name}-${abi}`] = ['LICENSE', 'README.md', `${pkg.napi.binaryName}.${abi}.node`, 'package.json']
+    expected[`${pkg.name}-${abi}`] = ['LICENSE', 'README.md', `${pkg.napi.binaryName}.${abi}.node`, 'package.json'].sort()
   }
   const problems = []
   const published = fs.readdirSync(publishOut).map((f) => f.replace(/\.json$/, '')).sort()
