@@ -270,7 +270,6 @@ function main() {
   for (const [name, files] of Object.entries(lists)) log(`${name}@${pkg.version}: ${files.join(' ')}`)
   if (problems.length > 0) fail(problems.join('\n'))
   log(`ok: ${published.length} tarballs as expected, ${((Date.now() - started) / 1000).toFixed(0)} s`)
-  fs.rmSync(WORK, { recursive: true, force: true })
 }
 
 try {
@@ -278,4 +277,8 @@ try {
 } catch (err) {
   console.error(`release-dry-run: ${err.message}`)
   process.exitCode = 1
+} finally {
+  // The clones hold package.json files and tests of their own: none may outlive the run
+  // (RELEASE_DRY_RUN_KEEP=1 keeps them to look into a failure).
+  if (process.env.RELEASE_DRY_RUN_KEEP !== '1') fs.rmSync(WORK, { recursive: true, force: true })
 }
