@@ -6,15 +6,22 @@ import { spawnSync, type SpawnSyncOptions } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 import * as ts from 'typescript'
 
 const ROOT = path.join(__dirname, '..')
 const rootManifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
-const PLATFORMS = ['linux-x64-gnu', 'linux-arm64-gnu', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc']
+const PLATFORMS = [
+  'linux-x64-gnu', 'linux-arm64-gnu', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc', 'linux-x64-musl',
+  'linux-arm64-musl',
+]
 const ABI = platformArchAbi()
 const PLATFORM_PACKAGE = `session-awareness-${ABI}`
 const BINARY = `session-awareness.${ABI}.node`
+// Tests that need a POSIX shell, or that spawn npm's `.bin` shim directly (on Windows it is a
+// .cmd file, which Node starts only through a shell), skip there.
+const posixOnly = process.platform === 'win32' ? test.skip : test
 
 let work: string
 let consumer: string
@@ -85,7 +92,7 @@ beforeAll(() => {
   )
   // No cargo anywhere on PATH, no override of the binary's location.
   const dirs = [path.dirname(process.execPath), ...(process.env.PATH ?? '').split(path.delimiter)]
-  env = { ...process.env, PATH: dirs.filter((d) => d && !fs.existsSync(path.join(d, 'cargo'))).join(path.delimiter) }
+  env = { ...process.env, PATH: dirs.filter((d) => d && !['cargo', 'cargo.exe'].some((c) => fs.existsSync(path.join(d, c)))).join(path.delimiter) }
   delete env.NAPI_RS_NATIVE_LIBRARY_PATH
   delete env.NAPI_RS_FORCE_WASI
   delete env.NODE_OPTIONS
@@ -141,7 +148,7 @@ test('the root lists every platform package, at its own version, in optionalDepe
   expect(installed.bin).toEqual({ 'session-awareness': 'bin/session-awareness.js' })
 })
 
-test('the install environment has no cargo', () => {
+posixOnly('the install environment has no cargo', () => {
   expect(run('/bin/sh', ['-c', 'command -v cargo']).status).not.toBe(0)
 })
 
@@ -230,7 +237,7 @@ test('require() loads the platform package binary and records, watches and drain
 test('import loads the same objects through dist/index.mjs, with the same names, and wakes', () => {
   fs.writeFileSync(path.join(consumer, 'check.mjs'), ESM_CHECK)
   const out = JSON.parse(mustRun(process.execPath, ['check.mjs', consumer], { cwd: consumer }))
-  expect(fs.realpathSync(new URL(out.resolved).pathname)).toBe(
+  expect(fs.realpathSync(fileURLToPath(out.resolved))).toBe(
     fs.realpathSync(path.join(consumer, 'node_modules', 'session-awareness', 'dist', 'index.mjs')),
   )
   expect(out.natives.map((f: string) => fs.realpathSync(f))).toEqual([expectedNative()])
@@ -248,7 +255,7 @@ test('import loads the same objects through dist/index.mjs, with the same names,
   expect(out.contextKey).toBe(true)
 })
 
-test('the installed CLI inspects a database read-only', () => {
+posixOnly('the installed CLI inspects a database read-only', () => {
   const db = path.join(consumer, 'cjs.sqlite')
   const before = fs.readFileSync(db)
   const bin = path.join(consumer, 'node_modules', '.bin', 'session-awareness')

@@ -10,7 +10,10 @@ const ROOT = path.join(__dirname, '..')
 const SCRIPT = path.join(ROOT, 'scripts', 'release-manifests.js')
 const rootManifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
 const VERSION: string = rootManifest.version
-const PLATFORMS = ['linux-x64-gnu', 'linux-arm64-gnu', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc']
+const PLATFORMS = [
+  'linux-x64-gnu', 'linux-arm64-gnu', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc', 'linux-x64-musl',
+  'linux-arm64-musl',
+]
 const URL = 'https://github.com/example-org/session-awareness'
 const LICENSE_TEXT = 'MIT License\n\nCopyright (c) 2026 test\n'
 
@@ -54,7 +57,7 @@ describe('check <tag>', () => {
   test('the tag of the version passes and names every package', () => {
     const out = run('check', `v${VERSION}`)
     expect([out.status, out.stdout, out.problems]).toEqual([
-      0, `v${VERSION}: session-awareness and 5 platform packages at ${VERSION}\n`, [],
+      0, `v${VERSION}: session-awareness and 7 platform packages at ${VERSION}\n`, [],
     ])
   })
 
@@ -78,12 +81,12 @@ describe('check <tag>', () => {
       const deps = m.optionalDependencies as Record<string, string>
       deps['session-awareness-win32-x64-msvc'] = '0.0.9'
       delete deps['session-awareness-linux-arm64-gnu']
-      deps['session-awareness-linux-x64-musl'] = VERSION
+      deps['session-awareness-linux-riscv64-gnu'] = VERSION
     })
     const out = run('check', `v${VERSION}`)
     expect(out.status).toBe(1)
     expect(out.problems).toHaveLength(3)
-    for (const [i, name] of ['linux-arm64-gnu', 'win32-x64-msvc', 'linux-x64-musl'].entries()) {
+    for (const [i, name] of ['linux-arm64-gnu', 'win32-x64-msvc', 'linux-riscv64-gnu'].entries()) {
       expect(out.problems[i]).toContain(`session-awareness-${name}`)
     }
   })

@@ -6,6 +6,8 @@ import * as path from 'node:path'
 import { SessionState, codeOf, fixture, human, must, rawDb } from './helpers'
 
 const fx = fixture('storage')
+// File modes are POSIX permission bits: Windows keeps no such bits (its ACLs decide access).
+const posixOnly = process.platform === 'win32' ? test.skip : test
 const MAIN = 'agent:main:main'
 const CHILD = 'agent:main:subagent:c'
 
@@ -78,7 +80,7 @@ test('two SessionState objects on one file both work and see each other’s reco
   expect(must(b.record(human(CHILD))).sequence).toBeGreaterThan(d1.sequence)
 })
 
-test('a new file is created with mode 0600, a missing directory with 0700', () => {
+posixOnly('a new file is created with mode 0600, a missing directory with 0700', () => {
   const dir = path.join(fx.dir(), 'made', 'here')
   const file = path.join(dir, 'state.sqlite')
   const s = fx.open(file)
@@ -91,7 +93,7 @@ test('a new file is created with mode 0600, a missing directory with 0700', () =
   }
 })
 
-test('an existing file keeps its mode', () => {
+posixOnly('an existing file keeps its mode', () => {
   const file = fx.file()
   fs.writeFileSync(file, '')
   fs.chmodSync(file, 0o640)

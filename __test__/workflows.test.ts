@@ -149,14 +149,32 @@ describe('ci.yml', () => {
     expect(ci.permissions).toEqual({ contents: 'read' })
   })
 
-  test('builds each napi target on its own runner and uploads it as bindings-<target>', () => {
-    const rows: Array<{ target: string; abi: string; host: string }> = ci.jobs.build.strategy.matrix.include
+  test('builds each napi target and uploads it as bindings-<target>', () => {
+    const rows: Array<{ target: string; abi: string; host: string; alpine?: string }> = ci.jobs.build.strategy.matrix.include
     expect(rows.map((r) => r.target)).toEqual(TARGETS)
     expect(rows.map((r) => r.abi)).toEqual(ABIS)
+    // musl natively in Alpine, on a runner of its CPU; everything else on the runner itself.
+    expect(rows.map((r) => r.alpine ?? null)).toEqual(
+      TARGETS.map((t) => (t.endsWith('-linux-musl') ? 'node:22-alpine' : null)),
+    )
     const steps = ci.jobs.build.steps
     const toolchain = steps.find((s: Yaml) => s.name === 'Rust toolchain from rust-toolchain.toml')
-    expect(toolchain.run.trimEnd().split('\n').at(-1)).toBe('rustup toolchain install')
-    expect(steps.find((s: Yaml) => s.name === 'Build the release addon').run).toBe('npm run build')
+    expect(toolchain.run.trimEnd().split('\n').slice(-2)).toEqual([
+      'rustup toolchain install', 'rustup target add ${{ matrix.target }}',
+    ])
+    const build = steps.find((s: Yaml) => s.name === 'Build the release addon')
+    expect([build.if, build.run]).toEqual(['${{ !matrix.alpine }}', 'npm run build -- --target ${{ matrix.target }}'])
+    const alpine = steps.find((s: Yaml) => s.name === 'Build the release addon in Alpine (musl)')
+    expect(alpine.if).toBe('${{ matrix.alpine }}')
+    expect(alpine.run).toContain('docker run --rm -v "$PWD:/work" -w /work -e CARGO_TERM_COLOR ${{ matrix.alpine }} sh -euc')
+    expect(alpine.run).toContain('  npm ci --ignore-scripts\n  npm run build -- --target ${{ matrix.target }}\n')
+    // The glibc floor the gnu packages promise, checked on the binary that is uploaded.
+    const floor = steps.find((s: Yaml) => s.name === 'The binary needs no glibc newer than 2.17')
+    expect([floor.if, floor.run]).toEqual([
+      "${{ endsWith(matrix.target, '-linux-gnu') }}",
+      'node scripts/check-glibc.js npm/${{ matrix.abi }}/session-awareness.${{ matrix.abi }}.node',
+    ])
+    expect(steps.indexOf(floor)).toBe(steps.length - 2)
     expect(steps.find((s: Yaml) => s.uses === 'actions/upload-artifact@v5').with).toEqual({
       name: 'bindings-${{ matrix.target }}',
       path: 'npm/${{ matrix.abi }}/session-awareness.${{ matrix.abi }}.node',
@@ -165,28 +183,44 @@ describe('ci.yml', () => {
     expect(pkg.napi.binaryName).toBe('session-awareness')
   })
 
-  test('tests every built binary under Node 20, 22 and 24, on Linux, macOS and Windows', () => {
-    const { test: job, build } = ci.jobs
-    expect(job.needs).toBe('build')
+  test('tests every built binary under Node 20, 22 and 24, on Linux (glibc and musl), macOS and Windows', () => {
+    const { test: job, 'test-musl': musl, build } = ci.jobs
+    expect([job.needs, musl.needs]).toEqual(['build', 'build'])
     expect(job.strategy.matrix.node).toEqual(['20', '22', '24'])
+    expect(musl.strategy.matrix.node).toEqual(['20', '22', '24'])
     const platforms: Array<{ target: string; host: string }> = job.strategy.matrix.platform
-    expect(platforms.map((p) => p.target)).toEqual(TARGETS)
+    const muslPlatforms: Array<{ target: string; host: string }> = musl.strategy.matrix.platform
+    expect([...platforms, ...muslPlatforms].map((p) => p.target)).toEqual(TARGETS)
     // Each binary is tested on the CPU it was built for: arm64 Linux and Intel macOS included.
     expect(platforms.map((p) => p.host)).toEqual([
       'ubuntu-latest', 'ubuntu-24.04-arm', 'macos-15-intel', 'macos-latest', 'windows-latest',
     ])
+    expect(muslPlatforms.map((p) => p.host)).toEqual(['ubuntu-latest', 'ubuntu-24.04-arm'])
+    // The arm64 glibc binary is cross-compiled on x86-64 with the glibc 2.17 toolchain.
     expect(build.strategy.matrix.include.map((r: Yaml) => r.host)).toEqual([
-      'ubuntu-22.04', 'ubuntu-22.04-arm', 'macos-15-intel', 'macos-latest', 'windows-latest',
+      'ubuntu-22.04', 'ubuntu-22.04', 'macos-15-intel', 'macos-latest', 'windows-latest', 'ubuntu-latest',
+      'ubuntu-24.04-arm',
     ])
     const runs = job.steps.map((s: Yaml) => s.run ?? s.uses)
     expect(runs.slice(2)).toEqual([
       'npm ci',
       'actions/download-artifact@v6',
       'node scripts/place-binary.js',
+      'npm run build:ts',
       'npx tsc -p examples/tsconfig.json\nnode .tmp/examples/gateway.js\n',
       'npx jest --runInBand',
     ])
     expect(job.steps[3].with).toEqual({ name: 'bindings-${{ matrix.platform.target }}', path: '.' })
+    // The musl cell runs the same steps in node:<version>-alpine.
+    expect(musl.steps.map((s: Yaml) => s.uses ?? 'run')).toEqual(['actions/checkout@v5', 'actions/download-artifact@v6', 'run'])
+    expect(musl.steps[1].with).toEqual({ name: 'bindings-${{ matrix.platform.target }}', path: '.' })
+    const inAlpine = musl.steps[2].run.split('\n').map((l: string) => l.trim()).filter(Boolean)
+    expect(inAlpine).toEqual([
+      'docker run --rm -v "$PWD:/work" -w /work node:${{ matrix.node }}-alpine sh -euc \'',
+      'apk add --no-cache bash build-base python3',
+      ...runs.slice(2).filter((r: string) => !r.startsWith('actions/')).flatMap((r: string) => r.trimEnd().split('\n')),
+      "'",
+    ])
   })
 
   test('the lint job runs the gates of npm test that need no binary', () => {
@@ -199,6 +233,7 @@ describe('ci.yml', () => {
       'cargo fmt --all -- --check',
       'cargo clippy --workspace --all-targets -- -D warnings',
       'npx --no-install eslint .',
+      'npm run build:ts',
       'npx tsc -p tsconfig.json',
     ])
     expect(ci.jobs['rust-test'].steps.at(-1).run).toBe('cargo test --workspace')
@@ -232,6 +267,7 @@ describe('release.yml', () => {
       'actions/checkout@v5',
       'actions/setup-node@v6',
       'npm ci',
+      'npm run build:ts',
       'node scripts/release-manifests.js check "$GITHUB_REF_NAME"',
       'actions/download-artifact@v6',
       'npx napi artifacts --output-dir artifacts --npm-dir npm',
@@ -239,7 +275,7 @@ describe('release.yml', () => {
       'npm run test:package',
       'node scripts/release-manifests.js stamp "$GITHUB_SERVER_URL/$GITHUB_REPOSITORY"',
     ])
-    expect(publish.steps[4].with).toEqual({ pattern: 'bindings-*', path: 'artifacts' })
+    expect(publish.steps[5].with).toEqual({ pattern: 'bindings-*', path: 'artifacts' })
   })
 })
 

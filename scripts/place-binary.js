@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// After `napi build --platform`: copy the binary just built for this machine into its
-// platform package (npm/<platformArchABI>/), which is what `npm pack` there ships. The copy
-// beside index.js stays for local development and the repository's own tests.
+// After `napi build --platform`: copy the binary just built for this machine (or for
+// `--target <triple>`) into its platform package (npm/<platformArchABI>/), which is what
+// `npm pack` there ships. The copy beside index.js stays for local development and the
+// repository's own tests.
 'use strict'
 const fs = require('node:fs')
 const path = require('node:path')
@@ -20,7 +21,9 @@ function platformArchAbi() {
   return `${platform}-${arch}`
 }
 
-const abi = platformArchAbi()
+const at = process.argv.indexOf('--target')
+const abi =
+  at >= 0 ? require('@napi-rs/cli').parseTriple(process.argv[at + 1]).platformArchABI : platformArchAbi()
 const file = `${napi.binaryName}.${abi}.node`
 const from = path.join(root, file)
 const dir = path.join(root, 'npm', abi)

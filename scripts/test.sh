@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test gate, in order: Rust format and lints, Rust tests, the release addon (also
-# placed in its platform package) and the TypeScript layer (dist/), the type checks, ESLint,
-# the gateway example, then Jest under Node 20 (the suite, then the package test), the same
-# again under Node 24, OpenClaw 2026.9.6's published code reading what the store wrote, and
+# placed in its platform package; on x86-64 Linux built against glibc 2.17, which is then
+# checked) and the TypeScript layer (dist/), the type checks, ESLint, the gateway example,
+# then Jest under Node 20 (the suite, then the package test), the release dry run (the lint
+# job, a Linux test cell and the publish job from clean clones of HEAD, up to `npm publish
+# --dry-run`), Jest again under Node 24, OpenClaw 2026.9.6's published code reading what the store wrote, and
 # the OpenClaw adapter compared with that code call by call (2,000 seeded sequences), and
 # OpenClaw's own callers driven with its session-state chunk swapped for the adapter.
 # Every step must pass; the last steps all run even when one fails, and the last line sums
@@ -22,6 +24,10 @@ echo "== cargo test"
 cargo test --workspace
 echo "== napi build"
 npm run build --silent
+if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
+  echo "== glibc floor of the Linux binary (no GLIBC_ newer than 2.17)"
+  node scripts/check-glibc.js npm/linux-x64-gnu/session-awareness.linux-x64-gnu.node
+fi
 echo "== tsc --strict --noEmit (lib/)"
 npx tsc -p lib --strict --noEmit
 echo "== tsc --noEmit (tests, types/usage.ts)"
@@ -40,6 +46,8 @@ npx jest --runInBand --testPathIgnorePatterns '/package\.test\.ts$' \
   --json --outputFile=.tmp/jest-results.json || status=1
 echo "== npm run test:package (Node $(node --version))"
 npm run test:package --silent -- --json --outputFile=.tmp/jest-package.json || status=1
+echo "== release dry run from clean clones of HEAD (npm run test:release)"
+npm run test:release --silent || status=1
 echo "== jest (Node 24: scripts/node24.sh)"
 bash scripts/node24.sh || status=1
 echo "== OpenClaw 2026.9.6's published code reads what the store wrote (npm run test:openclaw)"

@@ -57,6 +57,8 @@ function summariesAfterReopen(file: string): string[] {
 const codes = (errors: CodedError[]) => errors.splice(0).map((e) => e.code)
 const range = (n: number) => Array.from({ length: n }, (_, i) => `event ${i}`)
 const isRoot = process.getuid?.() === 0
+// The file-size limit is set with bash's `ulimit -f` (RLIMIT_FSIZE): POSIX only, Windows has none.
+const posixOnly = process.platform === 'win32' ? test.skip : test
 
 /**
  * Makes `files` read-only for this process: immutable (chattr +i) as root, whom file modes do
@@ -298,7 +300,7 @@ describe('full disk', () => {
     }
   })
 
-  test('a file-size limit (ulimit -f): record is null + ERR_DB; the process goes on; nothing lost', async () => {
+  posixOnly('a file-size limit (ulimit -f): record is null + ERR_DB; the process goes on; nothing lost', async () => {
     const file = path.join(dir, 'fsize', 'state.sqlite')
     fs.mkdirSync(path.dirname(file))
     const child = startChild('full-disk-writer.js', [file, KEY], { fileSizeLimitKiB: 512 })
