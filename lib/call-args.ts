@@ -15,7 +15,8 @@ export type RecordArgs = Parameters<NativeSessionState['record']>
 /** Checks a record input and lays it out as the native calls take it. */
 export function recordArgs(input: RecordInput): RecordArgs {
   if (input === undefined || input === null) throw a.invalidInput('record needs an input object')
-  if (typeof input !== 'object') throw a.invalidInput('input must be an object')
+  if (typeof input !== 'object' || Array.isArray(input)) throw a.invalidInput('input must be an object')
+  a.known(input, 'input', 'record')
   const i = input as unknown as Record<string, unknown>
   return [
     a.reqStr(i.sessionKey, 'sessionKey'),
@@ -37,7 +38,7 @@ export function recordArgs(input: RecordInput): RecordArgs {
 
 /** `adopt`'s link, checked. */
 export function upstreamLink(link: unknown): Parameters<NativeSessionState['adopt']>[1] {
-  const l = a.opts(link, 'link')
+  const l = a.opts(link, 'link', 'link')
   if (l === undefined) throw a.invalidInput('link must be an object')
   return {
     source: a.reqStr(l.source, 'source'),
@@ -57,7 +58,7 @@ export function remoteCheck(result: unknown): [string, string | undefined] {
   if (found === false) return ['false', undefined]
   if (found === 'unknown') return ['unknown', undefined]
   if (found !== true || !Array.isArray(items)) throw bad()
-  const json = items.map((item) => payloadJson(item) ?? 'null')
+  const json = items.map((item, n) => payloadJson(item, `items[${n}]`) ?? 'null')
   return ['true', `[${json.join(',')}]`]
 }
 

@@ -129,7 +129,7 @@ interface Prepared {
 
 function prepare(path: string, options: SessionStateOptions | null | undefined): Prepared {
   a.str(path, 'path')
-  const o = a.opts(options) ?? {}
+  const o = a.opts(options, 'options', 'store') ?? {}
   const onError = a.optFn<Report>(o.onError, 'onError')
   const report = reporter(onError)
   const native = {
@@ -273,7 +273,7 @@ export class SessionState {
   watch(watcherKey: string, targetKey: string, options?: WatchOptions | null): boolean {
     a.str(watcherKey, 'watcherKey')
     a.str(targetKey, 'targetKey')
-    const o = a.opts(options)
+    const o = a.opts(options, 'options', 'watch')
     const provenance = a.optStr(o?.provenance, 'provenance')
     const scope = a.optStr(o?.scope, 'scope')
     const refresh = a.optBool(o?.refresh, 'refresh')
@@ -305,10 +305,9 @@ export class SessionState {
    * questions about watches (who watches a session, which targets a watcher follows).
    */
   cursorRows(filter?: CursorRowFilter | null): CursorRow[] {
-    const o = a.opts(filter)
+    const o = a.opts(filter, 'filter', 'cursorRows')
     const watcherKey = a.optStr(o?.watcherKey, 'watcherKey')
     const targetKey = a.optStr(o?.targetKey, 'targetKey')
-    if (watcherKey === '' || targetKey === '') throw a.invalidInput('a session key must not be empty')
     try {
       return this.#native.cursorRows(watcherKey, targetKey).map(cursorRow)
     } catch (e) {
@@ -319,7 +318,7 @@ export class SessionState {
   /** The session's state version: the largest sequence recorded for it, 0 when none. */
   stateVersion(sessionKey: string, options?: AgentOptions | null): number {
     a.str(sessionKey, 'sessionKey')
-    const agentId = a.optStr(a.opts(options)?.agentId, 'agentId')
+    const agentId = a.optStr(a.opts(options, 'options', 'agent')?.agentId, 'agentId')
     try {
       this.#settle()
       return this.#native.stateVersion(sessionKey, agentId)
@@ -348,7 +347,7 @@ export class SessionState {
   changesSince(sessionKey: string, after: number, options?: ChangesSinceOptions | null): ChangesSince {
     a.str(sessionKey, 'sessionKey')
     a.num(after, 'after')
-    const o = a.opts(options)
+    const o = a.opts(options, 'options', 'changesSince')
     const agentId = a.optStr(o?.agentId, 'agentId')
     const limit = a.optNum(o?.limit, 'limit')
     let c: packed.PackedChanges
@@ -441,7 +440,7 @@ export class SessionState {
   acknowledge(watcherKey: string, targetKeys: string[], options?: AcknowledgeOptions | null): number {
     a.str(watcherKey, 'watcherKey')
     a.strArray(targetKeys, 'targetKeys')
-    const scope = a.optStr(a.opts(options)?.scope, 'scope')
+    const scope = a.optStr(a.opts(options, 'options', 'acknowledge')?.scope, 'scope')
     try {
       this.#settle()
       return this.#native.acknowledge(watcherKey, targetKeys, scope)
@@ -458,12 +457,25 @@ export class SessionState {
    * nor woken again), then prunes.
    */
   sweep(options?: SweepOptions | null): SweepReport {
-    const exists = a.optFn<(watcherKey: string) => boolean>(a.opts(options)?.watcherExists, 'watcherExists')
+    const given = a.optPredicate<string>(a.opts(options, 'options', 'sweep')?.watcherExists, 'watcherExists')
+    // The callback's own refusal (a non-boolean answer) is thrown as it is, not as the
+    // addon's wrapped report of a throwing callback.
+    let refused: unknown
+    const exists =
+      given &&
+      ((w: string): boolean => {
+        try {
+          return given(w)
+        } catch (e) {
+          if (e instanceof SessionStateError) refused ??= e
+          throw e
+        }
+      })
     try {
       this.#settle()
       return this.#native.sweep(exists)
     } catch (e) {
-      throw fromNative(e)
+      throw refused ?? fromNative(e)
     } finally {
       this.#notices?.deliver()
     }
@@ -500,7 +512,7 @@ export class SessionState {
    */
   deleteSession(sessionKey: string, options?: AgentOptions | null): void {
     a.str(sessionKey, 'sessionKey')
-    const agentId = a.optStr(a.opts(options)?.agentId, 'agentId')
+    const agentId = a.optStr(a.opts(options, 'options', 'agent')?.agentId, 'agentId')
     try {
       this.#settle()
       this.#native.deleteSession(sessionKey, agentId)
@@ -608,7 +620,7 @@ export class SessionState {
    * alive; failures go to `onError`.
    */
   startUpstreamMonitor(options?: UpstreamMonitorOptions | null): void {
-    const intervalMs = a.optNum(a.opts(options)?.intervalMs, 'intervalMs')
+    const intervalMs = a.optNum(a.opts(options, 'options', 'upstreamMonitor')?.intervalMs, 'intervalMs')
     try {
       this.#native.startUpstreamMonitor(intervalMs)
     } catch (e) {

@@ -97,7 +97,8 @@ export function recordSessionStateEvent(
   const now = nowOf(options)
   try {
     const a = adapter()
-    const named = input.watcherSessionKeys
+    // OpenClaw drops a blank named watcher (no cursor can hold it); the store refuses one.
+    const named = input.watcherSessionKeys?.filter((k) => typeof k !== 'string' || k.trim() !== '')
     const scopes = input.watcherStorePaths ?? a.host.captureSessionWatcherStorePaths(named, options.env)
     const record: RecordInput = {
       sessionKey: input.sessionKey,
