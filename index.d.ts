@@ -359,8 +359,16 @@ export interface InspectedEvent {
   occurredAt: number
   /** The one-line summary. */
   summary: string
-  /** The payload's compact JSON text, exactly as stored. */
-  payloadJson?: string
+  /**
+   * The payload, as the API's events carry it (`StateEvent.payload`): the stored JSON
+   * object, parsed.
+   */
+  payload?: Record<string, unknown>
+  /**
+   * The stored payload text when it is not a JSON object (a row this version would
+   * refuse), shown as stored; absent otherwise.
+   */
+  payloadText?: string
 }
 
 /** One session head, with what is retained of its log. */

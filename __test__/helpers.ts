@@ -99,7 +99,6 @@ export function wakeSink() {
   }
 }
 
-/** The `code` of the error `fn` throws; fails the test when it does not throw. */
 /** The error `fn` throws, to check its code and what its message names. */
 export function errOf(fn: () => unknown): { code: string; message: string } {
   try {
@@ -110,6 +109,7 @@ export function errOf(fn: () => unknown): { code: string; message: string } {
   throw new Error('expected a throw')
 }
 
+/** The `code` of the error `fn` throws; fails the test when it does not throw. */
 export function codeOf(fn: () => unknown): string {
   try {
     fn()

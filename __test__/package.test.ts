@@ -107,21 +107,68 @@ afterAll(() => {
 
 /** The modules of lib/, each shipped compiled with its declarations. */
 const MODULES = [
-  'args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'notice-listener', 'packed',
-  'payload', 'session-state', 'types', 'versions',
+  'args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'names', 'notice-listener',
+  'packed', 'payload', 'session-state', 'types', 'versions',
   'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/links', 'openclaw/producers', 'openclaw/reads',
   'openclaw/state', 'openclaw/types',
 ]
 
-test('the root tarball ships the TypeScript layer, the loader, types, CLI, license and changelog, and no binary', () => {
+/** The documents the README links, shipped so that its links work where the package is read. */
+const DOCS = [
+  'BENCHMARKS.md', 'RELIABILITY.md', 'docs/architecture.md', 'docs/gateway-guide.md', 'docs/openclaw.md',
+  'docs/semantics.md', 'examples/gateway.ts',
+]
+
+test('the root tarball ships the TypeScript layer, the loader, types, CLI, license, changelog and docs, and no binary', () => {
   expect(packed.root.files).toEqual([
     'CHANGELOG.md', 'LICENSE', 'README.md', 'bin/session-awareness.js',
     ...MODULES.flatMap((m) => [`dist/${m}.d.ts`, `dist/${m}.js`]), 'dist/index.d.mts', 'dist/index.mjs',
-    'dist/openclaw/index.d.mts', 'dist/openclaw/index.mjs', 'index.d.ts', 'index.js', 'package.json',
+    'dist/openclaw/index.d.mts', 'dist/openclaw/index.mjs', 'index.d.ts', 'index.js', 'package.json', ...DOCS,
   ].sort())
   expect(packed.platform.files).toEqual([BINARY, 'README.md', 'package.json'].sort())
   const installed = path.join(consumer, 'node_modules', 'session-awareness')
   expect(filesUnder(installed).filter((f) => f.endsWith('.node'))).toEqual([])
+})
+
+/** The relative link targets of a markdown text, without their `#anchor` (web and bare anchors left out). */
+function relativeLinks(markdown: string): string[] {
+  const out: string[] = []
+  for (const m of markdown.matchAll(/\]\(([^)\s]+)\)/g)) {
+    const target = (m[1] as string).split('#')[0] as string
+    if (target !== '' && !/^[a-z][a-z0-9+.-]*:/i.test(target)) out.push(target)
+  }
+  return out
+}
+
+test('every relative link of the README, and of each document it leads to, points at a file in the tarball', () => {
+  const shipped = new Set(packed.root.files)
+  const installed = path.join(consumer, 'node_modules', 'session-awareness')
+  const seen = new Set<string>()
+  const broken: string[] = []
+  const queue = ['README.md']
+  while (queue.length > 0) {
+    const doc = queue.shift() as string
+    if (seen.has(doc)) continue
+    seen.add(doc)
+    for (const link of relativeLinks(fs.readFileSync(path.join(installed, doc), 'utf8'))) {
+      const target = path.posix.normalize(path.posix.join(path.posix.dirname(doc), link))
+      if (!shipped.has(target)) broken.push(`${doc} -> ${link}`)
+      else if (target.endsWith('.md')) queue.push(target)
+    }
+  }
+  expect(broken).toEqual([])
+  // The walk reached every shipped document from the README.
+  expect([...seen].sort()).toEqual(['CHANGELOG.md', 'README.md', ...DOCS.filter((d) => d.endsWith('.md'))].sort())
+})
+
+test('package.json names the repository, its home page and where to report bugs, all one repository', () => {
+  const installed = JSON.parse(
+    fs.readFileSync(path.join(consumer, 'node_modules', 'session-awareness', 'package.json'), 'utf8'),
+  )
+  const repo = 'https://github.com/session-awareness/session-awareness'
+  expect(installed.repository).toEqual({ type: 'git', url: `git+${repo}.git` })
+  expect(installed.homepage).toBe(`${repo}#readme`)
+  expect(installed.bugs).toEqual({ url: `${repo}/issues` })
 })
 
 test('the root lists every platform package, at its own version, in optionalDependencies', () => {

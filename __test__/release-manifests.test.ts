@@ -101,6 +101,8 @@ describe('check <tag>', () => {
 
 describe('stamp <repository-url>', () => {
   test('writes the repository into every manifest and LICENSE into every platform package', () => {
+    // A root that names no repository yet.
+    edit('package.json', (m) => { delete m.repository })
     const before = snapshot()
     const out = run('stamp', URL)
     expect(out.status).toBe(0)
@@ -112,6 +114,13 @@ describe('stamp <repository-url>', () => {
       expect(fs.readFileSync(path.join(dir, 'npm', p, 'LICENSE'), 'utf8')).toBe(LICENSE_TEXT)
     }
     expect(out.stdout.trimEnd().split('\n')).toHaveLength(PLATFORMS.length)
+  })
+
+  test("the real root's own repository is accepted and kept", () => {
+    const own = rootManifest.repository.url.replace(/^git\+/, '').replace(/\.git$/, '')
+    expect(run('stamp', own).status).toBe(0)
+    expect(read('package.json').repository).toEqual(rootManifest.repository)
+    expect(read('npm/linux-x64-gnu/package.json').repository).toEqual(rootManifest.repository)
   })
 
   test('a root that already names this repository keeps its own spelling of it', () => {
@@ -130,6 +139,7 @@ describe('stamp <repository-url>', () => {
   })
 
   test('a missing LICENSE, a missing platform package or a malformed URL is refused, writing nothing', () => {
+    edit('package.json', (m) => { delete m.repository })
     const cases: Array<[() => void, string]> = [
       [() => fs.rmSync(path.join(dir, 'LICENSE')), URL],
       [() => fs.rmSync(path.join(dir, 'npm', 'darwin-x64'), { recursive: true }), URL],

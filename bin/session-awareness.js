@@ -108,7 +108,8 @@ function table(header, rows) {
 
 function eventLine(e) {
   const actor = e.actorId ? `${e.actorType} ${key(e.actorId)}` : e.actorType
-  const extra = [e.runId && `run ${key(e.runId)}`, e.payloadJson].filter(Boolean).join('  ')
+  const payload = e.payloadText ?? (e.payload === undefined ? undefined : JSON.stringify(e.payload))
+  const extra = [e.runId && `run ${key(e.runId)}`, payload].filter(Boolean).join('  ')
   return [`#${e.sequence}`, time(e.occurredAt), e.kind, actor, JSON.stringify(e.summary), extra]
     .filter(Boolean)
     .join('  ')
