@@ -164,3 +164,17 @@ test('an unknown command or a missing argument is a usage error', () => {
     expect([out.status, out.problems.length]).toEqual([1, 1])
   }
 })
+
+test("CHANGELOG.md matches the package's version: released under its own heading, or named by Unreleased", () => {
+  const changelog = fs.readFileSync(path.join(ROOT, 'CHANGELOG.md'), 'utf8')
+  const released = [...changelog.matchAll(/^## (\d+\.\d+\.\d+\S*) - \d{4}-\d{2}-\d{2}$/gm)].map((m) => m[1])
+  const unreleased = /^## Unreleased\n\n([^#]*)/m.exec(changelog)?.[1] ?? ''
+  // The version is either released (its own dated heading, the newest one) or still being
+  // prepared (Unreleased names it), never both.
+  if (released.includes(VERSION)) {
+    expect(released[0]).toBe(VERSION)
+    expect(unreleased).not.toContain(`Version ${VERSION}`)
+  } else {
+    expect(unreleased).toContain(`Version ${VERSION}`)
+  }
+})
