@@ -76,7 +76,8 @@ export declare class NativeSessionState {
   deleteLinkRow(sessionKey: string, agentId: string): boolean
   /**
    * Opens (creating if needed) the store at `path`. Throws `ERR_INVALID_ARG` for a bad
-   * option and `ERR_DB` when the file cannot be opened as a database.
+   * option, `ERR_DB` when the file cannot be opened as a database and `ERR_NOT_SQLITE` for
+   * a file that is not SQLite; the message names the file.
    */
   constructor(path: string, options: NativeOptions)
   /**

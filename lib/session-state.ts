@@ -68,7 +68,8 @@ export interface SessionStateOptions {
    * Watchers this process serves from the start: notices opened for them by other processes
    * reach this process's `drain`/`peek` and `wake`. A watcher is also served once this
    * process drains, peeks or acknowledges for it, watches for it, or names it in a record's
-   * `watchers`. Bare keys are ignored; an empty key is `ERR_INVALID_ARG`.
+   * `watchers`. Bare keys are ignored; a blank entry (empty or whitespace-only) is
+   * `ERR_INVALID_ARG` naming its index.
    */
   serveWatchers?: string[] | null
   /**
@@ -175,8 +176,9 @@ export class SessionState {
    * Opens (creating if needed) the store at `path`: a SQLite file of its own (for a gateway,
    * `<stateDir>/state/session-state.sqlite`). Other tables in it and its `user_version` are
    * left alone. A new file is created with mode 0600 and a missing directory with mode 0700.
-   * Opening never prunes. Throws `ERR_INVALID_ARG` for a bad option, `ERR_DB` when the file
-   * cannot be opened as a database, and `ERR_FILE_SHARED` when another SQLite library of this
+   * Opening never prunes. Throws `ERR_INVALID_ARG` for a bad or unknown option, `ERR_DB`
+   * when the file cannot be opened as a database, `ERR_NOT_SQLITE` for a file that is not
+   * SQLite (left as it was; either message names the file), and `ERR_FILE_SHARED` when another SQLite library of this
    * process (`node:sqlite`, better-sqlite3) has the file open; a handle that appears later
    * makes every call that touches the file fail with `ERR_FILE_SHARED` (`record`: null and
    * `onError`) until the store is reopened.
@@ -215,7 +217,8 @@ export class SessionState {
   /**
    * Opens the store at `path` as the constructor does, with the file work (creating,
    * checking, migrating the schema; the guard's scan) off the JS thread. Rejects with the
-   * constructor's codes: `ERR_INVALID_ARG`, `ERR_DB`, `ERR_FILE_SHARED`, `ERR_FOREIGN_SCHEMA`.
+   * constructor's codes: `ERR_INVALID_ARG`, `ERR_DB`, `ERR_NOT_SQLITE`, `ERR_FILE_SHARED`,
+   * `ERR_FOREIGN_SCHEMA`.
    */
   static async open(path: string, options?: SessionStateOptions | null): Promise<SessionState> {
     const prepared = prepare(path, options)

@@ -275,7 +275,8 @@ impl Prepared {
 #[napi]
 impl NativeSessionState {
     /// Opens (creating if needed) the store at `path`. Throws `ERR_INVALID_ARG` for a bad
-    /// option and `ERR_DB` when the file cannot be opened as a database.
+    /// option, `ERR_DB` when the file cannot be opened as a database and `ERR_NOT_SQLITE` for
+    /// a file that is not SQLite; the message names the file.
     #[napi(constructor)]
     pub fn new(env: Env, path: String, options: NativeOptions) -> Result<Self, Code> {
         let prepared = Prepared::new(&env, options)?;

@@ -151,7 +151,8 @@ export function getSessionStateVersions(
     const seen = new Set<string>()
     const pairs: { sessionKey: string; agentId: string }[] = []
     for (const ref of refs) {
-      if (!ref.sessionKey) continue
+      // A blank key holds no version the store can read (it refuses one): left out.
+      if (!ref.sessionKey || ref.sessionKey.trim() === '') continue
       const parsed = a.host.parseAgentSessionKey(ref.sessionKey)
       const agentId = parsed ? a.host.resolveAgentIdFromSessionKey(ref.sessionKey) : (ref.agentId ?? 'main')
       const id = JSON.stringify([ref.sessionKey, agentId])

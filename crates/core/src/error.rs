@@ -17,7 +17,8 @@ pub enum Error {
     Io(std::io::Error),
     /// A line of an upstream transcript could not be classified (semantics.md#upstream); the scan goes on.
     UpstreamParse(String),
-    /// The file to inspect is not a SQLite database (or not a regular file).
+    /// The file to open or inspect is not a SQLite database (or, to inspect, not a regular
+    /// file); nothing was written to it.
     NotSqlite(String),
     /// Another SQLite library (or any other code) of this process has the database file, its
     /// `-wal`, `-shm` or `-journal` open: POSIX locks belong to the process, so the two would
