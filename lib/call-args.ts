@@ -6,6 +6,7 @@
  */
 import type { NativeSessionState } from '../index.js'
 import * as a from './args'
+import { SessionStateError } from './errors'
 import { payloadJson } from './payload'
 import type { RecordInput } from './types'
 
@@ -34,6 +35,30 @@ export function recordArgs(input: RecordInput): RecordArgs {
     a.optBool(i.onlyIfWatched, 'onlyIfWatched') ?? false,
     a.optStrRecord(i.watcherScopes, 'watcherScopes'),
   ]
+}
+
+/**
+ * `sweep`'s `watcherExists`, checked and wrapped for the addon. The callback's own refusal
+ * (an answer that is not a boolean) is kept by `refused`, so the caller throws it as it is
+ * instead of the addon's wrapped report of a throwing callback.
+ */
+export function sweepPredicate(options: unknown): {
+  exists: ((watcherKey: string) => boolean) | undefined
+  refused: () => unknown
+} {
+  const given = a.optPredicate<string>(a.opts(options, 'options', 'sweep')?.watcherExists, 'watcherExists')
+  let refused: unknown
+  const exists =
+    given &&
+    ((w: string): boolean => {
+      try {
+        return given(w)
+      } catch (e) {
+        if (e instanceof SessionStateError) refused ??= e
+        throw e
+      }
+    })
+  return { exists, refused: () => refused }
 }
 
 /** `adopt`'s link, checked. */

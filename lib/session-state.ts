@@ -8,7 +8,7 @@ import { NativeSessionState, openNativeSessionState } from '../index.js'
 import * as a from './args'
 import { Lane } from './async'
 import type { Report } from './async'
-import { recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
+import { recordArgs, remoteCheck, stored, sweepPredicate, upstreamLink } from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
 import { NoticeListener } from './notice-listener'
 import * as packed from './packed'
@@ -460,25 +460,12 @@ export class SessionState {
    * nor woken again), then prunes.
    */
   sweep(options?: SweepOptions | null): SweepReport {
-    const given = a.optPredicate<string>(a.opts(options, 'options', 'sweep')?.watcherExists, 'watcherExists')
-    // The callback's own refusal (a non-boolean answer) is thrown as it is, not as the
-    // addon's wrapped report of a throwing callback.
-    let refused: unknown
-    const exists =
-      given &&
-      ((w: string): boolean => {
-        try {
-          return given(w)
-        } catch (e) {
-          if (e instanceof SessionStateError) refused ??= e
-          throw e
-        }
-      })
+    const { exists, refused } = sweepPredicate(options)
     try {
       this.#settle()
       return this.#native.sweep(exists)
     } catch (e) {
-      throw refused ?? fromNative(e)
+      throw refused() ?? fromNative(e)
     } finally {
       this.#notices?.deliver()
     }
