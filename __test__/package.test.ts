@@ -130,30 +130,44 @@ test('the root tarball ships the TypeScript layer, the loader, types, CLI, licen
   expect(filesUnder(installed).filter((f) => f.endsWith('.node'))).toEqual([])
 })
 
-/** The relative link targets of a markdown text, without their `#anchor` (web and bare anchors left out). */
-function relativeLinks(markdown: string): string[] {
-  const out: string[] = []
+/** The relative links of a markdown text as [target, anchor] (web links left out; '' is the text itself). */
+function relativeLinks(markdown: string): Array<[string, string | undefined]> {
+  const out: Array<[string, string | undefined]> = []
   for (const m of markdown.matchAll(/\]\(([^)\s]+)\)/g)) {
-    const target = (m[1] as string).split('#')[0] as string
-    if (target !== '' && !/^[a-z][a-z0-9+.-]*:/i.test(target)) out.push(target)
+    const [target, anchor] = (m[1] as string).split('#') as [string, string | undefined]
+    if (!/^[a-z][a-z0-9+.-]*:/i.test(target)) out.push([target, anchor])
   }
   return out
 }
 
-test('every relative link of the README, and of each document it leads to, points at a file in the tarball', () => {
+/** The anchors of a markdown text: its `<a id>`s and the GitHub slugs of its headings. */
+function anchorsOf(markdown: string): Set<string> {
+  const out = new Set<string>()
+  for (const m of markdown.matchAll(/<a id="([^"]+)"><\/a>/g)) out.add(m[1] as string)
+  for (const m of markdown.matchAll(/^#{1,6} (.+)$/gm)) {
+    out.add((m[1] as string).trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-'))
+  }
+  return out
+}
+
+test('every relative link of the README, and of each document it leads to, points at a file (and anchor) in the tarball', () => {
   const shipped = new Set(packed.root.files)
   const installed = path.join(consumer, 'node_modules', 'session-awareness')
   const seen = new Set<string>()
   const broken: string[] = []
   const queue = ['README.md']
+  const text = (doc: string) => fs.readFileSync(path.join(installed, doc), 'utf8')
   while (queue.length > 0) {
     const doc = queue.shift() as string
     if (seen.has(doc)) continue
     seen.add(doc)
-    for (const link of relativeLinks(fs.readFileSync(path.join(installed, doc), 'utf8'))) {
-      const target = path.posix.normalize(path.posix.join(path.posix.dirname(doc), link))
+    for (const [link, anchor] of relativeLinks(text(doc))) {
+      const target = link === '' ? doc : path.posix.normalize(path.posix.join(path.posix.dirname(doc), link))
       if (!shipped.has(target)) broken.push(`${doc} -> ${link}`)
-      else if (target.endsWith('.md')) queue.push(target)
+      else if (target.endsWith('.md')) {
+        queue.push(target)
+        if (anchor !== undefined && !anchorsOf(text(target)).has(anchor)) broken.push(`${doc} -> ${link}#${anchor}`)
+      }
     }
   }
   expect(broken).toEqual([])
