@@ -76,7 +76,8 @@ export declare class NativeSessionState {
   deleteLinkRow(sessionKey: string, agentId: string): boolean
   /**
    * Opens (creating if needed) the store at `path`. Throws `ERR_INVALID_ARG` for a bad
-   * option and `ERR_DB` when the file cannot be opened as a database.
+   * option, `ERR_DB` when the file cannot be opened as a database and `ERR_NOT_SQLITE` for
+   * a file that is not SQLite; the message names the file.
    */
   constructor(path: string, options: NativeOptions)
   /**
@@ -359,8 +360,16 @@ export interface InspectedEvent {
   occurredAt: number
   /** The one-line summary. */
   summary: string
-  /** The payload's compact JSON text, exactly as stored. */
-  payloadJson?: string
+  /**
+   * The payload, as the API's events carry it (`StateEvent.payload`): the stored JSON
+   * object, parsed.
+   */
+  payload?: Record<string, unknown>
+  /**
+   * The stored payload text when it is not a JSON object (a row this version would
+   * refuse), shown as stored; absent otherwise.
+   */
+  payloadText?: string
 }
 
 /** One session head, with what is retained of its log. */

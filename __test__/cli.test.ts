@@ -311,3 +311,26 @@ describe('inspectDatabase and readEvents from JS', () => {
     expect(fs.existsSync(missing)).toBe(false)
   })
 })
+
+test('a stored payload that is not a JSON object is shown as stored, in payloadText, by readEvents and the CLI', () => {
+  const file = path.join(dir, 'foreign-payload.sqlite')
+  const state = new SessionState(file, { clock: () => T, strict: true })
+  state.record({ sessionKey: CHILD, kind: 'created', actorType: 'system', summary: 'a', payload: { k: 1 } })
+  state.record({ sessionKey: CHILD, kind: 'created', actorType: 'system', summary: 'b', payload: { k: 2 } })
+  state.close()
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const Database = require('better-sqlite3')
+  const raw = new Database(file)
+  raw.prepare("UPDATE session_state_events SET payload_json = '[1,2]' WHERE summary = 'b'").run()
+  raw.close()
+  const events = readEvents(file, CHILD).events
+  expect(events.map((e) => [e.payload, e.payloadText])).toEqual([[{ k: 1 }, undefined], [undefined, '[1,2]']])
+  const json = JSON.parse(cli('events', file, CHILD, '--json').stdout)
+  expect(json.events.map((e: Record<string, unknown>) => [e.payload, e.payloadText])).toEqual([
+    [{ k: 1 }, undefined],
+    [undefined, '[1,2]'],
+  ])
+  const text = cli('events', file, CHILD).stdout
+  expect(text).toContain('"a"  {"k":1}')
+  expect(text).toContain('"b"  [1,2]')
+})

@@ -99,6 +99,16 @@ export function wakeSink() {
   }
 }
 
+/** The error `fn` throws, to check its code and what its message names. */
+export function errOf(fn: () => unknown): { code: string; message: string } {
+  try {
+    fn()
+  } catch (e) {
+    return e as CodedError & { message: string }
+  }
+  throw new Error('expected a throw')
+}
+
 /** The `code` of the error `fn` throws; fails the test when it does not throw. */
 export function codeOf(fn: () => unknown): string {
   try {

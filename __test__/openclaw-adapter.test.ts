@@ -115,6 +115,16 @@ describe('the API over the store', () => {
     if (process.platform !== 'win32') expect(fs.statSync(file).mode & 0o777).toBe(0o600)
   })
 
+  test('a blank named watcher is dropped, as OpenClaw drops it, where the store would refuse it', () => {
+    configure()
+    const e = oc.recordSessionStateEvent(
+      { sessionKey: CHILD, agentId: 'main', kind: 'child_spawned', actorType: 'agent', actorId: M, summary: 'spawn', watcherSessionKeys: ['', '  ', M] },
+      { now: T0 },
+    )
+    expect(e?.sequence).toBe(1)
+    expect(oc.getSessionStateVersions([{ sessionKey: '   ' }, { sessionKey: CHILD }])).toEqual({ main: { [CHILD]: 1 } })
+  })
+
   test('recordSessionStateEvent returns OpenClaw\'s event shape; options.now is the store clock', () => {
     configure()
     const e = oc.recordSessionStateEvent(

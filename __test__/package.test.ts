@@ -114,21 +114,82 @@ afterAll(() => {
 
 /** The modules of lib/, each shipped compiled with its declarations. */
 const MODULES = [
-  'args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'notice-listener', 'packed',
-  'payload', 'session-state', 'types', 'versions',
+  'args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'names', 'notice-listener',
+  'packed', 'payload', 'session-state', 'types', 'versions',
   'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/links', 'openclaw/producers', 'openclaw/reads',
   'openclaw/state', 'openclaw/types',
 ]
 
-test('the root tarball ships the TypeScript layer, the loader, types, CLI, license and changelog, and no binary', () => {
+/** The documents the README links, shipped so that its links work where the package is read. */
+const DOCS = [
+  'BENCHMARKS.md', 'RELIABILITY.md', 'docs/architecture.md', 'docs/gateway-guide.md', 'docs/openclaw.md',
+  'docs/semantics.md', 'examples/gateway.ts',
+]
+
+test('the root tarball ships the TypeScript layer, the loader, types, CLI, license, changelog and docs, and no binary', () => {
   expect(packed.root.files).toEqual([
     'CHANGELOG.md', 'LICENSE', 'README.md', 'bin/session-awareness.js',
     ...MODULES.flatMap((m) => [`dist/${m}.d.ts`, `dist/${m}.js`]), 'dist/index.d.mts', 'dist/index.mjs',
-    'dist/openclaw/index.d.mts', 'dist/openclaw/index.mjs', 'index.d.ts', 'index.js', 'package.json',
+    'dist/openclaw/index.d.mts', 'dist/openclaw/index.mjs', 'index.d.ts', 'index.js', 'package.json', ...DOCS,
   ].sort())
   expect(packed.platform.files).toEqual([BINARY, 'README.md', 'package.json'].sort())
   const installed = path.join(consumer, 'node_modules', 'session-awareness')
   expect(filesUnder(installed).filter((f) => f.endsWith('.node'))).toEqual([])
+})
+
+/** The relative links of a markdown text as [target, anchor] (web links left out; '' is the text itself). */
+function relativeLinks(markdown: string): Array<[string, string | undefined]> {
+  const out: Array<[string, string | undefined]> = []
+  for (const m of markdown.matchAll(/\]\(([^)\s]+)\)/g)) {
+    const [target, anchor] = (m[1] as string).split('#') as [string, string | undefined]
+    if (!/^[a-z][a-z0-9+.-]*:/i.test(target)) out.push([target, anchor])
+  }
+  return out
+}
+
+/** The anchors of a markdown text: its `<a id>`s and the GitHub slugs of its headings. */
+function anchorsOf(markdown: string): Set<string> {
+  const out = new Set<string>()
+  for (const m of markdown.matchAll(/<a id="([^"]+)"><\/a>/g)) out.add(m[1] as string)
+  for (const m of markdown.matchAll(/^#{1,6} (.+)$/gm)) {
+    out.add((m[1] as string).trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-'))
+  }
+  return out
+}
+
+test('every relative link of the README, and of each document it leads to, points at a file (and anchor) in the tarball', () => {
+  const shipped = new Set(packed.root.files)
+  const installed = path.join(consumer, 'node_modules', 'session-awareness')
+  const seen = new Set<string>()
+  const broken: string[] = []
+  const queue = ['README.md']
+  const text = (doc: string) => fs.readFileSync(path.join(installed, doc), 'utf8')
+  while (queue.length > 0) {
+    const doc = queue.shift() as string
+    if (seen.has(doc)) continue
+    seen.add(doc)
+    for (const [link, anchor] of relativeLinks(text(doc))) {
+      const target = link === '' ? doc : path.posix.normalize(path.posix.join(path.posix.dirname(doc), link))
+      if (!shipped.has(target)) broken.push(`${doc} -> ${link}`)
+      else if (target.endsWith('.md')) {
+        queue.push(target)
+        if (anchor !== undefined && !anchorsOf(text(target)).has(anchor)) broken.push(`${doc} -> ${link}#${anchor}`)
+      }
+    }
+  }
+  expect(broken).toEqual([])
+  // The walk reached every shipped document from the README.
+  expect([...seen].sort()).toEqual(['CHANGELOG.md', 'README.md', ...DOCS.filter((d) => d.endsWith('.md'))].sort())
+})
+
+test('package.json names the repository, its home page and where to report bugs, all one repository', () => {
+  const installed = JSON.parse(
+    fs.readFileSync(path.join(consumer, 'node_modules', 'session-awareness', 'package.json'), 'utf8'),
+  )
+  const repo = 'https://github.com/session-awareness/session-awareness'
+  expect(installed.repository).toEqual({ type: 'git', url: `git+${repo}.git` })
+  expect(installed.homepage).toBe(`${repo}#readme`)
+  expect(installed.bugs).toEqual({ url: `${repo}/issues` })
 })
 
 test('the root lists every platform package, at its own version, in optionalDependencies', () => {

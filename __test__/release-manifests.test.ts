@@ -104,6 +104,8 @@ describe('check <tag>', () => {
 
 describe('stamp <repository-url>', () => {
   test('writes the repository into every manifest and LICENSE into every platform package', () => {
+    // A root that names no repository yet.
+    edit('package.json', (m) => { delete m.repository })
     const before = snapshot()
     const out = run('stamp', URL)
     expect(out.status).toBe(0)
@@ -115,6 +117,13 @@ describe('stamp <repository-url>', () => {
       expect(fs.readFileSync(path.join(dir, 'npm', p, 'LICENSE'), 'utf8')).toBe(LICENSE_TEXT)
     }
     expect(out.stdout.trimEnd().split('\n')).toHaveLength(PLATFORMS.length)
+  })
+
+  test("the real root's own repository is accepted and kept", () => {
+    const own = rootManifest.repository.url.replace(/^git\+/, '').replace(/\.git$/, '')
+    expect(run('stamp', own).status).toBe(0)
+    expect(read('package.json').repository).toEqual(rootManifest.repository)
+    expect(read('npm/linux-x64-gnu/package.json').repository).toEqual(rootManifest.repository)
   })
 
   test('a root that already names this repository keeps its own spelling of it', () => {
@@ -133,6 +142,7 @@ describe('stamp <repository-url>', () => {
   })
 
   test('a missing LICENSE, a missing platform package or a malformed URL is refused, writing nothing', () => {
+    edit('package.json', (m) => { delete m.repository })
     const cases: Array<[() => void, string]> = [
       [() => fs.rmSync(path.join(dir, 'LICENSE')), URL],
       [() => fs.rmSync(path.join(dir, 'npm', 'darwin-x64'), { recursive: true }), URL],
@@ -155,5 +165,19 @@ test('an unknown command or a missing argument is a usage error', () => {
   for (const args of [[], ['check'], ['stamp'], ['publish', 'v1.0.0']]) {
     const out = run(...args)
     expect([out.status, out.problems.length]).toEqual([1, 1])
+  }
+})
+
+test("CHANGELOG.md matches the package's version: released under its own heading, or named by Unreleased", () => {
+  const changelog = fs.readFileSync(path.join(ROOT, 'CHANGELOG.md'), 'utf8')
+  const released = [...changelog.matchAll(/^## (\d+\.\d+\.\d+\S*) - \d{4}-\d{2}-\d{2}$/gm)].map((m) => m[1])
+  const unreleased = /^## Unreleased\n\n([^#]*)/m.exec(changelog)?.[1] ?? ''
+  // The version is either released (its own dated heading, the newest one) or still being
+  // prepared (Unreleased names it), never both.
+  if (released.includes(VERSION)) {
+    expect(released[0]).toBe(VERSION)
+    expect(unreleased).not.toContain(`Version ${VERSION}`)
+  } else {
+    expect(unreleased).toContain(`Version ${VERSION}`)
   }
 })

@@ -3,7 +3,8 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState, codeOf, fixture, human, must, rawDb } from './helpers'
+import { SessionState, codeOf, errOf, fixture, human, must, rawDb } from './helpers'
+import { SessionStateError, inspectDatabase } from '../lib'
 
 const fx = fixture('storage')
 // File modes are POSIX permission bits: Windows keeps no such bits (its ACLs decide access).
@@ -113,11 +114,30 @@ describe('ERR_DB when the file cannot be a database', () => {
     expect(codeOf(() => new SessionState(path.join(plain, 'state.sqlite')))).toBe('ERR_DB')
   })
 
-  test('a file that is not a database', () => {
-    const junk = fx.file('junk')
+  test('a path that cannot be created names the file', () => {
+    const err = errOf(() => new SessionState('/proc/nope/x.sqlite'))
+    expect(err.code).toBe('ERR_DB')
+    expect(err.message).toContain('/proc/nope/x.sqlite')
+  })
+})
+
+describe('ERR_NOT_SQLITE for a file that is not SQLite, wherever it is met', () => {
+  test('the constructor, SessionState.open and inspectDatabase give one code, and the file is left as it was', async () => {
+    const dir = fs.mkdtempSync(path.join(fx.dir(), 'junk-'))
+    const junk = path.join(dir, 'junk')
     fs.writeFileSync(junk, Buffer.alloc(8192, 0x5a))
-    expect(codeOf(() => new SessionState(junk))).toBe('ERR_DB')
+    const ctor = errOf(() => new SessionState(junk))
+    expect(ctor.code).toBe('ERR_NOT_SQLITE')
+    expect(ctor.message).toContain(junk)
+    const opened = await SessionState.open(junk).then(
+      () => undefined,
+      (e: SessionStateError) => e,
+    )
+    expect(opened?.code).toBe('ERR_NOT_SQLITE')
+    expect(opened?.message).toContain(junk)
+    expect(errOf(() => inspectDatabase(junk)).code).toBe('ERR_NOT_SQLITE')
     expect(fs.readFileSync(junk).equals(Buffer.alloc(8192, 0x5a))).toBe(true)
+    expect(fs.readdirSync(dir)).toEqual(['junk'])
   })
 
   test('the empty path is ERR_INVALID_ARG', () => {

@@ -36,6 +36,41 @@ describe('who is woken', () => {
     expect(s.peek(deeper).map((n) => n.changesSince)).toEqual([0])
   })
 
+  test('every qualified watcher that is not nested is woken; SubAgent: in any case is nested, as OpenClaw reads it', async () => {
+    const sink = wakeSink()
+    const s = fx.open(fx.file(), { wake: sink.wake, wakeCoalesceMs: 10 })
+    const mainLike = ['agent:main:telegram:dm:1', 'agent:main:cron:nightly', 'agent:main:subagent']
+    const nested = ['agent:main:SubAgent:x', 'agent:main:SUBAGENT:y']
+    for (const w of [...mainLike, ...nested]) expect(s.watch(w, T1)).toBe(true)
+    must(s.record(human(T1)))
+    await waitFor(() => sink.wakes.length >= 3, 'three wakes')
+    await settle()
+    expect(sink.wakes.map((w) => w.sessionKey).sort()).toEqual([...mainLike].sort())
+    for (const w of nested) expect(s.peek(w).map((n) => n.changesSince)).toEqual([0])
+  })
+
+  test('run_completed and run_failed are log only by default; notifyKinds makes them notify', async () => {
+    const sink = wakeSink()
+    const child = 'agent:main:subagent:c'
+    const done = (kind: 'run_completed' | 'run_failed') => ({ sessionKey: child, kind, actorType: 'system' as const, summary: kind })
+    const quiet = fx.open(fx.file(), { wake: sink.wake, wakeCoalesceMs: 0 })
+    expect(quiet.watch(MAIN, child)).toBe(true)
+    must(quiet.record(done('run_completed')))
+    must(quiet.record(done('run_failed')))
+    await settle()
+    expect([sink.wakes, quiet.peek(MAIN)]).toEqual([[], []])
+    expect(quiet.changesSince(child, 0).stateChanges.events.map((e) => e.kind)).toEqual(['run_completed', 'run_failed'])
+    const loud = fx.open(fx.file(), {
+      wake: sink.wake,
+      wakeCoalesceMs: 0,
+      notifyKinds: ['human_direct_message', 'goal_changed', 'upstream_missing', 'run_completed', 'run_failed'],
+    })
+    expect(loud.watch(MAIN, child)).toBe(true)
+    must(loud.record(done('run_failed')))
+    await waitFor(() => sink.wakes.length === 1, 'the wake of run_failed')
+    expect(loud.peek(MAIN).map((n) => [n.targetKey, n.changesSince])).toEqual([[child, 0]])
+  })
+
   test('an ambient-group cursor is queue-only until a later watch promotes it', async () => {
     const sink = wakeSink()
     const s = fx.open(fx.file(), { wake: sink.wake, wakeCoalesceMs: 10 })

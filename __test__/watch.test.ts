@@ -22,10 +22,10 @@ describe('seeding', () => {
     expect(msg.sequence).toBe(3)
   })
 
-  test('a spawn drops bare watchers, empty ones and the target itself', () => {
+  test('a spawn drops bare watchers and the target itself', () => {
     const file = fx.file()
     const s = fx.open(file)
-    must(s.record({ ...spawn(CHILD, PARENT), watchers: ['global', '', 'agent:MAIN:x', CHILD, PARENT, PARENT] }))
+    must(s.record({ ...spawn(CHILD, PARENT), watchers: ['global', 'agent:MAIN:x', CHILD, PARENT, PARENT] }))
     const db = cursorRow(file, PARENT, CHILD)
     expect(db).toEqual({ l: 1, n: 1, m: 1, provenance: 'explicit' })
     expect(cursorRow(file, CHILD, CHILD)).toBeUndefined()

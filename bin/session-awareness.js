@@ -108,9 +108,10 @@ function table(header, rows) {
 
 function eventLine(e) {
   const actor = e.actorId ? `${e.actorType} ${key(e.actorId)}` : e.actorType
-  // An inspected row carries its payload as stored text; a read event as `payload`, or as
-  // `payloadText` with the fields a foreign row differs in.
-  const payload = e.payloadJson ?? (e.payload !== undefined ? JSON.stringify(e.payload) : e.payloadText)
+  // Inspected rows and read events carry the API's names: `payload` (an object) or, for a
+  // stored text that is not a JSON object, `payloadText`; a foreign read event names the
+  // fields it differs in.
+  const payload = e.payloadText ?? (e.payload === undefined ? undefined : JSON.stringify(e.payload))
   const foreign = e.foreign && `(foreign: ${e.foreign.join(', ')})`
   const extra = [e.runId && `run ${key(e.runId)}`, payload, foreign].filter(Boolean).join('  ')
   return [`#${e.sequence}`, time(e.occurredAt), e.kind, actor, JSON.stringify(e.summary), extra]

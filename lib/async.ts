@@ -224,7 +224,7 @@ export class Lane {
     return this.run(() => {
       a.str(watcherKey, 'watcherKey')
       a.str(targetKey, 'targetKey')
-      const o = a.opts(options)
+      const o = a.opts(options, 'options', 'watch')
       const provenance = a.optStr(o?.provenance, 'provenance')
       const scope = a.optStr(o?.scope, 'scope')
       const refresh = a.optBool(o?.refresh, 'refresh')
@@ -254,7 +254,7 @@ export class Lane {
     return this.run(() => {
       a.str(watcherKey, 'watcherKey')
       a.strArray(targetKeys, 'targetKeys')
-      const scope = a.optStr(a.opts(options)?.scope, 'scope')
+      const scope = a.optStr(a.opts(options, 'options', 'acknowledge')?.scope, 'scope')
       this.#native.acknowledgeAsync(watcherKey, targetKeys, scope)
     }, Number)
   }
@@ -263,7 +263,7 @@ export class Lane {
   async sweep(options?: SweepOptions | null): Promise<SweepReport> {
     let exists: ((watcherKey: string) => boolean) | undefined
     try {
-      exists = a.optFn(a.opts(options)?.watcherExists, 'watcherExists')
+      exists = a.optPredicate<string>(a.opts(options, 'options', 'sweep')?.watcherExists, 'watcherExists')
     } catch (e) {
       throw fromNative(e)
     }
@@ -273,6 +273,7 @@ export class Lane {
       try {
         only = candidates.filter((w) => exists(w))
       } catch (e) {
+        if (e instanceof SessionStateError) throw e
         throw a.invalidInput(`watcherExists failed: ${e instanceof Error ? e.message : String(e)}`)
       }
     }
@@ -293,7 +294,7 @@ export class Lane {
   deleteSession(sessionKey: string, options?: AgentOptions | null): Promise<void> {
     return this.run(() => {
       a.str(sessionKey, 'sessionKey')
-      this.#native.deleteSessionAsync(sessionKey, a.optStr(a.opts(options)?.agentId, 'agentId'))
+      this.#native.deleteSessionAsync(sessionKey, a.optStr(a.opts(options, 'options', 'agent')?.agentId, 'agentId'))
     }, nothing)
   }
 
@@ -320,7 +321,7 @@ export class Lane {
       () => {
         a.str(sessionKey, 'sessionKey')
         a.num(after, 'after')
-        const o = a.opts(options)
+        const o = a.opts(options, 'options', 'changesSince')
         this.#native.changesSinceAsync(sessionKey, after, a.optStr(o?.agentId, 'agentId'), a.optNum(o?.limit, 'limit'))
       },
       (v) => {

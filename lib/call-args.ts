@@ -6,6 +6,7 @@
  */
 import type { NativeSessionState } from '../index.js'
 import * as a from './args'
+import { SessionStateError } from './errors'
 import { payloadJson } from './payload'
 import type { RecordInput } from './types'
 
@@ -15,7 +16,8 @@ export type RecordArgs = Parameters<NativeSessionState['record']>
 /** Checks a record input and lays it out as the native calls take it. */
 export function recordArgs(input: RecordInput): RecordArgs {
   if (input === undefined || input === null) throw a.invalidInput('record needs an input object')
-  if (typeof input !== 'object') throw a.invalidInput('input must be an object')
+  if (typeof input !== 'object' || Array.isArray(input)) throw a.invalidInput('input must be an object')
+  a.known(input, 'input', 'record')
   const i = input as unknown as Record<string, unknown>
   return [
     a.reqStr(i.sessionKey, 'sessionKey'),
@@ -35,9 +37,33 @@ export function recordArgs(input: RecordInput): RecordArgs {
   ]
 }
 
+/**
+ * `sweep`'s `watcherExists`, checked and wrapped for the addon. The callback's own refusal
+ * (an answer that is not a boolean) is kept by `refused`, so the caller throws it as it is
+ * instead of the addon's wrapped report of a throwing callback.
+ */
+export function sweepPredicate(options: unknown): {
+  exists: ((watcherKey: string) => boolean) | undefined
+  refused: () => unknown
+} {
+  const given = a.optPredicate<string>(a.opts(options, 'options', 'sweep')?.watcherExists, 'watcherExists')
+  let refused: unknown
+  const exists =
+    given &&
+    ((w: string): boolean => {
+      try {
+        return given(w)
+      } catch (e) {
+        if (e instanceof SessionStateError) refused ??= e
+        throw e
+      }
+    })
+  return { exists, refused: () => refused }
+}
+
 /** `adopt`'s link, checked. */
 export function upstreamLink(link: unknown): Parameters<NativeSessionState['adopt']>[1] {
-  const l = a.opts(link, 'link')
+  const l = a.opts(link, 'link', 'link')
   if (l === undefined) throw a.invalidInput('link must be an object')
   return {
     source: a.reqStr(l.source, 'source'),
@@ -57,7 +83,7 @@ export function remoteCheck(result: unknown): [string, string | undefined] {
   if (found === false) return ['false', undefined]
   if (found === 'unknown') return ['unknown', undefined]
   if (found !== true || !Array.isArray(items)) throw bad()
-  const json = items.map((item) => payloadJson(item) ?? 'null')
+  const json = items.map((item, n) => payloadJson(item, `items[${n}]`) ?? 'null')
   return ['true', `[${json.join(',')}]`]
 }
 

@@ -22,7 +22,7 @@ export type ErrorCode =
   | 'ERR_FILE_SHARED'
   /** A table of the store's name in the file has a shape no known generation wrote; the file was left as it was. */
   | 'ERR_FOREIGN_SCHEMA'
-  /** A file given to `inspectDatabase`, `readEvents` or the import is not a SQLite database. */
+  /** A file given to the constructor, `SessionState.open`, `inspectDatabase`, `readEvents` or the import is not a SQLite database; it was left as it was. */
   | 'ERR_NOT_SQLITE'
   /** The import's destination holds a history that disagrees with the source's; nothing was written. */
   | 'ERR_IMPORT_DIVERGED'

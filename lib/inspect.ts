@@ -65,7 +65,7 @@ export function inspectDatabase(path: string): DatabaseInspection {
 export function readEvents(path: string, sessionKey: string, options?: ReadEventsOptions | null): SessionEvents {
   a.str(path, 'path')
   a.str(sessionKey, 'sessionKey')
-  const o = a.opts(options)
+  const o = a.opts(options, 'options', 'readEvents')
   const checked = { since: a.optNum(o?.since, 'since'), agentId: a.optStr(o?.agentId, 'agentId') }
   try {
     const r = native.readEvents(path, sessionKey, checked)

@@ -1,9 +1,13 @@
 /**
- * A payload as the compact JSON text the addon takes. The rules about JavaScript values live
- * here: plain data only (objects, arrays, strings, finite numbers, booleans, null), members
- * that are `undefined` left out as `JSON.stringify` does, nesting up to 32 levels (which also
- * stops a cyclic value). The rules about the stored payload (a JSON object of at most 4096
- * UTF-8 bytes as compact JSON) live in the core.
+ * A payload as the compact JSON text the addon takes, stored exactly as it will read back
+ * (semantics.md#recording-validation). The rules about JavaScript values live here: plain
+ * data only (plain objects, arrays, strings, finite numbers, booleans, null), members that
+ * are `undefined` left out as `JSON.stringify` does, a valid `Date` written as its ISO string
+ * (what `JSON.stringify` writes), nesting up to 32 levels (which also stops a cyclic value).
+ * Anything JSON cannot carry faithfully (a Map, a Set, a class instance, a typed array, a
+ * RegExp, an invalid Date, …) is `ERR_INVALID_ARG` naming its path (`payload.m`). The rules
+ * about the stored payload (a JSON object of at most 4096 UTF-8 bytes as compact JSON) live
+ * in the core.
  * @packageDocumentation
  */
 import { invalid } from './errors'
@@ -13,29 +17,54 @@ export const MAX_PAYLOAD_DEPTH = 32
 /** A payload with more entries than this cannot fit in 4096 bytes anyway. */
 export const MAX_PAYLOAD_ENTRIES = 4096
 
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
+
 /** A JSON string literal of `s`, with lone surrogates replaced as the addon's strings are. */
 function quote(s: string): string {
   return JSON.stringify(s.isWellFormed() ? s : s.toWellFormed())
 }
 
-function write(v: unknown, depth: number): string {
-  if (depth > MAX_PAYLOAD_DEPTH) throw invalid('payload is nested too deeply (or is cyclic)')
+/** The path of member `k` of the value at `path`, as a caller would write it. */
+function member(path: string, k: string): string {
+  return IDENTIFIER.test(k) ? `${path}.${k}` : `${path}[${JSON.stringify(k)}]`
+}
+
+/** What a value that is not plain data is, for the refusal. */
+function what(v: object): string {
+  if (v instanceof Map) return 'a Map'
+  if (v instanceof Set) return 'a Set'
+  if (v instanceof RegExp) return 'a RegExp'
+  if (v instanceof Date) return 'an invalid Date'
+  if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) return `a binary buffer (${v.constructor.name})`
+  if (typeof (v as { then?: unknown }).then === 'function') return 'a Promise'
+  const name = (v.constructor as { name?: unknown } | undefined)?.name
+  return typeof name === 'string' && name !== '' ? `an instance of ${name}` : 'an object that is not plain'
+}
+
+/** True for an object made by `{}` or `Object.create(null)`, in any realm. */
+function isPlainObject(v: object): boolean {
+  const proto = Object.getPrototypeOf(v)
+  return proto === null || Object.getPrototypeOf(proto) === null
+}
+
+function write(v: unknown, path: string, depth: number): string {
+  if (depth > MAX_PAYLOAD_DEPTH) throw invalid(`${path}: payload is nested too deeply (or is cyclic)`)
   switch (typeof v) {
     case 'string':
       return quote(v)
     case 'number':
-      if (!Number.isFinite(v)) throw invalid('payload numbers must be finite')
+      if (!Number.isFinite(v)) throw invalid(`${path} must be a finite number, got ${String(v)}`)
       return JSON.stringify(v)
     case 'boolean':
       return v ? 'true' : 'false'
     case 'undefined':
       return 'null'
     case 'symbol':
-      throw invalid('payload cannot hold a Symbol value')
+      throw invalid(`${path} is a Symbol, which JSON cannot hold`)
     case 'function':
-      throw invalid('payload cannot hold a Function value')
+      throw invalid(`${path} is a Function, which JSON cannot hold`)
     case 'bigint':
-      throw invalid('payload cannot hold a BigInt value')
+      throw invalid(`${path} is a BigInt, which JSON cannot hold`)
     default:
       break
   }
@@ -43,10 +72,14 @@ function write(v: unknown, depth: number): string {
   if (Array.isArray(v)) {
     if (v.length > MAX_PAYLOAD_ENTRIES) throw invalid('payload is too large')
     let out = '['
-    for (let i = 0; i < v.length; i++) out += (i > 0 ? ',' : '') + write(v[i], depth + 1)
+    for (let i = 0; i < v.length; i++) out += (i > 0 ? ',' : '') + write(v[i], `${path}[${i}]`, depth + 1)
     return `${out}]`
   }
   const obj = v as Record<string, unknown>
+  if (obj instanceof Date && Number.isFinite(obj.getTime())) return quote(obj.toISOString())
+  if (!isPlainObject(obj)) {
+    throw invalid(`${path} is ${what(obj)}: a payload holds plain data only (objects, arrays, strings, finite numbers, booleans, null)`)
+  }
   const keys = Object.keys(obj)
   if (keys.length > MAX_PAYLOAD_ENTRIES) throw invalid('payload is too large')
   let out = '{'
@@ -54,14 +87,17 @@ function write(v: unknown, depth: number): string {
   for (const k of keys) {
     const item = obj[k]
     if (item === undefined) continue
-    out += `${first ? '' : ','}${quote(k)}:${write(item, depth + 1)}`
+    out += `${first ? '' : ','}${quote(k)}:${write(item, member(path, k), depth + 1)}`
     first = false
   }
   return `${out}}`
 }
 
-/** The payload's JSON text, or undefined when it is absent (undefined or null). */
-export function payloadJson(payload: unknown): string | undefined {
+/**
+ * The payload's JSON text, or undefined when it is absent (undefined or null). `name` is
+ * the value's path in refusals.
+ */
+export function payloadJson(payload: unknown, name = 'payload'): string | undefined {
   if (payload === undefined || payload === null) return undefined
-  return write(payload, 0)
+  return write(payload, name, 0)
 }

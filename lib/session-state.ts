@@ -8,7 +8,7 @@ import { NativeSessionState, openNativeSessionState } from '../index.js'
 import * as a from './args'
 import { Lane } from './async'
 import type { Report } from './async'
-import { recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
+import { recordArgs, remoteCheck, stored, sweepPredicate, upstreamLink } from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
 import { NoticeListener } from './notice-listener'
 import * as packed from './packed'
@@ -68,7 +68,8 @@ export interface SessionStateOptions {
    * Watchers this process serves from the start: notices opened for them by other processes
    * reach this process's `drain`/`peek` and `wake`. A watcher is also served once this
    * process drains, peeks or acknowledges for it, watches for it, or names it in a record's
-   * `watchers`. Bare keys are ignored; an empty key is `ERR_INVALID_ARG`.
+   * `watchers`. Bare keys are ignored; a blank entry (empty or whitespace-only) is
+   * `ERR_INVALID_ARG` naming its index.
    */
   serveWatchers?: string[] | null
   /**
@@ -129,7 +130,7 @@ interface Prepared {
 
 function prepare(path: string, options: SessionStateOptions | null | undefined): Prepared {
   a.str(path, 'path')
-  const o = a.opts(options) ?? {}
+  const o = a.opts(options, 'options', 'store') ?? {}
   const onError = a.optFn<Report>(o.onError, 'onError')
   const report = reporter(onError)
   const native = {
@@ -175,8 +176,9 @@ export class SessionState {
    * Opens (creating if needed) the store at `path`: a SQLite file of its own (for a gateway,
    * `<stateDir>/state/session-state.sqlite`). Other tables in it and its `user_version` are
    * left alone. A new file is created with mode 0600 and a missing directory with mode 0700.
-   * Opening never prunes. Throws `ERR_INVALID_ARG` for a bad option, `ERR_DB` when the file
-   * cannot be opened as a database, and `ERR_FILE_SHARED` when another SQLite library of this
+   * Opening never prunes. Throws `ERR_INVALID_ARG` for a bad or unknown option, `ERR_DB`
+   * when the file cannot be opened as a database, `ERR_NOT_SQLITE` for a file that is not
+   * SQLite (left as it was; either message names the file), and `ERR_FILE_SHARED` when another SQLite library of this
    * process (`node:sqlite`, better-sqlite3) has the file open; a handle that appears later
    * makes every call that touches the file fail with `ERR_FILE_SHARED` (`record`: null and
    * `onError`) until the store is reopened.
@@ -215,7 +217,8 @@ export class SessionState {
   /**
    * Opens the store at `path` as the constructor does, with the file work (creating,
    * checking, migrating the schema; the guard's scan) off the JS thread. Rejects with the
-   * constructor's codes: `ERR_INVALID_ARG`, `ERR_DB`, `ERR_FILE_SHARED`, `ERR_FOREIGN_SCHEMA`.
+   * constructor's codes: `ERR_INVALID_ARG`, `ERR_DB`, `ERR_NOT_SQLITE`, `ERR_FILE_SHARED`,
+   * `ERR_FOREIGN_SCHEMA`.
    */
   static async open(path: string, options?: SessionStateOptions | null): Promise<SessionState> {
     const prepared = prepare(path, options)
@@ -273,7 +276,7 @@ export class SessionState {
   watch(watcherKey: string, targetKey: string, options?: WatchOptions | null): boolean {
     a.str(watcherKey, 'watcherKey')
     a.str(targetKey, 'targetKey')
-    const o = a.opts(options)
+    const o = a.opts(options, 'options', 'watch')
     const provenance = a.optStr(o?.provenance, 'provenance')
     const scope = a.optStr(o?.scope, 'scope')
     const refresh = a.optBool(o?.refresh, 'refresh')
@@ -305,10 +308,9 @@ export class SessionState {
    * questions about watches (who watches a session, which targets a watcher follows).
    */
   cursorRows(filter?: CursorRowFilter | null): CursorRow[] {
-    const o = a.opts(filter)
+    const o = a.opts(filter, 'filter', 'cursorRows')
     const watcherKey = a.optStr(o?.watcherKey, 'watcherKey')
     const targetKey = a.optStr(o?.targetKey, 'targetKey')
-    if (watcherKey === '' || targetKey === '') throw a.invalidInput('a session key must not be empty')
     try {
       return this.#native.cursorRows(watcherKey, targetKey).map(cursorRow)
     } catch (e) {
@@ -319,7 +321,7 @@ export class SessionState {
   /** The session's state version: the largest sequence recorded for it, 0 when none. */
   stateVersion(sessionKey: string, options?: AgentOptions | null): number {
     a.str(sessionKey, 'sessionKey')
-    const agentId = a.optStr(a.opts(options)?.agentId, 'agentId')
+    const agentId = a.optStr(a.opts(options, 'options', 'agent')?.agentId, 'agentId')
     try {
       this.#settle()
       return this.#native.stateVersion(sessionKey, agentId)
@@ -348,7 +350,7 @@ export class SessionState {
   changesSince(sessionKey: string, after: number, options?: ChangesSinceOptions | null): ChangesSince {
     a.str(sessionKey, 'sessionKey')
     a.num(after, 'after')
-    const o = a.opts(options)
+    const o = a.opts(options, 'options', 'changesSince')
     const agentId = a.optStr(o?.agentId, 'agentId')
     const limit = a.optNum(o?.limit, 'limit')
     let c: packed.PackedChanges
@@ -441,7 +443,7 @@ export class SessionState {
   acknowledge(watcherKey: string, targetKeys: string[], options?: AcknowledgeOptions | null): number {
     a.str(watcherKey, 'watcherKey')
     a.strArray(targetKeys, 'targetKeys')
-    const scope = a.optStr(a.opts(options)?.scope, 'scope')
+    const scope = a.optStr(a.opts(options, 'options', 'acknowledge')?.scope, 'scope')
     try {
       this.#settle()
       return this.#native.acknowledge(watcherKey, targetKeys, scope)
@@ -458,12 +460,12 @@ export class SessionState {
    * nor woken again), then prunes.
    */
   sweep(options?: SweepOptions | null): SweepReport {
-    const exists = a.optFn<(watcherKey: string) => boolean>(a.opts(options)?.watcherExists, 'watcherExists')
+    const { exists, refused } = sweepPredicate(options)
     try {
       this.#settle()
       return this.#native.sweep(exists)
     } catch (e) {
-      throw fromNative(e)
+      throw refused() ?? fromNative(e)
     } finally {
       this.#notices?.deliver()
     }
@@ -500,7 +502,7 @@ export class SessionState {
    */
   deleteSession(sessionKey: string, options?: AgentOptions | null): void {
     a.str(sessionKey, 'sessionKey')
-    const agentId = a.optStr(a.opts(options)?.agentId, 'agentId')
+    const agentId = a.optStr(a.opts(options, 'options', 'agent')?.agentId, 'agentId')
     try {
       this.#settle()
       this.#native.deleteSession(sessionKey, agentId)
@@ -608,7 +610,7 @@ export class SessionState {
    * alive; failures go to `onError`.
    */
   startUpstreamMonitor(options?: UpstreamMonitorOptions | null): void {
-    const intervalMs = a.optNum(a.opts(options)?.intervalMs, 'intervalMs')
+    const intervalMs = a.optNum(a.opts(options, 'options', 'upstreamMonitor')?.intervalMs, 'intervalMs')
     try {
       this.#native.startUpstreamMonitor(intervalMs)
     } catch (e) {

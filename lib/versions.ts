@@ -25,10 +25,10 @@ export function packRefs(refs: unknown, keys: string[]): string {
   if (!Array.isArray(refs)) throw a.invalidInput('refs must be an array')
   let s = ''
   for (let i = 0; i < refs.length; i++) {
-    const o = a.opts(refs[i], 'refs')
-    if (o === undefined) throw a.invalidInput('refs must hold objects')
-    const key = a.reqStr(o.sessionKey, 'sessionKey')
-    const agent = a.optStr(o.agentId, 'agentId')
+    const o = a.opts(refs[i], `refs[${i}]`, 'ref')
+    if (o === undefined) throw a.invalidInput(`refs[${i}] must be an object`)
+    const key = a.reqStr(o.sessionKey, `refs[${i}].sessionKey`)
+    const agent = a.optStr(o.agentId, `refs[${i}].agentId`)
     keys.push(key)
     const k = key.length
     if (agent === undefined) {

@@ -35,12 +35,24 @@ pub struct InspectedEvent {
     pub occurred_at: i64,
     /// The one-line summary.
     pub summary: String,
-    /// The payload's compact JSON text, exactly as stored.
-    pub payload_json: Option<String>,
+    /// The payload, as the API's events carry it (`StateEvent.payload`): the stored JSON
+    /// object, parsed.
+    #[napi(ts_type = "Record<string, unknown>")]
+    pub payload: Option<serde_json::Value>,
+    /// The stored payload text when it is not a JSON object (a row this version would
+    /// refuse), shown as stored; absent otherwise.
+    pub payload_text: Option<String>,
 }
 
 impl From<core::EventRow> for InspectedEvent {
     fn from(e: core::EventRow) -> Self {
+        let (payload, payload_text) = match e.payload_json {
+            None => (None, None),
+            Some(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(v @ serde_json::Value::Object(_)) => (Some(v), None),
+                _ => (None, Some(text)),
+            },
+        };
         InspectedEvent {
             sequence: e.sequence,
             session_key: e.session_key,
@@ -52,7 +64,8 @@ impl From<core::EventRow> for InspectedEvent {
             session_id: e.session_id,
             occurred_at: e.occurred_at,
             summary: e.summary,
-            payload_json: e.payload_json,
+            payload,
+            payload_text,
         }
     }
 }

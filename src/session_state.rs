@@ -136,6 +136,14 @@ fn opt_u32(v: Option<f64>, name: &str) -> JsResult<Option<u32>> {
         .transpose()
 }
 
+/// The message of an `ERR_INVALID_ARG` without its `invalid argument: ` prefix.
+fn inner_message(e: &CoreError) -> String {
+    match e {
+        CoreError::InvalidArg(m) => m.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn store_options(o: &NativeOptions) -> JsResult<Options> {
     let d = Options::default();
     let opts = Options {
@@ -160,7 +168,12 @@ fn store_options(o: &NativeOptions) -> JsResult<Options> {
             Some(names) => {
                 let kinds = names
                     .iter()
-                    .map(|k| EventKind::parse(k))
+                    .enumerate()
+                    .map(|(i, k)| {
+                        EventKind::parse(k).map_err(|e| {
+                            CoreError::invalid(format!("notifyKinds[{i}]: {}", inner_message(&e)))
+                        })
+                    })
                     .collect::<core::Result<Vec<_>>>()
                     .js()?;
                 NotifyKinds::of(&kinds).js()?
@@ -188,8 +201,8 @@ impl Prepared {
     pub(crate) fn new(env: &Env, options: NativeOptions) -> Result<Self, Code> {
         let opts = store_options(&options)?;
         let serve = options.serve_watchers.unwrap_or_default();
-        for w in &serve {
-            core::keys::SessionKey::parse(w).js()?;
+        for (i, w) in serve.iter().enumerate() {
+            core::keys::check_entry(w, "serveWatchers", i).js()?;
         }
         let background = options
             .on_error
@@ -262,7 +275,8 @@ impl Prepared {
 #[napi]
 impl NativeSessionState {
     /// Opens (creating if needed) the store at `path`. Throws `ERR_INVALID_ARG` for a bad
-    /// option and `ERR_DB` when the file cannot be opened as a database.
+    /// option, `ERR_DB` when the file cannot be opened as a database and `ERR_NOT_SQLITE` for
+    /// a file that is not SQLite; the message names the file.
     #[napi(constructor)]
     pub fn new(env: Env, path: String, options: NativeOptions) -> Result<Self, Code> {
         let prepared = Prepared::new(&env, options)?;
@@ -482,22 +496,24 @@ impl NativeSessionState {
         let report = match watcher_exists {
             None => self.store.sweep(None, now),
             Some(f) => {
-                let mut failure: Option<napi::Error> = None;
-                let mut ask = |w: &str| match f.call(w.to_owned()) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                        false
+                // Every watcher is asked before anything is swept: a failing answer (a throw,
+                // or anything but a boolean, which the TypeScript layer turns into a throw)
+                // refuses the whole sweep, which then changes nothing.
+                let mut only = Vec::new();
+                for w in self.store.sweep_candidates().js()? {
+                    match f.call(w.clone()) {
+                        Ok(true) => only.push(w),
+                        Ok(false) => {}
+                        Err(e) => {
+                            return Err(coded(
+                                "ERR_INVALID_ARG",
+                                format!("watcherExists failed: {}", e.reason),
+                            ))
+                        }
                     }
-                };
-                let r = self.store.sweep(Some(&mut ask), now);
-                if let Some(e) = failure {
-                    return Err(coded(
-                        "ERR_INVALID_ARG",
-                        format!("watcherExists failed: {}", e.reason),
-                    ));
                 }
-                r
+                self.store
+                    .sweep(Some(&mut |w: &str| only.iter().any(|o| o == w)), now)
             }
         }
         .js()?;

@@ -66,7 +66,7 @@ const params: Param[] = [
   {
     call: 'new SessionState(path, options)',
     run: (_s, v) => openWith(v),
-    ok: { ...absentOrValid, object: OPENED, deep: OPENED, cyclic: OPENED },
+    ok: { ...absentOrValid, object: OPENED },
   },
   integer('retentionMs'),
   integer('maxEvents'),

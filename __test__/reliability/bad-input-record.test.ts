@@ -114,7 +114,6 @@ const params: Param[] = [
     call: 'record({watchers: [w]})',
     run: (s, v) => s.record({ ...base, watchers: [v] } as never),
     ok: {
-      empty: same,
       lone: (r: unknown, s: SessionState) => {
         same(r)
         expect(s.peek(LONE).map((n) => [n.watcherKey, n.changesSince])).toEqual([[LONE_STORED, 0]])

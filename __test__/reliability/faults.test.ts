@@ -196,12 +196,12 @@ test('directory deleted while open: the store goes on with the unlinked file; re
 })
 
 describe('corrupt file', () => {
-  test('random bytes: the constructor throws ERR_DB and leaves the file as it was', () => {
+  test('random bytes: the constructor throws ERR_NOT_SQLITE and leaves the file as it was', () => {
     const file = path.join(dir, 'random.sqlite')
     const rand = prng(0x5eed)
     const bytes = Buffer.from(Array.from({ length: 64 * 1024 }, () => Math.floor(rand() * 256)))
     fs.writeFileSync(file, bytes)
-    expect(codeOf(() => new SessionState(file))).toBe('ERR_DB')
+    expect(codeOf(() => new SessionState(file))).toBe('ERR_NOT_SQLITE')
     expect(fs.readFileSync(file).equals(bytes)).toBe(true)
     // The fault removed (the file moved aside), the path works again.
     fs.renameSync(file, `${file}.corrupt`)

@@ -100,7 +100,8 @@ export function recordSessionStateEvent(
   const now = nowOf(options)
   try {
     const a = adapter()
-    const named = input.watcherSessionKeys
+    // OpenClaw drops a blank named watcher (no cursor can hold it); the store refuses one.
+    const named = input.watcherSessionKeys?.filter((k) => typeof k !== 'string' || k.trim() !== '')
     const scopes = input.watcherStorePaths ?? a.host.captureSessionWatcherStorePaths(named, options.env)
     const record: RecordInput = {
       sessionKey: input.sessionKey,
@@ -153,7 +154,8 @@ export function getSessionStateVersions(
     const seen = new Set<string>()
     const pairs: { sessionKey: string; agentId: string }[] = []
     for (const ref of refs) {
-      if (!ref.sessionKey) continue
+      // A blank key holds no version the store can read (it refuses one): left out.
+      if (!ref.sessionKey || ref.sessionKey.trim() === '') continue
       const parsed = a.host.parseAgentSessionKey(ref.sessionKey)
       const agentId = parsed ? a.host.resolveAgentIdFromSessionKey(ref.sessionKey) : (ref.agentId ?? 'main')
       const id = JSON.stringify([ref.sessionKey, agentId])

@@ -17,7 +17,8 @@ pub enum Error {
     Io(std::io::Error),
     /// A line of an upstream transcript could not be classified (semantics.md#upstream); the scan goes on.
     UpstreamParse(String),
-    /// The file to inspect is not a SQLite database (or not a regular file).
+    /// The file to open or inspect is not a SQLite database (or, to inspect, not a regular
+    /// file); nothing was written to it.
     NotSqlite(String),
     /// Another SQLite library (or any other code) of this process has the database file, its
     /// `-wal`, `-shm` or `-journal` open: POSIX locks belong to the process, so the two would
@@ -57,6 +58,33 @@ impl Error {
     /// Shorthand for an [`Error::InvalidArg`] with a message.
     pub fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidArg(msg.into())
+    }
+
+    /// This error, met while opening the file at `path`, naming the file: an I/O or SQLite
+    /// failure gets the path in front of its message (unless it already names it), and
+    /// SQLite's "file is not a database" becomes [`Error::NotSqlite`], as `inspectDatabase`
+    /// reports it (semantics.md#errors). Other errors are returned as they are.
+    pub fn at_path(self, path: &str) -> Error {
+        match self {
+            Error::Io(e) if !e.to_string().contains(path) => {
+                Error::Io(std::io::Error::new(e.kind(), format!("{path}: {e}")))
+            }
+            Error::Db(rusqlite::Error::SqliteFailure(f, _))
+                if f.code == rusqlite::ErrorCode::NotADatabase =>
+            {
+                Error::NotSqlite(format!("{path} is not a SQLite database"))
+            }
+            Error::Db(rusqlite::Error::SqliteFailure(f, msg)) => {
+                let msg = msg.unwrap_or_else(|| f.to_string());
+                let msg = if msg.contains(path) {
+                    msg
+                } else {
+                    format!("{path}: {msg}")
+                };
+                Error::Db(rusqlite::Error::SqliteFailure(f, Some(msg)))
+            }
+            other => other,
+        }
     }
 
     /// True when SQLite gave up waiting for a lock (`SQLITE_BUSY` / `SQLITE_LOCKED`).
@@ -134,5 +162,24 @@ mod tests {
             "ERR_UPSTREAM_PARSE"
         );
         assert_eq!(Error::FileShared("x".into()).code(), "ERR_FILE_SHARED");
+    }
+
+    #[test]
+    fn errors_of_opening_name_the_file() {
+        let io = Error::Io(std::io::Error::from(std::io::ErrorKind::NotFound)).at_path("/a/b");
+        assert_eq!(io.code(), "ERR_DB");
+        assert!(io.to_string().contains("/a/b"), "{io}");
+        let not_db = rusqlite::ffi::Error::new(26); // SQLITE_NOTADB
+        let e = Error::Db(rusqlite::Error::SqliteFailure(not_db, None)).at_path("/a/b");
+        assert_eq!(e.code(), "ERR_NOT_SQLITE");
+        assert!(e.to_string().contains("/a/b"), "{e}");
+        let busy = rusqlite::ffi::Error::new(5); // SQLITE_BUSY
+        let e = Error::Db(rusqlite::Error::SqliteFailure(busy, None)).at_path("/a/b");
+        assert!(e.is_busy());
+        assert!(e.to_string().contains("/a/b"), "{e}");
+        assert_eq!(
+            Error::Closed.at_path("/a/b").to_string(),
+            Error::Closed.to_string()
+        );
     }
 }

@@ -248,11 +248,13 @@ pub fn validate(input: RecordInput, now: i64) -> Result<ValidEvent> {
             keys::check_len(v, name)?;
         }
     }
-    for w in &input.watchers {
-        keys::check_len(w, "watchers")?;
+    for (i, w) in input.watchers.iter().enumerate() {
+        keys::check_entry(w, "watchers", i)?;
     }
     for (w, scope) in &input.watcher_scopes {
-        keys::check_len(w, "watcherScopes")?;
+        if keys::is_blank(w) || w.len() > keys::MAX_KEY_BYTES {
+            keys::SessionKey::check_named(w, "a key of watcherScopes")?;
+        }
         keys::check_scope(scope)?;
     }
     let payload_json = match input.payload {
@@ -452,11 +454,18 @@ mod tests {
         i.watchers = vec![
             "agent:main:main".into(),
             "global".into(),
-            "".into(),
             "agent:main:subagent:c".into(),
             "agent:main:main".into(),
         ];
         assert_eq!(validate(i, 0).unwrap().watchers, ["agent:main:main"]);
+        // A blank entry is no key at all: refused, naming its place.
+        for blank in ["", "   "] {
+            let mut i = input();
+            i.watchers = vec!["agent:main:main".into(), blank.into()];
+            let e = validate(i, 0).unwrap_err();
+            assert_eq!(e.code(), "ERR_INVALID_ARG");
+            assert!(e.to_string().contains("watchers[1]"), "{e}");
+        }
         let mut i = input();
         i.session_key = "global".into();
         i.watchers = vec!["agent:main:main".into()];

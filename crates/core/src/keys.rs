@@ -37,19 +37,34 @@ pub enum SessionKey<'a> {
 }
 
 impl<'a> SessionKey<'a> {
-    /// Classifies `key`. The empty key and one longer than [`MAX_KEY_BYTES`] are refused.
+    /// Classifies `key`, an argument called `sessionKey`. A blank key (empty, or only
+    /// whitespace) and one longer than [`MAX_KEY_BYTES`] are refused.
     pub fn parse(key: &'a str) -> Result<Self> {
-        Self::check(key)?;
+        Self::parse_named(key, "sessionKey")
+    }
+
+    /// [`SessionKey::parse`] of an argument the caller knows as `name` (`watcherKey`,
+    /// `targetKeys[2]`, …), which the refusal names.
+    pub fn parse_named(key: &'a str, name: &str) -> Result<Self> {
+        Self::check_named(key, name)?;
         Ok(Self::classify(key))
     }
 
     /// The refusals of [`SessionKey::parse`] without the classification: a key is any
-    /// non-empty string within the identifier limit.
+    /// string within the identifier limit that holds something besides whitespace.
     pub fn check(key: &str) -> Result<()> {
-        if key.is_empty() {
-            return Err(Error::invalid("sessionKey must be a non-empty string"));
+        Self::check_named(key, "sessionKey")
+    }
+
+    /// [`SessionKey::check`] of an argument the caller knows as `name`.
+    pub fn check_named(key: &str, name: &str) -> Result<()> {
+        if is_blank(key) {
+            return Err(Error::invalid(format!(
+                "{name} must be a non-empty string that is not only whitespace, got {}",
+                json_string(key)
+            )));
         }
-        check_len(key, "sessionKey")
+        check_len(key, name)
     }
 
     /// Classifies a key without refusing anything (the empty key is bare).
@@ -72,9 +87,11 @@ impl<'a> SessionKey<'a> {
         matches!(self, SessionKey::Qualified { .. })
     }
 
-    /// True for a qualified key whose rest starts with `subagent:` exactly.
+    /// True for a qualified key whose rest starts with `subagent:` in any ASCII case, as
+    /// OpenClaw's `isSubagentSessionKey` reads it.
     pub fn is_nested(&self) -> bool {
-        matches!(self, SessionKey::Qualified { rest, .. } if rest.starts_with("subagent:"))
+        matches!(self, SessionKey::Qualified { rest, .. }
+            if rest.len() >= NESTED.len() && rest.as_bytes()[..NESTED.len()].eq_ignore_ascii_case(NESTED.as_bytes()))
     }
 
     /// True for qualified keys that are not nested: these may be woken (semantics.md#wake).
@@ -89,6 +106,25 @@ impl<'a> SessionKey<'a> {
             SessionKey::Bare => None,
         }
     }
+}
+
+/// The prefix of a nested key's rest, compared without ASCII case.
+const NESTED: &str = "subagent:";
+
+/// True for a string that is no key: empty, or made only of whitespace (Unicode
+/// `White_Space`), which no gateway means as a session.
+pub fn is_blank(key: &str) -> bool {
+    key.trim().is_empty()
+}
+
+/// [`SessionKey::check`] of entry `index` of the key list the caller knows as `list`
+/// (`watchers`, `targetKeys`, …): the refusal names it as `list[index]`. The name is built
+/// only for a refusal.
+pub fn check_entry(key: &str, list: &str, index: usize) -> Result<()> {
+    if is_blank(key) || key.len() > MAX_KEY_BYTES {
+        return SessionKey::check_named(key, &format!("{list}[{index}]"));
+    }
+    Ok(())
 }
 
 /// True when `s` matches `[a-z0-9][a-z0-9_-]{0,63}`.
@@ -256,6 +292,10 @@ mod tests {
     #[test]
     fn nested_and_main_like() {
         assert!(SessionKey::classify("agent:main:subagent:x").is_nested());
+        // OpenClaw's isSubagentSessionKey lowercases the rest before it compares.
+        assert!(SessionKey::classify("agent:main:SubAgent:x").is_nested());
+        assert!(SessionKey::classify("agent:main:SUBAGENT:x").is_nested());
+        assert!(SessionKey::classify("agent:main:subagent").is_main_like());
         assert!(SessionKey::classify("agent:main:subagentx").is_main_like());
         assert!(SessionKey::classify("agent:main:main").is_main_like());
         assert!(!SessionKey::classify("global").is_main_like());
@@ -282,6 +322,20 @@ mod tests {
             resolve_agent("", None).unwrap_err().code(),
             "ERR_INVALID_ARG"
         );
+    }
+
+    #[test]
+    fn blank_keys_are_refused_by_name() {
+        for blank in ["", "   ", "\t\n", "\u{3000}", "\u{85}"] {
+            let e = SessionKey::parse_named(blank, "watcherKey").unwrap_err();
+            assert_eq!(e.code(), "ERR_INVALID_ARG", "{blank:?}");
+            assert!(e.to_string().contains("watcherKey"), "{e}");
+        }
+        assert!(SessionKey::parse(" x ").is_ok());
+        assert!(SessionKey::parse("   ")
+            .unwrap_err()
+            .to_string()
+            .contains("sessionKey"));
     }
 
     #[test]

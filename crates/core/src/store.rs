@@ -60,7 +60,13 @@ impl Store {
     /// Opens the store at `path` (`:memory:` for a private in-memory database).
     /// Opening never prunes. With `sync_interval_ms` > 0 and a database file, a background
     /// task delivers notices opened by other processes (semantics.md#processes).
+    /// Every failure of opening names the file ([`Error::at_path`]); a file that is not SQLite
+    /// is `ERR_NOT_SQLITE`, and nothing was written to it.
     pub fn open(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
+        Self::open_file(path, opts, hooks).map_err(|e| e.at_path(path))
+    }
+
+    fn open_file(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
         opts.validate()?;
         schema::prepare(path)?;
         // Before the store's SQLite touches the file: if another library of this process has
@@ -142,7 +148,7 @@ impl Store {
     /// `sync_interval_ms` of 0, or an in-memory database) it does nothing.
     pub fn serve(&self, watcher: &str) -> Result<()> {
         self.check_open()?;
-        SessionKey::parse(watcher)?;
+        SessionKey::parse_named(watcher, "watcherKey")?;
         self.mark_served(watcher);
         Ok(())
     }
@@ -230,8 +236,8 @@ impl Store {
         if let Some(s) = &o.scope {
             keys::check_scope(s)?;
         }
-        SessionKey::parse(watcher)?;
-        let t = SessionKey::parse(target)?;
+        SessionKey::parse_named(watcher, "watcherKey")?;
+        let t = SessionKey::parse_named(target, "targetKey")?;
         let (SessionKey::Qualified { agent, .. }, true) =
             (t, keys::is_watchable(watcher) && watcher != target)
         else {
@@ -257,14 +263,19 @@ impl Store {
         target: Option<&str>,
     ) -> Result<Vec<CursorRow>> {
         self.check_open()?;
+        for (key, name) in [(watcher, "watcherKey"), (target, "targetKey")] {
+            if let Some(k) = key {
+                SessionKey::check_named(k, name)?;
+            }
+        }
         self.with_conn(|conn| cursor_rows::read(conn, watcher, target))
     }
 
     /// Removes the cursor and its pending notice. True if a cursor was removed.
     pub fn unwatch(&self, watcher: &str, target: &str) -> Result<bool> {
         self.check_open()?;
-        SessionKey::parse(watcher)?;
-        SessionKey::parse(target)?;
+        SessionKey::parse_named(watcher, "watcherKey")?;
+        SessionKey::parse_named(target, "targetKey")?;
         let conn = self.db().lock()?;
         let removed = cursors::delete(&conn, watcher, target)?;
         self.delivery().queue().remove(watcher, target);
@@ -301,7 +312,13 @@ impl Store {
         self.check_open()?;
         let resolved = refs
             .iter()
-            .map(|&(key, agent)| Ok((key, keys::resolve_agent_ref(key, agent)?)))
+            .enumerate()
+            .map(|(i, &(key, agent))| {
+                if keys::is_blank(key) || key.len() > keys::MAX_KEY_BYTES {
+                    SessionKey::check_named(key, &format!("refs[{i}].sessionKey"))?;
+                }
+                Ok((key, keys::resolve_agent_ref(key, agent)?))
+            })
             .collect::<Result<Vec<_>>>()?;
         let found = self.with_conn(|conn| {
             let tx = Tx::read(conn)?;
@@ -339,7 +356,7 @@ impl Store {
     /// True when the watcher has queued notices. Runs no SQL.
     pub fn has_pending(&self, watcher: &str) -> Result<bool> {
         self.check_open()?;
-        SessionKey::check(watcher)?;
+        SessionKey::check_named(watcher, "watcherKey")?;
         self.mark_served(watcher);
         Ok(self.delivery().queue().has_any(watcher))
     }
@@ -347,7 +364,7 @@ impl Store {
     /// The watcher's pending notices, nothing acknowledged. Runs no SQL.
     pub fn peek(&self, watcher: &str) -> Result<Vec<Notice>> {
         self.check_open()?;
-        SessionKey::parse(watcher)?;
+        SessionKey::parse_named(watcher, "watcherKey")?;
         self.mark_served(watcher);
         Ok(self.delivery().queue().peek(watcher))
     }
@@ -355,7 +372,7 @@ impl Store {
     /// The watcher's pending notices, acknowledged (semantics.md#cursors). With nothing queued it runs no SQL.
     pub fn drain(&self, watcher: &str, now: i64) -> Result<Vec<Notice>> {
         self.check_open()?;
-        SessionKey::parse(watcher)?;
+        SessionKey::parse_named(watcher, "watcherKey")?;
         self.mark_served(watcher);
         self.delivery().drain(self.db(), watcher, now)
     }
@@ -380,11 +397,11 @@ impl Store {
         if let Some(s) = scope {
             keys::check_scope(s)?;
         }
-        SessionKey::parse(watcher)?;
+        SessionKey::parse_named(watcher, "watcherKey")?;
         self.mark_served(watcher);
         let mut unique: Vec<&str> = Vec::with_capacity(targets.len());
-        for t in targets {
-            SessionKey::parse(t)?;
+        for (i, t) in targets.iter().enumerate() {
+            keys::check_entry(t, "targetKeys", i)?;
             if !unique.contains(&t.as_str()) {
                 unique.push(t);
             }

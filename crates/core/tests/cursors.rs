@@ -46,7 +46,7 @@ fn a_spawn_edge_seeds_the_named_watchers_at_the_new_sequence() {
     let s = spawn(
         &fx,
         CHILD,
-        &[MAIN, "global", "", CHILD, MAIN, "agent:MAIN:x"],
+        &[MAIN, "global", CHILD, MAIN, "agent:MAIN:x"],
         T0 + 1,
     );
     assert_eq!(s, 2);

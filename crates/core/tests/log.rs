@@ -219,9 +219,17 @@ fn only_if_watched_returns_none_and_writes_nothing() {
     assert!(fx.store.record(quiet(CHILD, &[]), T0).unwrap().is_none());
     assert!(fx
         .store
-        .record(quiet(CHILD, &["global", "", CHILD, "agent:MAIN:x"]), T0)
+        .record(quiet(CHILD, &["global", CHILD, "agent:MAIN:x"]), T0)
         .unwrap()
         .is_none());
+    // The input is validated first: a blank named watcher is refused, not skipped.
+    assert_eq!(
+        fx.store
+            .record(quiet(CHILD, &["global", " "]), T0)
+            .unwrap_err()
+            .code(),
+        "ERR_INVALID_ARG"
+    );
     // A bare target can never be watched.
     assert!(fx
         .store

@@ -501,3 +501,34 @@ fn options_out_of_range_and_an_empty_path_are_refused() {
         (30 * DAY, 50_000, 30_000, 250)
     );
 }
+
+#[test]
+fn a_file_that_is_not_sqlite_is_err_not_sqlite_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.txt");
+    let text = "this is a text file, not a database\n".repeat(40);
+    std::fs::write(&path, &text).unwrap();
+    let p = path.to_str().unwrap();
+    let e = Store::open(p, Options::default(), Hooks::default())
+        .err()
+        .expect("refused");
+    assert_eq!(e.code(), "ERR_NOT_SQLITE");
+    assert!(e.to_string().contains(p), "{e}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|d| d.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["notes.txt"]);
+}
+
+#[test]
+fn a_file_error_of_opening_names_the_file() {
+    let p = "/proc/nope/x.sqlite";
+    let e = Store::open(p, Options::default(), Hooks::default())
+        .err()
+        .expect("refused");
+    assert_eq!(e.code(), "ERR_DB");
+    assert!(e.to_string().contains(p), "{e}");
+}

@@ -42,14 +42,23 @@ pub fn own_agent(key: &str) -> Option<&str> {
     (is_agent_id(agent) && !rest.is_empty()).then_some(agent)
 }
 
-/// semantics.md#keys: a qualified key whose rest starts with `subagent:` exactly.
+/// semantics.md#keys: a qualified key whose rest starts with `subagent:` in any ASCII case.
 pub fn is_nested(key: &str) -> bool {
-    own_agent(key).is_some_and(|a| key["agent:".len() + a.len() + 1..].starts_with("subagent:"))
+    own_agent(key).is_some_and(|a| {
+        key["agent:".len() + a.len() + 1..]
+            .to_ascii_lowercase()
+            .starts_with("subagent:")
+    })
+}
+
+/// semantics.md#keys: a blank string (empty or only whitespace) is no key.
+pub fn blank(key: &str) -> bool {
+    key.trim().is_empty()
 }
 
 /// semantics.md#keys: explicit agent validated (and equal to a qualified key's own), else the key's, else `main`.
 pub fn resolve_agent(key: &str, explicit: Option<&str>) -> Result<String, &'static str> {
-    if key.is_empty() {
+    if blank(key) {
         return Err(INVALID);
     }
     match (explicit, own_agent(key)) {
@@ -327,7 +336,8 @@ impl Model {
     fn write(&mut self, i: &Input) -> Result<(Option<Ev>, bool), &'static str> {
         let now = self.now;
         // Step 1: validate.
-        if i.key.is_empty()
+        if blank(&i.key)
+            || i.watchers.iter().any(|w| blank(w))
             || !(NOTIFY.contains(&i.kind.as_str())
                 || LOG_ONLY.contains(&i.kind.as_str())
                 || i.kind == "child_spawned")
@@ -458,7 +468,7 @@ impl Model {
 
     /// semantics.md#cursors `watch`.
     pub fn watch(&mut self, w: &str, t: &str, explicit: bool) -> Result<bool, &'static str> {
-        if w.is_empty() || t.is_empty() {
+        if blank(w) || blank(t) {
             return Err(INVALID);
         }
         let Some(agent) = own_agent(t) else {
@@ -483,7 +493,7 @@ impl Model {
 
     /// `unwatch`: true if a cursor was removed; its pending notice goes with it.
     pub fn unwatch(&mut self, w: &str, t: &str) -> Result<bool, &'static str> {
-        if w.is_empty() || t.is_empty() {
+        if blank(w) || blank(t) {
             return Err(INVALID);
         }
         let removed = self.cursors.remove(&(w.to_owned(), t.to_owned())).is_some();
@@ -505,7 +515,7 @@ impl Model {
 
     /// `drain`: the watcher's notices in queue order, each acknowledged.
     pub fn drain(&mut self, w: &str) -> Result<Vec<Queued>, &'static str> {
-        if w.is_empty() {
+        if blank(w) {
             return Err(INVALID);
         }
         let out = self.peek(w);
@@ -517,7 +527,7 @@ impl Model {
 
     /// `acknowledge`: the number of pending notices acknowledged (a repeated target once).
     pub fn acknowledge(&mut self, w: &str, targets: &[String]) -> Result<u64, &'static str> {
-        if w.is_empty() || targets.iter().any(String::is_empty) {
+        if blank(w) || targets.iter().any(|t| blank(t)) {
             return Err(INVALID);
         }
         let mut seen: Vec<&String> = Vec::new();
@@ -560,7 +570,7 @@ impl Model {
     /// semantics.md#retention `resetSession`. Also cancels the watcher's scheduled wake (the project's choice:
     /// nothing is left to wake it for).
     pub fn reset(&mut self, k: &str) -> Result<(), &'static str> {
-        if k.is_empty() {
+        if blank(k) {
             return Err(INVALID);
         }
         self.cursors.retain(|(w, _), _| w != k);
