@@ -8,7 +8,7 @@
 // needs a catch-up read of the rows.
 import type { Client } from 'pg'
 
-import { connect, usePostgres } from './server'
+import { connect, untilBlocked, usePostgres } from './server'
 
 const pg = usePostgres('ordering')
 
@@ -62,16 +62,6 @@ function backendPid(c: Client): number {
   const pid = pids.get(c)
   if (pid === undefined) throw new Error('a client not opened by open()')
   return pid
-}
-
-/** Waits until backend `waiter` is blocked by backend `holder` (pg_blocking_pids). */
-async function untilBlocked(admin: Client, waiter: number, holder: number): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    const r = await admin.query<{ b: number[] }>('SELECT pg_blocking_pids($1) AS b', [waiter])
-    if (r.rows[0].b.includes(holder)) return
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error(`backend ${waiter} never waited for ${holder}`)
 }
 
 async function allSequences(c: Client, s: string, session?: string): Promise<number[]> {

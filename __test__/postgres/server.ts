@@ -32,3 +32,18 @@ export async function connect(url: string, app = 'sa-test'): Promise<Client> {
   await client.connect()
   return client
 }
+
+/** Waits until backend `waiter` is blocked by backend `holder` (pg_blocking_pids), asking on `admin`. */
+export async function untilBlocked(admin: Client, waiter: number, holder: number): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    const r = await admin.query<{ b: number[] }>('SELECT pg_blocking_pids($1) AS b', [waiter])
+    if (r.rows[0].b.includes(holder)) return
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  throw new Error(`backend ${waiter} never waited for ${holder}`)
+}
+
+/** The backend pid of a connected client (ask before it runs anything else). */
+export async function backendPidOf(client: Client): Promise<number> {
+  return (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid
+}
