@@ -113,6 +113,40 @@ test('stop leaves no process, no open port and no data dir; a second stop does n
   await c.stop()
 }, 60000)
 
+test('a process killed with SIGKILL leaves no server behind: the watchdog stops it and removes its data dir', async () => {
+  const script = `require(${JSON.stringify(require.resolve('../../scripts/pg/cluster'))}).startCluster({ name: 'orphan' })
+    .then((c) => { console.log(JSON.stringify({ pid: c.pid, port: c.port, dataDir: c.dataDir, dog: c.watchdogPid })); setInterval(() => {}, 1000) })`
+  const child = childProcess.spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const line = await new Promise<string>((resolve, reject) => {
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString()
+      if (out.includes('\n')) resolve(out.split('\n')[0])
+    })
+    child.once('exit', (code) => reject(new Error(`the child exited first (${code})`)))
+  })
+  const { pid, port, dataDir, dog } = JSON.parse(line) as { pid: number; port: number; dataDir: string; dog: number }
+  expect(await probe(port)).toBe('connected')
+  child.kill('SIGKILL')
+  const end = Date.now() + 30000
+  while ((!gone(pid) || fs.existsSync(dataDir) || !gone(dog)) && Date.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  expect(gone(pid)).toBe(true)
+  expect(fs.existsSync(dataDir)).toBe(false)
+  expect(gone(dog)).toBe(true)
+  expect(await probe(port)).toBe('ECONNREFUSED')
+}, 60000)
+
+test('stop also ends the watchdog', async () => {
+  const c = await startCluster({ name: 'dog' })
+  const dog = c.watchdogPid
+  expect(gone(dog)).toBe(false)
+  await c.stop()
+  for (let i = 0; i < 50 && !gone(dog); i++) await new Promise((resolve) => setTimeout(resolve, 20))
+  expect(gone(dog)).toBe(true)
+}, 60000)
+
 test('a machine without the server binaries gets the install line as an error, not a skip', async () => {
   const saved = process.env.SESSION_AWARENESS_PG_BINDIR
   process.env.SESSION_AWARENESS_PG_BINDIR = '/nonexistent/postgresql/bin'

@@ -1,5 +1,5 @@
 // A throwaway PostgreSQL cluster per test file (scripts/pg/cluster.js): started before the
-// file's tests, stopped after them, and by the process's exit handler if the file dies first.
+// file's tests, stopped after them, and by the cluster's watchdog if the process dies first.
 import { Client } from 'pg'
 
 import { startCluster, type Cluster } from '../../scripts/pg/cluster'

@@ -14,6 +14,8 @@ export interface Cluster {
   readonly pid: number
   /** The data directory (owned by `postgres` under root), removed by `stop`. */
   readonly dataDir: string
+  /** The pid of the watchdog that stops the server if this process ends without `stop()`. */
+  readonly watchdogPid: number
   /** How long initdb and the first start took, in ms. */
   readonly timing: { initdbMs: number; startMs: number }
   /** Runs one statement as the superuser on a connection of its own. */

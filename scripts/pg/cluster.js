@@ -1,6 +1,7 @@
 // A throwaway PostgreSQL cluster for tests and benchmarks: initdb into a fresh temp dir, a
-// server on 127.0.0.1 and a free port, stopped by its pid. It never uses a server that is
-// already running. The server binaries come from `pg_config --bindir` (or
+// server on 127.0.0.1 and a free port, stopped by its pid, and by a watchdog if the process
+// that started it ends first (even by kill -9). It never uses a server that is already
+// running. The server binaries come from `pg_config --bindir` (or
 // SESSION_AWARENESS_PG_BINDIR); a machine without them gets one line naming what to install,
 // as an error, never a skip.
 //
@@ -24,7 +25,29 @@ const INSTALL_HINT =
 /** The role that must authenticate with its password. */
 const PASSWORD_ROLE = 'sa_password'
 
-const live = new Set()
+// The watchdog of a cluster: a detached shell that waits for the process that started the
+// cluster to end (however it ends: a failed test, an uncaught error, kill -9), then stops the
+// server as a crash would and removes the data dir. `stop()` kills it first. $1: the pid to
+// wait for, $2: the data dir (the postmaster's pid is read from it then, so a restart
+// in between is followed).
+const WATCHDOG = `
+while kill -0 "$1" 2>/dev/null; do sleep 1; done
+p=$(head -n 1 "$2/postmaster.pid" 2>/dev/null)
+if [ -n "$p" ]; then
+  kill -QUIT "$p" 2>/dev/null
+  i=0; while kill -0 "$p" 2>/dev/null && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+fi
+rm -rf "$2"
+`
+
+function watch(dataDir) {
+  const dog = childProcess.spawn('sh', ['-c', WATCHDOG, 'sa-pg-watchdog', String(process.pid), dataDir], {
+    detached: true,
+    stdio: 'ignore',
+  })
+  dog.unref()
+  return dog.pid
+}
 
 /** The folder of initdb, pg_ctl and postgres; throws the install hint when there is none. */
 function binDir() {
@@ -119,8 +142,7 @@ async function startCluster({ name = 'test', durable = false } = {}) {
     const gid = Number(childProcess.execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }))
     fs.chownSync(dataDir, uid, gid)
   }
-  const cluster = { dataDir, bin, pid: 0, port: 0, durable, stopped: false }
-  live.add(cluster)
+  const cluster = { dataDir, bin, pid: 0, port: 0, durable, stopped: false, watchdog: watch(dataDir) }
   try {
     run(bin, 'initdb', [
       '-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions',
@@ -154,6 +176,8 @@ async function startCluster({ name = 'test', durable = false } = {}) {
     }))
   } catch (e) {
     await halt(cluster, 'SIGQUIT').catch(() => {})
+    unwatch(cluster)
+    fs.rmSync(dataDir, { recursive: true, force: true })
     throw e
   }
 }
@@ -193,6 +217,15 @@ async function halt(cluster, signal) {
   }
 }
 
+/** Ends the watchdog's process group (its shell and the sleep it waits in). */
+function unwatch(cluster) {
+  try {
+    process.kill(-cluster.watchdog, 'SIGKILL')
+  } catch {
+    // already gone
+  }
+}
+
 function makeApi(cluster, url) {
   return {
     /** Runs one statement as the superuser on a connection of its own; resolves to its rows. */
@@ -220,30 +253,19 @@ function makeApi(cluster, url) {
       await halt(cluster, mode === 'immediate' ? 'SIGQUIT' : 'SIGINT')
       await serve(cluster)
     },
+    /** The pid of the cluster's watchdog (see WATCHDOG). */
+    get watchdogPid() {
+      return cluster.watchdog
+    },
     /** Stops the server and removes its data dir. Safe to call twice. */
     async stop() {
       if (cluster.stopped) return
       await halt(cluster, 'SIGINT')
       cluster.stopped = true
-      live.delete(cluster)
+      unwatch(cluster)
       fs.rmSync(cluster.dataDir, { recursive: true, force: true })
     },
   }
 }
-
-// A process that ends without stopping its clusters (a failed test, an uncaught error) still
-// takes them down: an immediate shutdown, waited for briefly, then the data dir removed.
-process.on('exit', () => {
-  for (const c of live) {
-    try {
-      if (c.pid && alive(c.pid)) process.kill(c.pid, 'SIGQUIT')
-      const end = Date.now() + 5000
-      while (c.pid && alive(c.pid) && Date.now() < end) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20)
-      fs.rmSync(c.dataDir, { recursive: true, force: true })
-    } catch {
-      // nothing more can be done while exiting
-    }
-  }
-})
 
 module.exports = { startCluster, binDir, INSTALL_HINT, PASSWORD_ROLE }

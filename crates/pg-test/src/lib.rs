@@ -1,7 +1,8 @@
 //! A throwaway PostgreSQL cluster for the workspace's integration tests.
 //!
 //! [`Cluster::start`] runs `initdb` into a fresh temp dir and starts a server on 127.0.0.1 and a
-//! free port; dropping the [`Cluster`] stops that server by its pid and removes the dir. A
+//! free port; dropping the [`Cluster`] stops that server by its pid and removes the dir, and a
+//! watchdog does the same if the test process ends without dropping it (an abort, kill -9). A
 //! server someone left running is never used. The server binaries come from
 //! `pg_config --bindir` (or `SESSION_AWARENESS_PG_BINDIR`); without them `start` returns
 //! [`Error::NotInstalled`], whose text is the one line saying what to install, and a test that
@@ -21,6 +22,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+mod watchdog;
+use watchdog::Watchdog;
 
 /// The line a machine without PostgreSQL's server binaries gets.
 pub const INSTALL_HINT: &str = "PostgreSQL server binaries not found (pg_config --bindir): \
@@ -83,6 +87,7 @@ pub struct Cluster {
     durable: bool,
     timing: Timing,
     stopped: bool,
+    watchdog: Watchdog,
 }
 
 /// The folder of `initdb`, `pg_ctl` and `postgres`, or [`Error::NotInstalled`].
@@ -246,6 +251,7 @@ impl Cluster {
         };
         let began = Instant::now();
         let data_dir = temp_dir(name)?;
+        let watchdog = Watchdog::start(&data_dir);
         let mut cluster = Cluster {
             bin,
             data_dir,
@@ -258,6 +264,7 @@ impl Cluster {
                 start: Duration::ZERO,
             },
             stopped: false,
+            watchdog,
         };
         // From here on, a failure drops `cluster`, which stops whatever started.
         let dir = cluster.data_dir.to_string_lossy().into_owned();
@@ -397,6 +404,11 @@ impl Cluster {
         &self.bin
     }
 
+    /// The pid of the watchdog that stops the server if this process ends without a drop.
+    pub fn watchdog_pid(&self) -> Option<u32> {
+        self.watchdog.pid()
+    }
+
     /// How long `initdb` and the first start took.
     pub fn timing(&self) -> Timing {
         self.timing
@@ -442,6 +454,7 @@ impl Cluster {
             self.halt("QUIT")?;
         }
         self.stopped = true;
+        self.watchdog.end();
         std::fs::remove_dir_all(&self.data_dir)
             .map_err(|e| Error::Failed(format!("{}: {e}", self.data_dir.display())))
     }

@@ -127,3 +127,56 @@ fn missing_binaries_are_an_error_naming_the_package() {
     assert_eq!(e.to_string(), INSTALL_HINT);
     assert!(INSTALL_HINT.contains("apt-get install postgresql-15"));
 }
+
+/// The child of `a_killed_process_leaves_no_server`: holds a cluster until it is killed.
+#[test]
+#[ignore = "started by a_killed_process_leaves_no_server in a process of its own"]
+fn orphan_child() {
+    if std::env::var_os("SA_PG_ORPHAN").is_none() {
+        return;
+    }
+    let c = start("rs-orphan");
+    println!("ORPHAN {} {} {}", c.pid(), c.port(), c.data_dir().display());
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+#[test]
+fn a_killed_process_leaves_no_server() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "orphan_child", "--nocapture"])
+        .env("SA_PG_ORPHAN", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines
+        .find_map(|l| l.ok().filter(|l| l.starts_with("ORPHAN ")))
+        .expect("the child printed its cluster");
+    let parts: Vec<&str> = line.split(' ').collect();
+    let (pid, port, dir): (u32, u16, std::path::PathBuf) = (
+        parts[1].parse().unwrap(),
+        parts[2].parse().unwrap(),
+        parts[3].into(),
+    );
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_ok());
+    child.kill().unwrap(); // SIGKILL: no drop runs
+    child.wait().unwrap();
+    let end = Instant::now() + Duration::from_secs(30);
+    while (!gone(pid) || dir.exists()) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(gone(pid));
+    assert!(!dir.exists());
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+}
+
+#[test]
+fn drop_ends_the_watchdog() {
+    let c = start("rs-dog");
+    let dog = c.watchdog_pid().expect("a watchdog");
+    assert!(!gone(dog));
+    drop(c);
+    assert!(gone(dog));
+}
