@@ -147,6 +147,31 @@ test('stop also ends the watchdog', async () => {
   expect(gone(dog)).toBe(true)
 }, 60000)
 
+test('the Jest globalSetup option: one cluster for the run, its URL in SESSION_AWARENESS_PG_URL, stopped by the teardown', async () => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const setup = require('../../scripts/pg/jest-global-setup.js') as () => Promise<void>
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const teardown = require('../../scripts/pg/jest-global-teardown.js') as () => Promise<void>
+  const saved = { url: process.env.SESSION_AWARENESS_PG_URL, pw: process.env.SESSION_AWARENESS_PG_PASSWORD_URL }
+  try {
+    await setup()
+    const url = process.env.SESSION_AWARENESS_PG_URL ?? ''
+    expect(url).toMatch(/^postgresql:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/)
+    const client = await connect(url)
+    expect((await client.query<{ n: number }>('SELECT 3 AS n')).rows).toEqual([{ n: 3 }])
+    await client.end()
+    const pw = await connect(process.env.SESSION_AWARENESS_PG_PASSWORD_URL ?? '')
+    await pw.end()
+    await teardown()
+    expect(await probe(Number(new URL(url).port))).toBe('ECONNREFUSED')
+  } finally {
+    for (const [k, v] of [['SESSION_AWARENESS_PG_URL', saved.url], ['SESSION_AWARENESS_PG_PASSWORD_URL', saved.pw]] as const) {
+      if (v === undefined) delete process.env[k]
+      else process.env[k] = v
+    }
+  }
+}, 60000)
+
 test('a machine without the server binaries gets the install line as an error, not a skip', async () => {
   const saved = process.env.SESSION_AWARENESS_PG_BINDIR
   process.env.SESSION_AWARENESS_PG_BINDIR = '/nonexistent/postgresql/bin'
