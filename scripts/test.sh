@@ -12,6 +12,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The PostgreSQL tests (Rust: crates/pg-test and the store's; Jest: __test__/postgres/) start
+# a throwaway server from these binaries and are never skipped: a machine without them stops
+# here with the line saying what to install.
+echo "== PostgreSQL server binaries (pg_config --bindir)"
+node -e '
+  try { console.log(require("./scripts/pg/cluster.js").binDir()) }
+  catch (e) { console.error(`test.sh: ${e.message}`); process.exit(1) }
+'
 echo "== lockfile: platform packages"
 node scripts/lock-platform-packages.js --check
 echo "== workflows: actionlint"

@@ -1,0 +1,271 @@
+// A throwaway PostgreSQL cluster for tests and benchmarks: initdb into a fresh temp dir, a
+// server on 127.0.0.1 and a free port, stopped by its pid, and by a watchdog if the process
+// that started it ends first (even by kill -9). It never uses a server that is already
+// running. The server binaries come from `pg_config --bindir` (or
+// SESSION_AWARENESS_PG_BINDIR); a machine without them gets one line naming what to install,
+// as an error, never a skip.
+//
+// A server refuses to run as root, so under root (this machine and CI) every server program
+// runs as the `postgres` user through `runuser`, on a data dir chowned to it.
+//
+// Authentication: `trust` for the superuser `postgres` and every other role, except one role
+// that must give its password (scram-sha-256), for credential tests: `passwordUrl`.
+'use strict'
+const childProcess = require('node:child_process')
+const { randomBytes } = require('node:crypto')
+const fs = require('node:fs')
+const net = require('node:net')
+const os = require('node:os')
+const path = require('node:path')
+
+/** The line a machine without PostgreSQL's server binaries gets. */
+const INSTALL_HINT =
+  'PostgreSQL server binaries not found (pg_config --bindir): install them, e.g. `apt-get install postgresql-15`'
+
+/** The role that must authenticate with its password. */
+const PASSWORD_ROLE = 'sa_password'
+
+// The watchdog of a cluster: a detached shell that waits for the process that started the
+// cluster to end (however it ends: a failed test, an uncaught error, kill -9), then stops the
+// server as a crash would and removes the data dir. `stop()` kills it first. $1: the pid to
+// wait for, $2: the data dir (the postmaster's pid is read from it then, so a restart
+// in between is followed).
+const WATCHDOG = `
+while kill -0 "$1" 2>/dev/null; do sleep 1; done
+p=$(head -n 1 "$2/postmaster.pid" 2>/dev/null)
+if [ -n "$p" ]; then
+  kill -QUIT "$p" 2>/dev/null
+  i=0; while kill -0 "$p" 2>/dev/null && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+fi
+rm -rf "$2"
+`
+
+function watch(dataDir) {
+  const dog = childProcess.spawn('sh', ['-c', WATCHDOG, 'sa-pg-watchdog', String(process.pid), dataDir], {
+    detached: true,
+    stdio: 'ignore',
+  })
+  dog.unref()
+  return dog.pid
+}
+
+/** The folder of initdb, pg_ctl and postgres; throws the install hint when there is none. */
+function binDir() {
+  let dir = process.env.SESSION_AWARENESS_PG_BINDIR
+  if (!dir) {
+    try {
+      dir = childProcess.execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
+    } catch {
+      dir = ''
+    }
+  }
+  for (const tool of ['initdb', 'pg_ctl', 'postgres']) {
+    if (!dir || !fs.existsSync(path.join(dir, tool))) {
+      throw Object.assign(new Error(INSTALL_HINT), { code: 'ERR_PG_NOT_INSTALLED' })
+    }
+  }
+  return dir
+}
+
+const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0
+
+/** Runs a server program (as `postgres` under root); returns stdout, throws with its output. */
+function run(bin, tool, args) {
+  const [file, argv] = isRoot()
+    ? ['runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args]]
+    : [path.join(bin, tool), args]
+  const r = childProcess.spawnSync(file, argv, { encoding: 'utf8', cwd: '/' })
+  if (r.status !== 0) {
+    throw new Error(`${tool} failed (${r.status ?? r.signal}): ${(r.stderr || r.stdout || '').trim()}`)
+  }
+  return r.stdout
+}
+
+/** A port nobody listens on at this moment. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer()
+    s.unref()
+    s.once('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+/** True while `pid` is a process that has not exited (a zombie counts as exited). */
+function alive(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
+  } catch {
+    if (process.platform === 'linux') return false
+  }
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function waitGone(pid, ms) {
+  const end = Date.now() + ms
+  while (alive(pid)) {
+    if (Date.now() > end) throw new Error(`postgres ${pid} still running after ${ms} ms`)
+    await sleep(20)
+  }
+}
+
+function tail(file) {
+  try {
+    return fs.readFileSync(file, 'utf8').trim().split('\n').slice(-5).join(' | ')
+  } catch {
+    return ''
+  }
+}
+
+/**
+ * Starts a throwaway cluster. `name` labels its temp dir; `durable: false` (the default)
+ * turns fsync off, which only matters if the machine itself crashes; benchmarks pass
+ * `durable: true`. Resolves once the server accepts connections.
+ */
+async function startCluster({ name = 'test', durable = false } = {}) {
+  const bin = binDir()
+  const began = process.hrtime.bigint()
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `sa-pg-${name}-`))
+  if (isRoot()) {
+    const uid = Number(childProcess.execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }))
+    const gid = Number(childProcess.execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }))
+    fs.chownSync(dataDir, uid, gid)
+  }
+  const cluster = { dataDir, bin, pid: 0, port: 0, durable, stopped: false, watchdog: watch(dataDir) }
+  try {
+    run(bin, 'initdb', [
+      '-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions',
+    ])
+    // The password role's line comes first: pg_hba.conf takes the first line that matches.
+    const hba = path.join(dataDir, 'pg_hba.conf')
+    fs.writeFileSync(
+      hba,
+      `local all all trust\nhost all ${PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\n`,
+    )
+    const initdbMs = Number(process.hrtime.bigint() - began) / 1e6
+    await serve(cluster)
+    const password = randomBytes(12).toString('hex')
+    const url = `postgresql://postgres@127.0.0.1:${cluster.port}/postgres`
+    const api = makeApi(cluster, url)
+    await api.sql(`CREATE ROLE ${PASSWORD_ROLE} LOGIN PASSWORD '${password}'`)
+    // defineProperties, not Object.assign: the port and pid getters must stay getters.
+    return Object.defineProperties(api, Object.getOwnPropertyDescriptors({
+      url,
+      dataDir,
+      password,
+      passwordRole: PASSWORD_ROLE,
+      passwordUrl: `postgresql://${PASSWORD_ROLE}:${password}@127.0.0.1:${cluster.port}/postgres`,
+      get port() {
+        return cluster.port
+      },
+      get pid() {
+        return cluster.pid
+      },
+      timing: { initdbMs, startMs: Number(process.hrtime.bigint() - began) / 1e6 - initdbMs },
+    }))
+  } catch (e) {
+    await halt(cluster, 'SIGQUIT').catch(() => {})
+    unwatch(cluster)
+    fs.rmSync(dataDir, { recursive: true, force: true })
+    throw e
+  }
+}
+
+/** Starts the server of `cluster` (on its port, or a free one), retrying a port taken meanwhile. */
+async function serve(cluster) {
+  let last
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const port = cluster.port || (await freePort())
+    const log = path.join(cluster.dataDir, 'server.log')
+    const opts = [
+      '-c listen_addresses=127.0.0.1',
+      `-c port=${port}`,
+      `-c unix_socket_directories=${cluster.dataDir}`,
+      '-c max_connections=200',
+      ...(cluster.durable ? [] : ['-c fsync=off', '-c full_page_writes=off']),
+    ].join(' ')
+    try {
+      run(cluster.bin, 'pg_ctl', ['-D', cluster.dataDir, '-l', log, '-w', '-t', '60', '-o', opts, 'start'])
+    } catch (e) {
+      last = new Error(`${e.message} ${tail(log)}`)
+      if (cluster.port) break
+      continue
+    }
+    cluster.pid = Number(fs.readFileSync(path.join(cluster.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0])
+    cluster.port = port
+    return
+  }
+  throw last
+}
+
+/** Signals the postmaster (SIGINT: fast shutdown, SIGQUIT: immediate) and waits for it to exit. */
+async function halt(cluster, signal) {
+  if (cluster.pid && alive(cluster.pid)) {
+    process.kill(cluster.pid, signal)
+    await waitGone(cluster.pid, 30000)
+  }
+}
+
+/** Ends the watchdog's process group (its shell and the sleep it waits in). */
+function unwatch(cluster) {
+  try {
+    process.kill(-cluster.watchdog, 'SIGKILL')
+  } catch {
+    // already gone
+  }
+}
+
+function makeApi(cluster, url) {
+  return {
+    /** Runs one statement as the superuser on a connection of its own; resolves to its rows. */
+    async sql(query, params) {
+      const { Client } = require('pg')
+      const client = new Client({ connectionString: url, application_name: 'sa-pg-cluster' })
+      await client.connect()
+      try {
+        return (await client.query(query, params)).rows
+      } finally {
+        await client.end()
+      }
+    },
+    /** Kills every backend whose application_name is `app`; resolves to how many. */
+    async terminateBackends(app) {
+      const rows = await this.sql(
+        'SELECT count(*)::int AS n FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity ' +
+          'WHERE application_name = $1 AND pid <> pg_backend_pid()) t',
+        [app],
+      )
+      return rows[0].n
+    },
+    /** Stops the server (`immediate`: as a crash, SIGQUIT) and starts it again on the same port. */
+    async restart({ mode = 'fast' } = {}) {
+      await halt(cluster, mode === 'immediate' ? 'SIGQUIT' : 'SIGINT')
+      await serve(cluster)
+    },
+    /** The pid of the cluster's watchdog (see WATCHDOG). */
+    get watchdogPid() {
+      return cluster.watchdog
+    },
+    /** Stops the server and removes its data dir. Safe to call twice. */
+    async stop() {
+      if (cluster.stopped) return
+      await halt(cluster, 'SIGINT')
+      cluster.stopped = true
+      unwatch(cluster)
+      fs.rmSync(cluster.dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+module.exports = { startCluster, binDir, INSTALL_HINT, PASSWORD_ROLE }
