@@ -12,6 +12,7 @@ use crate::cursors;
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
 use crate::hooks::Host;
+use crate::metrics::Count;
 use crate::options::Options;
 use crate::prune::{self, PruneReport};
 use crate::runtime;
@@ -167,6 +168,7 @@ impl Maintenance {
                 self.db.yield_to_waiters();
             }
             report.events_deleted += n as u64;
+            self.delivery.metrics.add(Count::PrunedEvents, n as u64);
             if let (true, Some(c)) = (background, &self.checkpointer) {
                 if let Err(e) = c.catch_up() {
                     self.host.report(e);
@@ -196,6 +198,7 @@ impl Maintenance {
                 self.db.yield_to_waiters();
             }
             report.cursors_deleted += deleted;
+            self.delivery.metrics.add(Count::PrunedCursors, deleted);
             match next {
                 Some(n) => after = n,
                 None => break,

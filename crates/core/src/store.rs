@@ -23,6 +23,7 @@ use crate::hooks::{Hooks, Host};
 use crate::keys::{self, SessionKey};
 use crate::log::{self, Changes};
 use crate::maintenance::{Maintenance, SweepReport};
+use crate::metrics::{Hist, MetricsSnapshot, HISTOGRAMS};
 use crate::options::Options;
 use crate::prune::PruneReport;
 use crate::queue::{Notice, QueueSignal};
@@ -80,6 +81,10 @@ impl Store {
             .path()
             .filter(|p| !p.is_empty() && opts.sync_interval_ms > 0)
             .map(str::to_owned);
+        let wal = conn
+            .path()
+            .filter(|p| !p.is_empty())
+            .map(|p| std::path::PathBuf::from(format!("{p}-wal")));
         let host = Host::of(&hooks);
         let db = Arc::new(Db::new(conn, guard));
         let delivery = Arc::new(Delivery::new(
@@ -87,6 +92,9 @@ impl Store {
             opts.wake_coalesce_ms,
             opts.notice_outbox,
         ));
+        if let Some(wal) = wal {
+            delivery.metrics.set_wal(wal);
+        }
         let sync = match file {
             Some(file) => Some(Arc::new(SyncState::open(
                 &file,
@@ -185,7 +193,54 @@ impl Store {
 
     /// Records one event (semantics.md#recording). `Ok(None)` means `onlyIfWatched` found nobody watching.
     pub fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
-        self.inner.recorder.record_with(input, now, |_| Ok(()))
+        let start = std::time::Instant::now();
+        let r = self.inner.recorder.record_with(input, now, |_| Ok(()));
+        let m = &self.delivery().metrics;
+        m.since(Hist::RecordSync, start);
+        if let Err(e) = &r {
+            m.failed(e);
+        }
+        r
+    }
+
+    /// The store's counters and gauges now (docs/metrics.md). Takes no connection lock:
+    /// the queue's and the served set's locks for their sizes, and a `stat` of the WAL.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        let pending = self.delivery().queue().len() as u64;
+        let served = self
+            .inner
+            .recorder
+            .sync
+            .as_ref()
+            .map_or(0, |s| s.served_count() as u64);
+        self.delivery().metrics.snapshot(pending, served)
+    }
+
+    /// From now on, keeps every histogram value one by one for
+    /// [`Store::take_metric_samples`] (a bounded ring each: [`crate::SAMPLE_RING`]).
+    pub fn keep_metric_samples(&self) {
+        self.delivery().metrics.keep_samples();
+    }
+
+    /// The histogram values kept since the last call, per histogram in the order of
+    /// [`Hist`]: nanoseconds, or records for the group size. Empty until
+    /// [`Store::keep_metric_samples`].
+    pub fn take_metric_samples(&self) -> [Vec<u64>; HISTOGRAMS] {
+        self.delivery().metrics.take_samples()
+    }
+
+    /// Counts the result of a record that ran on the writer (`recordAsync`): its failure,
+    /// and the time since it was queued.
+    pub(crate) fn recorded_async(
+        &self,
+        r: &Result<Option<StateEvent>>,
+        queued: std::time::Instant,
+    ) {
+        let m = &self.delivery().metrics;
+        m.since(Hist::RecordAsync, queued);
+        if let Err(e) = r {
+            m.failed(e);
+        }
     }
 
     /// Records `items` in call order as one group (semantics.md#promise-api): one write
@@ -327,7 +382,10 @@ impl Store {
         let agent = keys::resolve_agent(session_key, agent_id)?;
         let after = log::check_after(after)?;
         let limit = log::clamp_limit(limit)?;
-        self.with_conn(|conn| log::changes_since(conn, session_key, &agent, after, limit))
+        let start = std::time::Instant::now();
+        let r = self.with_conn(|conn| log::changes_since(conn, session_key, &agent, after, limit));
+        self.delivery().metrics.since(Hist::ChangesSince, start);
+        r
     }
 
     /// The words the notice queue keeps current for a reader that takes no lock
