@@ -6,7 +6,7 @@
  * a meter of the `meterProvider` option, or else of the global provider at that moment.
  * Counters and gauges are observable instruments fed from one packed snapshot in one batch
  * callback. OpenTelemetry has no observable histogram, so with a real provider the addon
- * keeps each histogram value in a bounded ring (8,192 per histogram) that the same callback
+ * keeps each histogram value in a bounded ring (4,096 values per histogram) that the same callback
  * drains into the histograms; a value that finds its ring full is dropped from the
  * histogram and counted (`session_awareness.metrics.samples_dropped`), while
  * {@link SessionStateStats}'s counts and sums stay exact. Under the global no-op provider no
@@ -49,7 +49,7 @@ export interface SessionStateStats {
   store: StoreKind
   /** Events recorded (new rows; a repeated `dedupeKey` is not one), by kind. */
   eventsRecorded: Record<EventKind, number>
-  /** Records that failed in the store, by code (`record`, `recordAsync` and the upstream calls' records). */
+  /** Records (`record`, `recordAsync`) that reached the store and failed, by code. */
   recordFailures: Record<RecordFailureCode, number>
   /** Notices opened: `new` by a material event, `reopen` by a drain or acknowledge that found changes after the notice. */
   noticesOpened: { new: number; reopen: number }

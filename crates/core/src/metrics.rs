@@ -49,7 +49,7 @@ pub enum Hist {
 pub const HISTOGRAMS: usize = 5;
 
 /// Samples each histogram's ring holds between two drains.
-pub const SAMPLE_RING: usize = 8192;
+pub const SAMPLE_RING: usize = 4096;
 
 /// A histogram's count and sum so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
