@@ -75,8 +75,9 @@ export declare class NativeSessionState {
   /** Deletes a link row; true if there was one. */
   deleteLinkRow(sessionKey: string, agentId: string): boolean
   /**
-   * The store's counters and gauges packed (see this module); with `samples`, followed by
-   * the histogram values kept since the last such call. Works after `close` too.
+   * The store's counters and gauges, packed as `src/metrics.rs` lays them out; with
+   * `samples`, followed by the histogram values kept since the last such call. Works after
+   * `close` too.
    */
   metricsSnapshot(samples: boolean): Float64Array
   /** From now on, keeps every histogram value for `metricsSnapshot(true)`. */

@@ -1,7 +1,8 @@
 'use strict';
 // What the metrics cost (docs/metrics.md; `npm run bench:metrics`, and part of `npm run bench`):
 // `record` and `recordAsync` on three stores in one process, in interleaved rounds so all three
-// see the same machine load; medians of the rounds are reported.
+// see the same machine load (each round starts with the next store); medians of the rounds
+// are reported.
 //
 // - baseline: the addon before the metrics, when BENCH_METRICS_BASELINE names its package
 //   directory (a build of an earlier commit: `dist/`, `index.js` and the binary); left out
@@ -87,7 +88,9 @@ async function main() {
   };
   try {
     for (let r = 0; r <= ROUNDS; r++) {
-      for (const v of variants) {
+      // Each round starts with the next store, so no store always runs first.
+      const order = variants.map((_, i) => variants[(i + r) % variants.length]);
+      for (const v of order) {
         v.store.drain(MAIN);
         let t = hr();
         for (let i = 0; i < RECORDS; i++) v.store.record(input(v.session, seq++));

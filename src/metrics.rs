@@ -111,8 +111,9 @@ pub fn metrics_layout() -> MetricsLayout {
 
 #[napi]
 impl NativeSessionState {
-    /// The store's counters and gauges packed as `src/metrics.rs` lays them out; with `samples`, followed by
-    /// the histogram values kept since the last such call. Works after `close` too.
+    /// The store's counters and gauges, packed as `src/metrics.rs` lays them out; with
+    /// `samples`, followed by the histogram values kept since the last such call. Works after
+    /// `close` too.
     #[napi]
     pub fn metrics_snapshot(&self, samples: bool) -> Float64Array {
         let snapshot = self.store.metrics();
