@@ -12,7 +12,8 @@
 //   reader. The record rounds do not collect (a host collects every 10 to 60 s); after each
 //   round the reader collects, and that collection's time divided by the round's records is
 //   reported on its own row: the JS-thread time each record costs at collection, when its
-//   histogram values are replayed into the SDK's histograms.
+//   histogram values are replayed into the SDK's histograms. A last row times the SDK's own
+//   `Histogram.record` of one value, the floor under that.
 //
 // Output: a Markdown table, and with `--json <file>` the samples and rows as JSON.
 
@@ -142,6 +143,21 @@ async function main() {
       median: ns(median(sdkVariant.samples[collectKey])),
       against: '—',
     });
+  }
+  // The floor under the collection rows: the SDK's own Histogram.record of one value with the
+  // attributes of record.duration, on a provider of its own.
+  {
+    const own = sdk();
+    const h = own.provider.getMeter('floor').createHistogram('floor', { unit: 's' });
+    const attrs = Object.freeze({ 'session_awareness.store': 'sqlite', api: 'sync' });
+    const per = [];
+    for (let r = 0; r <= ROUNDS; r++) {
+      const t = hr();
+      for (let i = 0; i < 10000; i++) h.record(i * 1e-6, attrs);
+      if (r > 0) per.push(Number(hr() - t) / 10000);
+    }
+    await own.provider.shutdown();
+    rows.push({ operation: "the SDK's own Histogram.record of one value (two attributes), for comparison", median: ns(median(per)), against: '—' });
   }
   const head = ['Operation', 'Median per record', 'Difference (median of the rounds)'];
   const lines = [head, head.map(() => '---'), ...rows.map((r) => [r.operation, r.median, r.against])];
