@@ -107,8 +107,8 @@ afterAll(() => {
 
 /** The modules of lib/, each shipped compiled with its declarations. */
 const MODULES = [
-  'args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'notice-listener', 'packed',
-  'payload', 'session-state', 'types', 'versions',
+  'args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'metrics', 'notice-listener',
+  'packed', 'payload', 'session-state', 'types', 'versions',
   'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/links', 'openclaw/producers', 'openclaw/reads',
   'openclaw/state', 'openclaw/types',
 ]
@@ -122,6 +122,14 @@ test('the root tarball ships the TypeScript layer, the loader, types, CLI, licen
   expect(packed.platform.files).toEqual([BINARY, 'README.md', 'package.json'].sort())
   const installed = path.join(consumer, 'node_modules', 'session-awareness')
   expect(filesUnder(installed).filter((f) => f.endsWith('.node'))).toEqual([])
+})
+
+test('the one runtime dependency is the OpenTelemetry API, and it is installed with the package', () => {
+  const installed = JSON.parse(
+    fs.readFileSync(path.join(consumer, 'node_modules', 'session-awareness', 'package.json'), 'utf8'),
+  )
+  expect(installed.dependencies).toEqual({ '@opentelemetry/api': '^1.10.0' })
+  expect(fs.existsSync(path.join(consumer, 'node_modules', '@opentelemetry', 'api', 'package.json'))).toBe(true)
 })
 
 test('the root lists every platform package, at its own version, in optionalDependencies', () => {

@@ -201,6 +201,10 @@ export class StoreMetrics {
   // Records the histogram values of a snapshot taken with samples.
   #drain: ((n: Float64Array) => void) | undefined = undefined
 
+  /**
+   * Creates the instruments of the store over `native` on `provider`, or else on the global
+   * provider now; under the API's no-op provider, none.
+   */
   constructor(native: NativeSessionState, provider: MeterProvider | undefined, store: StoreKind = 'sqlite') {
     this.#store = store
     this.#native = new WeakRef(native)
