@@ -25,6 +25,8 @@ import type {
   ObservableGauge,
 } from '@opentelemetry/api'
 import type { NativeSessionState } from '../index.js'
+import { opts } from './args'
+import { invalid } from './errors'
 import type { ErrorCode } from './errors'
 import { EventKind } from './types'
 
@@ -79,6 +81,16 @@ export interface SessionStateStats {
   watchersServed: number
   /** Bytes of the SQLite `-wal` file now (0 in memory or when there is none). */
   walBytes: number
+}
+
+/**
+ * The `meterProvider` option, checked: absent, or an object with a `getMeter` function.
+ * @internal
+ */
+export function optMeterProvider(v: unknown): MeterProvider | undefined {
+  const o = opts(v, 'meterProvider')
+  if (o !== undefined && typeof o.getMeter !== 'function') throw invalid('meterProvider must have a getMeter function')
+  return o as MeterProvider | undefined
 }
 
 /** The codes `recordFailures` counts, in the addon's order. */

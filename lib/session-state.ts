@@ -11,7 +11,7 @@ import { Lane } from './async'
 import type { Report } from './async'
 import { recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
-import { StoreMetrics } from './metrics'
+import { StoreMetrics, optMeterProvider } from './metrics'
 import type { SessionStateStats } from './metrics'
 import { NoticeListener } from './notice-listener'
 import * as packed from './packed'
@@ -135,15 +135,6 @@ interface Prepared {
   strict: boolean
   onNotice: ((notice: QueuedNotice) => void) | undefined
   meterProvider: MeterProvider | undefined
-}
-
-/** An optional `MeterProvider`: an object with a `getMeter` function. */
-function optMeterProvider(v: unknown): MeterProvider | undefined {
-  const o = a.opts(v, 'meterProvider')
-  if (o !== undefined && typeof o.getMeter !== 'function') {
-    throw a.invalidInput('meterProvider must have a getMeter function')
-  }
-  return o as MeterProvider | undefined
 }
 
 function prepare(path: string, options: SessionStateOptions | null | undefined): Prepared {
@@ -553,11 +544,7 @@ export class SessionState {
     this.#metrics.closed()
   }
 
-  /**
-   * The store's counters and gauges now (docs/metrics.md): the numbers behind its
-   * OpenTelemetry instruments, for hosts without OpenTelemetry. Counters count from the
-   * open; after `close()` they keep their last values. Runs no SQL.
-   */
+  /** The store's counters and gauges now (docs/metrics.md); after `close()`, the last. Runs no SQL. */
   stats(): SessionStateStats {
     return this.#metrics.stats()
   }

@@ -23,7 +23,7 @@ use crate::hooks::{Hooks, Host};
 use crate::keys::{self, SessionKey};
 use crate::log::{self, Changes};
 use crate::maintenance::{Maintenance, SweepReport};
-use crate::metrics::{Hist, MetricsSnapshot, HISTOGRAMS};
+use crate::metrics::Hist;
 use crate::options::Options;
 use crate::prune::PruneReport;
 use crate::queue::{Notice, QueueSignal};
@@ -33,6 +33,8 @@ use crate::sync::SyncState;
 use crate::tx::Tx;
 use crate::upstream::links::Link;
 use crate::upstream::monitor::{AdoptInput, Monitor, RemoteCheck};
+
+mod stats;
 
 /// A session named for `stateVersions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,46 +203,6 @@ impl Store {
             m.failed(e);
         }
         r
-    }
-
-    /// The store's counters and gauges now (docs/metrics.md). Takes no connection lock:
-    /// the queue's and the served set's locks for their sizes, and a `stat` of the WAL.
-    pub fn metrics(&self) -> MetricsSnapshot {
-        let pending = self.delivery().queue().len() as u64;
-        let served = self
-            .inner
-            .recorder
-            .sync
-            .as_ref()
-            .map_or(0, |s| s.served_count() as u64);
-        self.delivery().metrics.snapshot(pending, served)
-    }
-
-    /// From now on, keeps every histogram value one by one for
-    /// [`Store::take_metric_samples`] (a bounded ring each: [`crate::SAMPLE_RING`]).
-    pub fn keep_metric_samples(&self) {
-        self.delivery().metrics.keep_samples();
-    }
-
-    /// The histogram values kept since the last call, per histogram in the order of
-    /// [`Hist`]: nanoseconds, or records for the group size. Empty until
-    /// [`Store::keep_metric_samples`].
-    pub fn take_metric_samples(&self) -> [Vec<u64>; HISTOGRAMS] {
-        self.delivery().metrics.take_samples()
-    }
-
-    /// Counts the result of a record that ran on the writer (`recordAsync`): its failure,
-    /// and the time since it was queued.
-    pub(crate) fn recorded_async(
-        &self,
-        r: &Result<Option<StateEvent>>,
-        queued: std::time::Instant,
-    ) {
-        let m = &self.delivery().metrics;
-        m.since(Hist::RecordAsync, queued);
-        if let Err(e) = r {
-            m.failed(e);
-        }
     }
 
     /// Records `items` in call order as one group (semantics.md#promise-api): one write
