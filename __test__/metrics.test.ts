@@ -150,6 +150,7 @@ test('a scripted scenario gives exact counts, histogram counts and gauges, and n
   expect(valueOf(rm, 'session_awareness.notices.pending')).toBe(0)
   expect(valueOf(rm, 'session_awareness.watchers.served')).toBe(1)
   expect(valueOf(rm, 'session_awareness.sqlite.wal.size') as number).toBeGreaterThan(0)
+  expect(valueOf(rm, 'session_awareness.sqlite.wal.frames') as number).toBeGreaterThan(0)
 
   const values = new Set<unknown>()
   for (const m of rm.scopeMetrics.flatMap((x) => x.metrics)) {
@@ -196,10 +197,11 @@ test('stats() holds the same numbers, without any MeterProvider', async () => {
     0,
   ])
   expect(st.walBytes).toBeGreaterThan(0)
+  expect(st.walFrames).toBeGreaterThan(0)
   s.close()
   const after = s.stats()
   expect(after.eventsRecorded).toEqual(KINDS)
-  expect(after.walBytes).toBe(0)
+  expect([after.walBytes, after.walFrames, after.watchersServed]).toEqual([0, 0, 0])
 })
 
 test('an in-memory store without cross-process delivery has no WAL and serves no watcher', () => {
@@ -207,7 +209,9 @@ test('an in-memory store without cross-process delivery has no WAL and serves no
   expect(s.watch(MAIN, CHILD)).toBe(true)
   must(s.record({ sessionKey: CHILD, kind: 'goal_changed', ...human }))
   const st = s.stats()
-  expect([st.noticesPending, st.watchersServed, st.walBytes, st.eventsRecorded.goal_changed]).toEqual([1, 0, 0, 1])
+  expect([st.noticesPending, st.watchersServed, st.walBytes, st.walFrames, st.eventsRecorded.goal_changed]).toEqual([
+    1, 0, 0, 0, 1,
+  ])
 })
 
 test('a poll that finds another process’s change counts a catch-up', async () => {

@@ -79,8 +79,10 @@ export interface SessionStateStats {
   noticesPending: number
   /** Watchers served across processes now (0 when `syncIntervalMs` is 0 or the store is in memory). */
   watchersServed: number
-  /** Bytes of the SQLite `-wal` file now (0 in memory or when there is none). */
+  /** Bytes of the SQLite `-wal` file now (0 in memory or when there is none): the WAL's high-water mark. */
   walBytes: number
+  /** Frames in the WAL after the last commit (0 in memory): how far it ran since it last started over. */
+  walFrames: number
 }
 
 /**
@@ -120,7 +122,7 @@ const COUNTERS = [
   'prune.deleted:cursors',
   'sync.catch_ups',
 ] as const
-const GAUGES = ['notices.pending', 'watchers.served', 'sqlite.wal.size'] as const
+const GAUGES = ['notices.pending', 'watchers.served', 'sqlite.wal.size', 'sqlite.wal.frames'] as const
 
 /**
  * The names of the fixed slots of the addon's packed snapshot, in order; a test checks them
@@ -180,6 +182,7 @@ function statsOf(store: StoreKind, n: Float64Array): SessionStateStats {
     noticesPending: at(AT_GAUGES),
     watchersServed: at(AT_GAUGES + 1),
     walBytes: at(AT_GAUGES + 2),
+    walFrames: at(AT_GAUGES + 3),
   }
 }
 
@@ -291,6 +294,11 @@ export class StoreMetrics {
     const pending = gauge('session_awareness.notices.pending', '{notice}', 'Notices queued.')
     const served = gauge('session_awareness.watchers.served', '{watcher}', 'Watchers served across processes.')
     const wal = gauge('session_awareness.sqlite.wal.size', 'By', 'Size of the SQLite -wal file.')
+    const frames = gauge(
+      'session_awareness.sqlite.wal.frames',
+      '{frame}',
+      'Frames in the WAL after the last commit, since it last started over.',
+    )
     const observables: Observable[] = [
       recorded,
       failures,
@@ -304,6 +312,7 @@ export class StoreMetrics {
       pending,
       served,
       wal,
+      frames,
     ]
     const kindAttrs = KINDS.map((kind) => attrs({ kind }))
     const codeAttrs = RECORD_FAILURE_CODES.map((code) => attrs({ code }))
@@ -347,6 +356,7 @@ export class StoreMetrics {
       r.observe(pending, at(AT_GAUGES), plain)
       r.observe(served, at(AT_GAUGES + 1), plain)
       r.observe(wal, at(AT_GAUGES + 2), plain)
+      r.observe(frames, at(AT_GAUGES + 3), plain)
     }
     this.#native.deref()?.keepMetricSamples()
     meter.addBatchObservableCallback(callback, observables)

@@ -32,7 +32,12 @@ const COUNTER_NAMES: [&str; 8] = [
 ];
 
 /// The gauges, last.
-const GAUGE_NAMES: [&str; 3] = ["notices.pending", "watchers.served", "sqlite.wal.size"];
+const GAUGE_NAMES: [&str; 4] = [
+    "notices.pending",
+    "watchers.served",
+    "sqlite.wal.size",
+    "sqlite.wal.frames",
+];
 
 /// The name of every fixed slot, in order.
 fn slot_names() -> Vec<String> {
@@ -64,7 +69,7 @@ fn pack(s: &MetricsSnapshot, samples: Option<[Vec<u64>; HISTOGRAMS]>) -> Vec<f64
     let extra = samples
         .as_ref()
         .map_or(0, |l| l.iter().map(|v| v.len() + 1).sum());
-    let mut out = Vec::with_capacity(43 + extra);
+    let mut out = Vec::with_capacity(44 + extra);
     out.extend(s.events_recorded.iter().map(|&n| n as f64));
     out.extend(s.record_failures.iter().map(|&n| n as f64));
     out.extend(
@@ -83,7 +88,15 @@ fn pack(s: &MetricsSnapshot, samples: Option<[Vec<u64>; HISTOGRAMS]>) -> Vec<f64
     for (h, t) in s.histograms.iter().enumerate() {
         out.extend([t.count as f64, value(h, t.sum), t.dropped as f64]);
     }
-    out.extend([s.notices_pending, s.watchers_served, s.wal_bytes].map(|n| n as f64));
+    out.extend(
+        [
+            s.notices_pending,
+            s.watchers_served,
+            s.wal_bytes,
+            s.wal_frames,
+        ]
+        .map(|n| n as f64),
+    );
     if let Some(lists) = samples {
         for (h, list) in lists.iter().enumerate() {
             out.push(list.len() as f64);

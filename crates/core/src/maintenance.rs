@@ -207,6 +207,13 @@ impl Maintenance {
         Ok(report)
     }
 
+    /// Frames in the WAL after the last commit (0 without a WAL).
+    pub(crate) fn wal_frames(&self) -> u64 {
+        self.checkpointer
+            .as_ref()
+            .map_or(0, |c| u64::try_from(c.frames()).unwrap_or(0))
+    }
+
     /// Closes the checkpointer's connection (after its checkpoint in progress, if any).
     pub(crate) fn close(&self) {
         if let Some(c) = &self.checkpointer {

@@ -93,6 +93,16 @@ pub struct MetricsSnapshot {
     pub watchers_served: u64,
     /// Bytes of the `-wal` file now (0 for an in-memory store or when there is none).
     pub wal_bytes: u64,
+    /// Frames in the WAL after the last commit: how far it ran since it last started over.
+    pub wal_frames: u64,
+}
+
+/// The gauges the store reads from its parts for a snapshot.
+#[derive(Default)]
+pub(crate) struct Gauges {
+    pub(crate) notices_pending: u64,
+    pub(crate) watchers_served: u64,
+    pub(crate) wal_frames: u64,
 }
 
 /// Counter indexes of [`Metrics`].
@@ -264,7 +274,7 @@ impl Metrics {
     }
 
     /// The counters now, with the gauges the caller read.
-    pub(crate) fn snapshot(&self, notices_pending: u64, watchers_served: u64) -> MetricsSnapshot {
+    pub(crate) fn snapshot(&self, gauges: Gauges) -> MetricsSnapshot {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let c = |i: Count| load(&self.counts[i as usize]);
         MetricsSnapshot {
@@ -279,8 +289,9 @@ impl Metrics {
             prune_deleted_cursors: c(Count::PrunedCursors),
             sync_catch_ups: c(Count::CatchUps),
             histograms: std::array::from_fn(|i| self.hists[i].totals()),
-            notices_pending,
-            watchers_served,
+            notices_pending: gauges.notices_pending,
+            watchers_served: gauges.watchers_served,
+            wal_frames: gauges.wal_frames,
             wal_bytes: self
                 .wal
                 .get()
@@ -303,7 +314,7 @@ mod tests {
         m.failed(&Error::Closed);
         m.failed(&Error::invalid("x"));
         m.failed(&Error::Io(std::io::Error::other("x")));
-        let s = m.snapshot(0, 0);
+        let s = m.snapshot(Gauges::default());
         assert_eq!(s.record_failures, [1, 1, 1, 0, 0, 0, 0, 0]);
     }
 
@@ -319,7 +330,7 @@ mod tests {
         let s = m.take_samples();
         assert_eq!(s[Hist::GroupSize as usize], vec![5, 0, 7]);
         assert!(m.take_samples()[Hist::GroupSize as usize].is_empty());
-        let t = m.snapshot(0, 0).histograms[Hist::GroupSize as usize];
+        let t = m.snapshot(Gauges::default()).histograms[Hist::GroupSize as usize];
         assert_eq!((t.count, t.sum, t.dropped), (4, 15, 0));
     }
 
@@ -330,7 +341,7 @@ mod tests {
         for v in 0..(SAMPLE_RING as u64 + 3) {
             m.value(Hist::Commit, v);
         }
-        let t = m.snapshot(0, 0).histograms[Hist::Commit as usize];
+        let t = m.snapshot(Gauges::default()).histograms[Hist::Commit as usize];
         assert_eq!((t.count, t.dropped), (SAMPLE_RING as u64 + 3, 3));
         let s = m.take_samples();
         assert_eq!(s[Hist::Commit as usize].len(), SAMPLE_RING);

@@ -47,6 +47,8 @@ fn records_notices_drains_acknowledges_wakes_and_failures_are_counted_exactly() 
     assert_eq!(s.notices_pending, 1);
     assert_eq!(s.watchers_served, 1);
     assert!(s.wal_bytes > 0);
+    // The watch and the record: two commits of at least one frame each.
+    assert!(s.wal_frames >= 2, "{}", s.wal_frames);
     fx.next_wake();
     // Pending already: M moves, no notice opens.
     fx.rec(CHILD, "goal_changed", None, T0 + 2);
@@ -104,7 +106,7 @@ fn records_notices_drains_acknowledges_wakes_and_failures_are_counted_exactly() 
         .unwrap_err();
     let s = fx.store.metrics();
     assert_eq!(failures(&s, "ERR_CLOSED"), 1);
-    assert_eq!(s.wal_bytes, 0);
+    assert_eq!((s.wal_bytes, s.wal_frames, s.watchers_served), (0, 0, 0));
 }
 
 #[test]

@@ -5,21 +5,23 @@ use std::time::Instant;
 
 use crate::error::Result;
 use crate::event::StateEvent;
-use crate::metrics::{Hist, MetricsSnapshot, HISTOGRAMS};
+use crate::metrics::{Gauges, Hist, MetricsSnapshot, HISTOGRAMS};
 use crate::store::Store;
 
 impl Store {
-    /// The store's counters and gauges now (docs/metrics.md). Takes no connection lock:
-    /// the queue's and the served set's locks for their sizes, and a `stat` of the WAL.
+    /// The store's counters and gauges now (docs/metrics.md); a closed store's gauges are 0.
+    /// Takes no connection lock: the queue's and the served set's locks for their sizes, and
+    /// a `stat` of the WAL.
     pub fn metrics(&self) -> MetricsSnapshot {
-        let pending = self.delivery().queue().len() as u64;
-        let served = self
-            .inner
-            .recorder
-            .sync
-            .as_ref()
-            .map_or(0, |s| s.served_count() as u64);
-        self.delivery().metrics.snapshot(pending, served)
+        let r = &self.inner.recorder;
+        if self.is_closed() {
+            return self.delivery().metrics.snapshot(Gauges::default());
+        }
+        self.delivery().metrics.snapshot(Gauges {
+            notices_pending: self.delivery().queue().len() as u64,
+            watchers_served: r.sync.as_ref().map_or(0, |s| s.served_count() as u64),
+            wal_frames: r.maintenance.wal_frames(),
+        })
     }
 
     /// From now on, keeps every histogram value one by one for
