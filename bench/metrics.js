@@ -12,8 +12,9 @@
 //   reader. The record rounds do not collect (a host collects every 10 to 60 s); after each
 //   round the reader collects, and that collection's time divided by the round's records is
 //   reported on its own row: the JS-thread time each record costs at collection, when its
-//   histogram values are replayed into the SDK's histograms. A last row times the SDK's own
-//   `Histogram.record` of one value, the floor under that.
+//   histogram values are replayed into the SDK's histograms. Two last rows time a collection
+//   with nothing new (the fixed part of each collection) and the SDK's own `Histogram.record`
+//   of one value (the floor under the rest).
 //
 // Output: a Markdown table, and with `--json <file>` the samples and rows as JSON.
 
@@ -32,7 +33,7 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-const ns = (x) => (x < 1e3 ? `${x.toFixed(0)} ns` : `${(x / 1e3).toFixed(2)} µs`);
+const ns = (x) => (x < 1e3 ? `${x.toFixed(0)} ns` : x < 1e6 ? `${(x / 1e3).toFixed(2)} µs` : `${(x / 1e6).toFixed(2)} ms`);
 
 /** A notify kind with one watcher, as in bench/workloads.js. */
 function input(session, n) {
@@ -115,6 +116,15 @@ async function main() {
         }
       }
     }
+    // A collection with nothing recorded since the one before: the fixed part of the
+    // collection rows above (observing every counter and gauge, exporting nothing new).
+    const sdkStore = variants.find((v) => v.reader);
+    sdkStore.idleCollect = [];
+    for (let r = 0; r <= ROUNDS; r++) {
+      const t = hr();
+      await sdkStore.reader.collect();
+      if (r > 0) sdkStore.idleCollect.push(Number(hr() - t));
+    }
   } finally {
     for (const v of variants) v.store.close();
     await provider.shutdown();
@@ -142,6 +152,14 @@ async function main() {
       operation: `${api}, SDK MeterProvider: the collection after each round, per record`,
       median: ns(median(sdkVariant.samples[collectKey])),
       against: '—',
+    });
+  }
+  {
+    const v = variants.find((x) => x.reader);
+    rows.push({
+      operation: 'SDK MeterProvider: one collection with nothing new (the fixed part of the rows above, for the whole collection)',
+      median: ns(median(v.idleCollect)),
+      against: `${ns(median(v.idleCollect) / RECORDS)} per record of a ${RECORDS}-record round`,
     });
   }
   // The floor under the collection rows: the SDK's own Histogram.record of one value with the
