@@ -66,8 +66,8 @@ const human = { actorType: 'human' as const, summary: 's' }
 
 /**
  * The scenario: a watch, a record of each kind a host records, a notice opened, reopened by a
- * drain and acknowledged, a failing record, a prune, two records off the JS thread and a
- * changesSince. Returns the store and its clock.
+ * drain and acknowledged, a failing record, a prune, three records off the JS thread (one
+ * failing) and a changesSince. Returns the store, the prune's report and the keys used.
  */
 async function scenario(file: string, extra: Record<string, unknown>) {
   const clock = new Clock()
@@ -94,6 +94,7 @@ async function scenario(file: string, extra: Record<string, unknown>) {
   const pruned = s.prune()
   must(await s.recordAsync({ sessionKey: CHILD, kind: 'goal_changed', ...human }))
   must(await s.recordAsync({ sessionKey: CHILD, kind: 'run_completed', ...human }))
+  expect(await s.recordAsync({ sessionKey: CHILD, kind: 'no_such_kind' as 'created', ...human })).toBeNull()
   s.changesSince(CHILD, 0)
   return { s, pruned, keys: [MAIN, CHILD, OTHER, file, 'once'] }
 }
@@ -123,7 +124,7 @@ test('a scripted scenario gives exact counts, histogram counts and gauges, and n
   for (const [kind, n] of Object.entries(KINDS)) {
     expect([kind, valueOf(rm, 'session_awareness.events.recorded', { kind })]).toEqual([kind, n])
   }
-  expect(valueOf(rm, 'session_awareness.record.failures', { code: 'ERR_INVALID_ARG' })).toBe(1)
+  expect(valueOf(rm, 'session_awareness.record.failures', { code: 'ERR_INVALID_ARG' })).toBe(2)
   expect(valueOf(rm, 'session_awareness.record.failures', { code: 'ERR_DB' })).toBe(0)
   expect(valueOf(rm, 'session_awareness.notices.opened', { reason: 'new' })).toBe(1)
   expect(valueOf(rm, 'session_awareness.notices.opened', { reason: 'reopen' })).toBe(1)
@@ -134,9 +135,9 @@ test('a scripted scenario gives exact counts, histogram counts and gauges, and n
   expect(valueOf(rm, 'session_awareness.prune.deleted', { what: 'cursors' })).toBe(2)
   expect(valueOf(rm, 'session_awareness.sync.catch_ups')).toBe(0)
   expect(valueOf(rm, 'session_awareness.metrics.samples_dropped')).toBe(0)
-  // Ten calls of record reached the store (the failing one too); two of recordAsync.
+  // Ten calls of record reached the store (the failing one too); three of recordAsync.
   expect(countOf(rm, 'session_awareness.record.duration', { api: 'sync' })).toBe(10)
-  expect(countOf(rm, 'session_awareness.record.duration', { api: 'async' })).toBe(2)
+  expect(countOf(rm, 'session_awareness.record.duration', { api: 'async' })).toBe(3)
   // Nine write transactions of record (the dedupe hit too) and one or two group commits.
   const groups = valueOf(rm, 'session_awareness.commit.group_size') as Histogram
   expect(groups.sum).toBe(2)
@@ -177,13 +178,13 @@ test('stats() holds the same numbers, without any MeterProvider', async () => {
   const { s } = await scenario(fx.file(), {})
   const st: SessionStateStats = s.stats()
   expect(st.eventsRecorded).toEqual(KINDS)
-  expect(st.recordFailures.ERR_INVALID_ARG).toBe(1)
-  expect(Object.values(st.recordFailures).reduce((x, y) => x + y)).toBe(1)
+  expect(st.recordFailures.ERR_INVALID_ARG).toBe(2)
+  expect(Object.values(st.recordFailures).reduce((x, y) => x + y)).toBe(2)
   expect(st.noticesOpened).toEqual({ new: 1, reopen: 1 })
   expect([st.noticesDelivered, st.noticesAcknowledged, st.wakesRequested]).toEqual([1, 1, 2])
   expect(st.pruneDeleted).toEqual({ events: 8, cursors: 2 })
   expect(st.recordDuration.sync.count).toBe(10)
-  expect(st.recordDuration.async.count).toBe(2)
+  expect(st.recordDuration.async.count).toBe(3)
   expect(st.recordDuration.sync.sum).toBeGreaterThan(0)
   expect(st.commitGroupSize.sum).toBe(2)
   expect(st.commitDuration.count).toBe(9 + st.commitGroupSize.count)
