@@ -75,6 +75,14 @@ export declare class NativeSessionState {
   /** Deletes a link row; true if there was one. */
   deleteLinkRow(sessionKey: string, agentId: string): boolean
   /**
+   * The store's counters and gauges, packed as `src/metrics.rs` lays them out; with
+   * `samples`, followed by the histogram values kept since the last such call. Works after
+   * `close` too.
+   */
+  metricsSnapshot(samples: boolean): Float64Array
+  /** From now on, keeps every histogram value for `metricsSnapshot(true)`. */
+  keepMetricSamples(): void
+  /**
    * Opens (creating if needed) the store at `path`. Throws `ERR_INVALID_ARG` for a bad
    * option, `ERR_DB` when the file cannot be opened as a database and `ERR_NOT_SQLITE` for
    * a file that is not SQLite; the message names the file.
@@ -388,6 +396,18 @@ export interface InspectedSession {
   retainedEvents: number
   /** The smallest retained sequence, when an event is retained. */
   earliestRetainedSequence?: number
+}
+
+/** The layout of a packed metrics snapshot. */
+export declare function metricsLayout(): MetricsLayout
+
+/**
+ * The names of the fixed slots of a packed metrics snapshot, for the test that checks
+ * `lib/metrics.ts` against them.
+ */
+export interface MetricsLayout {
+  /** Every fixed slot's name, in order. */
+  slots: Array<string>
 }
 
 /** A best-effort failure as the addon reports it: the stable code and the message. */

@@ -840,6 +840,7 @@ module.exports.decodeNoticeContextKey = nativeBinding.decodeNoticeContextKey
 module.exports.encodeNoticeContextKey = nativeBinding.encodeNoticeContextKey
 module.exports.importStateDatabase = nativeBinding.importStateDatabase
 module.exports.inspectDatabase = nativeBinding.inspectDatabase
+module.exports.metricsLayout = nativeBinding.metricsLayout
 module.exports.openNativeSessionState = nativeBinding.openNativeSessionState
 module.exports.packedLayout = nativeBinding.packedLayout
 module.exports.readEvents = nativeBinding.readEvents

@@ -114,7 +114,7 @@ afterAll(() => {
 
 /** The modules of lib/, each shipped compiled with its declarations. */
 const MODULES = [
-  'args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'names', 'notice-listener',
+  'args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'metrics', 'names', 'notice-listener',
   'packed', 'payload', 'session-state', 'types', 'versions',
   'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/links', 'openclaw/producers', 'openclaw/reads',
   'openclaw/state', 'openclaw/types',
@@ -122,8 +122,8 @@ const MODULES = [
 
 /** The documents the README links, shipped so that its links work where the package is read. */
 const DOCS = [
-  'BENCHMARKS.md', 'RELIABILITY.md', 'docs/architecture.md', 'docs/gateway-guide.md', 'docs/openclaw.md',
-  'docs/semantics.md', 'examples/gateway.ts',
+  'BENCHMARKS.md', 'RELIABILITY.md', 'docs/architecture.md', 'docs/gateway-guide.md', 'docs/metrics.md',
+  'docs/openclaw.md', 'docs/postgres.md', 'docs/releasing.md', 'docs/semantics.md', 'examples/gateway.ts',
 ]
 
 test('the root tarball ships the TypeScript layer, the loader, types, CLI, license, changelog and docs, and no binary', () => {
@@ -190,6 +190,14 @@ test('package.json names the repository, its home page and where to report bugs,
   expect(installed.repository).toEqual({ type: 'git', url: `git+${repo}.git` })
   expect(installed.homepage).toBe(`${repo}#readme`)
   expect(installed.bugs).toEqual({ url: `${repo}/issues` })
+})
+
+test('the one runtime dependency is the OpenTelemetry API, and it is installed with the package', () => {
+  const installed = JSON.parse(
+    fs.readFileSync(path.join(consumer, 'node_modules', 'session-awareness', 'package.json'), 'utf8'),
+  )
+  expect(installed.dependencies).toEqual({ '@opentelemetry/api': '^1.10.0' })
+  expect(fs.existsSync(path.join(consumer, 'node_modules', '@opentelemetry', 'api', 'package.json'))).toBe(true)
 })
 
 test('the root lists every platform package, at its own version, in optionalDependencies', () => {

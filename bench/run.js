@@ -11,6 +11,8 @@
 //    addon again on Node 24, in the same rounds: see bench/openclaw/harness.js.
 // 5. The Promise API against the synchronous one (bench/async.js, in a process of its own):
 //    its rows close the first table.
+// 6. What the metrics cost (bench/metrics.js, in a process of its own): record and
+//    recordAsync with no MeterProvider and with the OpenTelemetry SDK's; printed on its own.
 // It prints two tables (Markdown) and writes the raw samples to .tmp/bench-results.json.
 
 const { execFileSync, fork, spawn } = require('node:child_process');
@@ -221,7 +223,16 @@ async function measure(harness) {
   }
   if (harness && !(ONLY && !ONLY.test('rss'))) Object.assign(samples, openclaw.measureRss(harness));
   if (!ONLY || ONLY.test('async')) samples.async = measurePromiseApi();
+  if (!ONLY || ONLY.test('metrics')) samples.metrics = measureMetrics();
   return samples;
+}
+
+/** bench/metrics.js in a fresh process: its samples and table. */
+function measureMetrics() {
+  const out = path.join(ROOT, '.tmp', 'bench-metrics.json');
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  execFileSync(process.execPath, [path.join(__dirname, 'metrics.js'), '--json', out], { stdio: 'inherit' });
+  return JSON.parse(fs.readFileSync(out, 'utf8'));
 }
 
 /** bench/async.js in a fresh process: its samples and table rows. */

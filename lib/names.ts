@@ -23,6 +23,7 @@ export const KNOWN_NAMES = {
     'notifyKinds',
     'seedResetsProvenance',
     'onNotice',
+    'meterProvider',
   ],
   /** `record(input)` and `recordAsync(input)`. */
   record: [

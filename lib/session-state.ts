@@ -5,11 +5,14 @@
  * @packageDocumentation
  */
 import { NativeSessionState, openNativeSessionState } from '../index.js'
+import type { MeterProvider } from '@opentelemetry/api'
 import * as a from './args'
 import { Lane } from './async'
 import type { Report } from './async'
 import { recordArgs, remoteCheck, stored, sweepPredicate, upstreamLink } from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
+import { StoreMetrics, optMeterProvider } from './metrics'
+import type { SessionStateStats } from './metrics'
 import { NoticeListener } from './notice-listener'
 import * as packed from './packed'
 import * as versions from './versions'
@@ -93,6 +96,12 @@ export interface SessionStateOptions {
    * `ERR_NOTICE_CALLBACK`, never thrown into the caller.
    */
   onNotice?: ((notice: QueuedNotice) => void) | null
+  /**
+   * The OpenTelemetry `MeterProvider` the store's instruments are created on when it opens
+   * (docs/metrics.md). Default: the global provider of `@opentelemetry/api` at that moment;
+   * a provider installed later is not seen by a store already open.
+   */
+  meterProvider?: MeterProvider | null
 }
 
 /**
@@ -126,6 +135,7 @@ interface Prepared {
   report: Report
   strict: boolean
   onNotice: ((notice: QueuedNotice) => void) | undefined
+  meterProvider: MeterProvider | undefined
 }
 
 function prepare(path: string, options: SessionStateOptions | null | undefined): Prepared {
@@ -148,7 +158,8 @@ function prepare(path: string, options: SessionStateOptions | null | undefined):
     onError: (err: { code: string; message: string }) => report(fromCode(err.code, err.message)),
   }
   const onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')
-  return { native, report, strict: a.optBool(o.strict, 'strict') ?? false, onNotice }
+  const meterProvider = optMeterProvider(o.meterProvider)
+  return { native, report, strict: a.optBool(o.strict, 'strict') ?? false, onNotice, meterProvider }
 }
 
 /**
@@ -168,6 +179,7 @@ export class SessionState {
   // The `onNotice` listener's delivery, when there is one.
   readonly #notices: NoticeListener | undefined
   readonly #lane: Lane
+  readonly #metrics: StoreMetrics
   #closing: Promise<void> | undefined = undefined
   // A store `open` made, handed to the constructor it calls.
   static #opened: { native: NativeSessionState; prepared: Prepared } | undefined = undefined
@@ -211,6 +223,7 @@ export class SessionState {
       afterBatch = () => weak.deref()?.deliver()
     }
     this.#lane = new Lane(this.#native, this.#report, this.#strict, afterBatch)
+    this.#metrics = new StoreMetrics(this.#native, p.meterProvider)
     natives.set(this, this.#native)
   }
 
@@ -530,6 +543,12 @@ export class SessionState {
     this.#notices?.stop()
     this.#native.close()
     this.#lane.closed()
+    this.#metrics.closed()
+  }
+
+  /** The store's counters and gauges now (docs/metrics.md); after `close()`, the last. Runs no SQL. */
+  stats(): SessionStateStats {
+    return this.#metrics.stats()
   }
 
   /**
@@ -720,7 +739,7 @@ export class SessionState {
    */
   closeAsync(): Promise<void> {
     this.#notices?.stop()
-    this.#closing ??= this.#lane.close()
+    this.#closing ??= this.#lane.close().then(() => this.#metrics.closed())
     return this.#closing
   }
 }

@@ -174,7 +174,10 @@ function rootFiles(dir) {
       dist.push(...(m[2] === 'ts' ? [`dist/${sub}${m[1]}.js`, `dist/${sub}${m[1]}.d.ts`] : [`dist/${sub}${m[1]}.mjs`, `dist/${sub}${m[1]}.d.mts`]))
     }
   }
-  return ['CHANGELOG.md', 'LICENSE', 'README.md', 'bin/session-awareness.js', 'index.d.ts', 'index.js', 'package.json', ...dist].sort()
+  // The documents the README links ship too (package.json `files`), so its links work in node_modules.
+  const docs = fs.readdirSync(path.join(dir, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)
+  const shipped = ['BENCHMARKS.md', 'RELIABILITY.md', 'examples/gateway.ts', ...docs]
+  return ['CHANGELOG.md', 'LICENSE', 'README.md', 'bin/session-awareness.js', 'index.d.ts', 'index.js', 'package.json', ...shipped, ...dist].sort()
 }
 
 function main() {

@@ -7,6 +7,7 @@ mod error;
 mod import;
 mod inspect;
 mod links;
+mod metrics;
 mod packed;
 mod session_state;
 mod signal;
@@ -19,6 +20,7 @@ use napi_derive::napi;
 pub use async_api::open_native_session_state;
 pub use import::import_state_database;
 pub use inspect::{inspect_database, read_events};
+pub use metrics::metrics_layout;
 pub use packed::packed_layout;
 pub use session_state::NativeSessionState;
 

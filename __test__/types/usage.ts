@@ -21,6 +21,7 @@ import {
   type Provenance,
   type QueuedNotice,
   type SessionEvents,
+  type SessionStateStats,
   type StateEvent,
   type WakeRequest,
 } from 'session-awareness'
@@ -201,7 +202,21 @@ const history: SessionEvents = readEvents('/tmp/state.sqlite', 'agent:main:subag
 // @ts-expect-error `since` is a number
 readEvents('/tmp/state.sqlite', 'agent:main:subagent:c', { since: '0' })
 
+const stats: SessionStateStats = state.stats()
+const counted: number[] = [
+  stats.eventsRecorded.human_direct_message,
+  stats.recordFailures.ERR_DB,
+  stats.noticesOpened.reopen,
+  stats.recordDuration.async.sum,
+  stats.walBytes,
+]
+// @ts-expect-error counters are by event kind
+void stats.eventsRecorded.human
+new SessionState('/tmp/state.sqlite', { meterProvider: null })
+// @ts-expect-error a MeterProvider, not a string
+new SessionState('/tmp/state.sqlite', { meterProvider: 'otel' })
+
 export const used = [
   watching, removed, peeked, acked, version, agentOfFirst, pruned, target, oldestKind,
-  history.events.length, report.counts.events, woken, ackedIn, scopeOfFirst, promised,
+  history.events.length, report.counts.events, woken, ackedIn, scopeOfFirst, promised, counted,
 ]

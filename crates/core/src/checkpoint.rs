@@ -106,6 +106,11 @@ impl Checkpointer {
         Ok(Some(Checkpointer { inner }))
     }
 
+    /// Frames in the WAL after the last commit: how far it has run since it last started over.
+    pub fn frames(&self) -> i32 {
+        self.inner.frames.load(Ordering::Acquire)
+    }
+
     /// Checkpoints on the calling thread when the WAL holds [`CHECKPOINT_PAGES`] frames or
     /// more. For background work that writes many transactions back to back (the automatic
     /// prune): checkpointing between them, with no writer running, lets the checkpoint copy

@@ -11,9 +11,10 @@ use crate::conn::Db;
 use crate::cursors::{self, Pending, Provenance};
 use crate::error::Result;
 use crate::keys::SessionKey;
+use crate::metrics::{Count, Metrics};
 use crate::queue::{Notice, NoticeQueue, QueueSignal, QueuedNotice};
 use crate::tx::Tx;
-use crate::wake::{WakeScheduler, WakeSink};
+use crate::wake::{WakeRequest, WakeScheduler, WakeSink};
 
 /// A watcher to wake and the target whose notice made the wake due.
 pub(crate) type Wake = (String, String);
@@ -28,15 +29,30 @@ pub(crate) fn wakes_for(p: &Pending) -> bool {
 pub(crate) struct Delivery {
     queue: Mutex<NoticeQueue>,
     wake: Option<WakeScheduler>,
+    /// The store's counters (docs/metrics.md), shared by every part that holds the delivery.
+    pub(crate) metrics: Arc<Metrics>,
+}
+
+/// The host's wake sink, counting each call (`session_awareness.wakes.requested`).
+struct Counted(Arc<dyn WakeSink>, Arc<Metrics>);
+
+impl WakeSink for Counted {
+    fn wake(&self, request: WakeRequest) {
+        self.1.add(Count::Wakes, 1);
+        self.0.wake(request);
+    }
 }
 
 impl Delivery {
     /// An empty queue; wakes go to `sink` after `coalesce_ms`, or nowhere without one. With
     /// `outbox`, every notice entering the queue is also kept for the host's listener.
     pub(crate) fn new(sink: Option<Arc<dyn WakeSink>>, coalesce_ms: u32, outbox: bool) -> Self {
+        let metrics = Arc::new(Metrics::default());
+        let counted = |s| Arc::new(Counted(s, Arc::clone(&metrics))) as Arc<dyn WakeSink>;
         Delivery {
             queue: Mutex::new(NoticeQueue::new(outbox)),
-            wake: sink.map(|s| WakeScheduler::new(s, coalesce_ms)),
+            wake: sink.map(|s| WakeScheduler::new(counted(s), coalesce_ms)),
+            metrics,
         }
     }
 
@@ -101,6 +117,8 @@ impl Delivery {
         })();
         match outcome {
             Ok((out, reopened)) => {
+                self.metrics.add(Count::Delivered, out.len() as u64);
+                self.metrics.add(Count::OpenedReopen, reopened.len() as u64);
                 let wakes = self.enqueue(&reopened);
                 drop(conn);
                 self.wake_all(wakes);
@@ -148,6 +166,8 @@ impl Delivery {
                 .filter(|a| a.notified != a.last_seen)
                 .collect()
         };
+        self.metrics.add(Count::Acknowledged, count);
+        self.metrics.add(Count::OpenedReopen, reopened.len() as u64);
         let wakes = self.enqueue(&reopened);
         drop(conn);
         self.wake_all(wakes);

@@ -9,6 +9,7 @@ use crate::cursors;
 use crate::error::{Error, Result};
 use crate::event::{self, RecordInput, StateEvent, ValidEvent};
 use crate::keys;
+use crate::metrics::Hist;
 use crate::record::{Recorder, Written};
 use crate::tx::Tx;
 
@@ -51,6 +52,8 @@ impl Recorder {
                 return out;
             }
         };
+        let begun = std::time::Instant::now();
+        let size = valid.len() as u64;
         let written = (|| {
             let tx = Tx::immediate(&conn)?;
             let mut written = Vec::with_capacity(valid.len());
@@ -58,6 +61,8 @@ impl Recorder {
                 written.push((i, now, savepoint(&tx, |c| self.write_if_watched(c, v, now))));
             }
             tx.commit()?;
+            self.delivery.metrics.since(Hist::Commit, begun);
+            self.delivery.metrics.value(Hist::GroupSize, size);
             Ok(written)
         })();
         let written = match written {

@@ -12,6 +12,7 @@ use crate::cursors;
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
 use crate::hooks::Host;
+use crate::metrics::Count;
 use crate::options::Options;
 use crate::prune::{self, PruneReport};
 use crate::runtime;
@@ -167,6 +168,7 @@ impl Maintenance {
                 self.db.yield_to_waiters();
             }
             report.events_deleted += n as u64;
+            self.delivery.metrics.add(Count::PrunedEvents, n as u64);
             if let (true, Some(c)) = (background, &self.checkpointer) {
                 if let Err(e) = c.catch_up() {
                     self.host.report(e);
@@ -196,12 +198,20 @@ impl Maintenance {
                 self.db.yield_to_waiters();
             }
             report.cursors_deleted += deleted;
+            self.delivery.metrics.add(Count::PrunedCursors, deleted);
             match next {
                 Some(n) => after = n,
                 None => break,
             }
         }
         Ok(report)
+    }
+
+    /// Frames in the WAL after the last commit (0 without a WAL).
+    pub(crate) fn wal_frames(&self) -> u64 {
+        self.checkpointer
+            .as_ref()
+            .map_or(0, |c| u64::try_from(c.frames()).unwrap_or(0))
     }
 
     /// Closes the checkpointer's connection (after its checkpoint in progress, if any).

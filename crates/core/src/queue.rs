@@ -314,7 +314,6 @@ impl NoticeQueue {
     }
 
     /// The number of queued notices.
-    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_watcher.values().map(IndexMap::len).sum()
     }

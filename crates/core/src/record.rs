@@ -13,6 +13,7 @@ use crate::event::{self, EventKind, NotifyKinds, RecordInput, StateEvent, ValidE
 use crate::keys;
 use crate::log::{self, Inserted};
 use crate::maintenance::Maintenance;
+use crate::metrics::{Count, Hist};
 use crate::sync::SyncState;
 use crate::tx::Tx;
 
@@ -66,10 +67,12 @@ impl Recorder {
                 return Ok(None);
             }
         }
+        let begun = std::time::Instant::now();
         let tx = Tx::immediate(&conn)?;
         let written = self.write(&tx, v, now)?;
         also(&tx)?;
         tx.commit()?;
+        self.delivery.metrics.since(Hist::Commit, begun);
         let wakes = self.enqueue(&written);
         drop(conn);
         self.delivery.wake_all(wakes);
@@ -146,6 +149,13 @@ impl Recorder {
     /// notice, opened ones are queued. Returns the wakes to schedule once every lock is
     /// released. Caller holds the connection lock.
     pub(crate) fn enqueue(&self, w: &Written) -> Vec<Wake> {
+        if w.fresh {
+            let m = &self.delivery.metrics;
+            m.recorded(w.event.kind);
+            // A cursor that had nothing pending opened at this event's sequence.
+            let new = w.pending.iter().filter(|p| p.notified == w.event.sequence);
+            m.add(Count::OpenedNew, new.count() as u64);
+        }
         if !w.reseeded.is_empty() {
             let mut q = self.delivery.queue();
             for watcher in &w.reseeded {

@@ -23,6 +23,7 @@ use crate::hooks::{Hooks, Host};
 use crate::keys::{self, SessionKey};
 use crate::log::{self, Changes};
 use crate::maintenance::{Maintenance, SweepReport};
+use crate::metrics::Hist;
 use crate::options::Options;
 use crate::prune::PruneReport;
 use crate::queue::{Notice, QueueSignal};
@@ -32,6 +33,8 @@ use crate::sync::SyncState;
 use crate::tx::Tx;
 use crate::upstream::links::Link;
 use crate::upstream::monitor::{AdoptInput, Monitor, RemoteCheck};
+
+mod stats;
 
 /// A session named for `stateVersions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +89,10 @@ impl Store {
             .path()
             .filter(|p| !p.is_empty() && opts.sync_interval_ms > 0)
             .map(str::to_owned);
+        let wal = conn
+            .path()
+            .filter(|p| !p.is_empty())
+            .map(|p| std::path::PathBuf::from(format!("{p}-wal")));
         let host = Host::of(&hooks);
         let db = Arc::new(Db::new(conn, guard));
         let delivery = Arc::new(Delivery::new(
@@ -93,6 +100,9 @@ impl Store {
             opts.wake_coalesce_ms,
             opts.notice_outbox,
         ));
+        if let Some(wal) = wal {
+            delivery.metrics.set_wal(wal);
+        }
         let sync = match file {
             Some(file) => Some(Arc::new(SyncState::open(
                 &file,
@@ -191,7 +201,14 @@ impl Store {
 
     /// Records one event (semantics.md#recording). `Ok(None)` means `onlyIfWatched` found nobody watching.
     pub fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
-        self.inner.recorder.record_with(input, now, |_| Ok(()))
+        let start = std::time::Instant::now();
+        let r = self.inner.recorder.record_with(input, now, |_| Ok(()));
+        let m = &self.delivery().metrics;
+        m.since(Hist::RecordSync, start);
+        if let Err(e) = &r {
+            m.failed(e);
+        }
+        r
     }
 
     /// Records `items` in call order as one group (semantics.md#promise-api): one write
@@ -344,7 +361,10 @@ impl Store {
         let agent = keys::resolve_agent(session_key, agent_id)?;
         let after = log::check_after(after)?;
         let limit = log::clamp_limit(limit)?;
-        self.with_conn(|conn| log::changes_since(conn, session_key, &agent, after, limit))
+        let start = std::time::Instant::now();
+        let r = self.with_conn(|conn| log::changes_since(conn, session_key, &agent, after, limit));
+        self.delivery().metrics.since(Hist::ChangesSince, start);
+        r
     }
 
     /// The words the notice queue keeps current for a reader that takes no lock

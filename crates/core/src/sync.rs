@@ -34,6 +34,7 @@ use crate::error::{Error, Result};
 use crate::hooks::Host;
 use crate::inert;
 use crate::keys;
+use crate::metrics::Count;
 use crate::runtime;
 
 /// How long the reader waits for a lock before it gives up until the next poll. Readers of a
@@ -175,6 +176,11 @@ impl SyncState {
         s.fresh.retain(|w| w != watcher);
     }
 
+    /// How many watchers are served.
+    pub(crate) fn served_count(&self) -> usize {
+        self.served.lock().all.len()
+    }
+
     /// True when `watcher` is served.
     #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn serves(&self, watcher: &str) -> bool {
@@ -293,6 +299,9 @@ impl SyncState {
             }
         };
         let wakes = self.apply(rows);
+        if version != p.data_version {
+            self.delivery.metrics.add(Count::CatchUps, 1);
+        }
         drop(guard);
         p.data_version = version;
         p.last_sequence = top.unwrap_or(p.last_sequence.max(own_top));

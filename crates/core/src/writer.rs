@@ -8,6 +8,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -40,7 +41,8 @@ pub enum Done<O> {
 pub type Sink<O> = Box<dyn FnMut(Vec<Done<O>>) + Send>;
 
 struct State<O> {
-    jobs: Vec<Job<O>>,
+    /// With the moment each was queued (`session_awareness.record.duration`, `api: async`).
+    jobs: Vec<(Job<O>, Instant)>,
     /// A batch taken from `jobs` has not finished yet.
     busy: bool,
     /// No more jobs are taken; the thread ends once `jobs` is empty.
@@ -91,7 +93,7 @@ impl<O: Send + 'static> Writer<O> {
         if s.stopped {
             return Err(Error::Closed);
         }
-        s.jobs.push(job);
+        s.jobs.push((job, Instant::now()));
         if s.jobs.len() == 1 && !s.busy {
             // The thread only sleeps with an empty queue and no batch running.
             self.shared.work.notify_one();
@@ -151,16 +153,20 @@ fn run<O>(shared: &Shared<O>, store: &Store, mut sink: Sink<O>) {
         };
         let mut done = Vec::with_capacity(jobs.len());
         let mut group: Vec<GroupItem> = Vec::new();
-        for job in jobs {
+        let mut queued: Vec<Instant> = Vec::new();
+        for (job, at) in jobs {
             match job {
-                Job::Record(input, now) => group.push((*input, now)),
+                Job::Record(input, now) => {
+                    group.push((*input, now));
+                    queued.push(at);
+                }
                 Job::Task(f) => {
-                    flush(store, &mut group, &mut done);
+                    flush(store, &mut group, &mut queued, &mut done);
                     done.push(guarded(1, || vec![Done::Ran(f(store))]).remove(0));
                 }
             }
         }
-        flush(store, &mut group, &mut done);
+        flush(store, &mut group, &mut queued, &mut done);
         // A panicking sink must not stop the thread either: the callers would wait forever.
         let _ = catch_unwind(AssertUnwindSafe(|| sink(done)));
         let mut s = shared.state.lock();
@@ -171,16 +177,26 @@ fn run<O>(shared: &Shared<O>, store: &Store, mut sink: Sink<O>) {
     }
 }
 
-/// Writes the records gathered so far as one group.
-fn flush<O>(store: &Store, group: &mut Vec<GroupItem>, done: &mut Vec<Done<O>>) {
+/// Writes the records gathered so far as one group; `queued` holds when each was queued.
+fn flush<O>(
+    store: &Store,
+    group: &mut Vec<GroupItem>,
+    queued: &mut Vec<Instant>,
+    done: &mut Vec<Done<O>>,
+) {
     if !group.is_empty() {
         let items = std::mem::take(group);
+        let queued = std::mem::take(queued);
         let n = items.len();
         done.extend(guarded(n, || {
             store
                 .record_group(items)
                 .into_iter()
-                .map(Done::Recorded)
+                .zip(queued)
+                .map(|(r, at)| {
+                    store.recorded_async(&r, at);
+                    Done::Recorded(r)
+                })
                 .collect()
         }));
     }
