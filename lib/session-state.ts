@@ -435,16 +435,19 @@ export class SessionState {
 
   /**
    * Acknowledges the watcher's pending notices on `targetKeys`, for hosts that route notices
-   * through their own queue. Returns how many pending notices were acknowledged (a repeated
-   * target counts once).
+   * through their own queue, or after reconciling: with `through` (the sequence of the last
+   * event `changesSince` returned), a notice whose events are all read is withdrawn, with its
+   * wake. Returns how many pending notices were acknowledged (a repeated target counts once).
    */
   acknowledge(watcherKey: string, targetKeys: string[], options?: AcknowledgeOptions | null): number {
     a.str(watcherKey, 'watcherKey')
     a.strArray(targetKeys, 'targetKeys')
-    const scope = a.optStr(a.opts(options)?.scope, 'scope')
+    const o = a.opts(options)
+    const scope = a.optStr(o?.scope, 'scope')
+    const through = a.optNum(o?.through, 'through')
     try {
       this.#settle()
-      return this.#native.acknowledge(watcherKey, targetKeys, scope)
+      return this.#native.acknowledge(watcherKey, targetKeys, scope, through)
     } catch (e) {
       throw fromNative(e)
     } finally {

@@ -88,7 +88,8 @@ impl Delivery {
             let mut reopened = Vec::new();
             for n in &queued {
                 // The cursor row decides: a notice consumed elsewhere is not handed out again.
-                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, None, now)? {
+                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, None, None, now)?
+                {
                     let scope = acked.after.scope.as_deref();
                     out.push(Notice::new(watcher, &n.target, acked.old_last_seen, scope));
                     if acked.after.notified != acked.after.last_seen {
@@ -117,14 +118,17 @@ impl Delivery {
     }
 
     /// Acknowledges the watcher's pending notices on `targets` (distinct, checked) in one write
-    /// transaction (semantics.md#cursors), only those of cursors bound to `scope` when it is
-    /// given. Returns how many pending notices it acknowledged.
+    /// transaction (semantics.md#cursors-acknowledge), only those of cursors bound to `scope`
+    /// when it is given, and read up to `through` when it is given. Returns how many pending
+    /// notices it acknowledged. When the watcher is left with nothing queued, its scheduled
+    /// wake is withdrawn.
     pub(crate) fn acknowledge(
         &self,
         db: &Db,
         watcher: &str,
         targets: &[&str],
         scope: Option<&str>,
+        through: Option<i64>,
         now: i64,
     ) -> Result<u64> {
         let conn = db.lock()?;
@@ -132,7 +136,7 @@ impl Delivery {
         let mut count = 0;
         let mut acked = Vec::new();
         for &t in targets {
-            if let Some(a) = cursors::acknowledge(&tx, watcher, t, scope, now)? {
+            if let Some(a) = cursors::acknowledge(&tx, watcher, t, scope, through, now)? {
                 count += 1;
                 acked.push(a.after);
             }
@@ -149,9 +153,20 @@ impl Delivery {
                 .collect()
         };
         let wakes = self.enqueue(&reopened);
+        // Under the connection lock: a notice that enters meanwhile (a record, the poll) is
+        // either seen queued here or schedules its wake after this.
+        self.withdraw_if_idle(watcher);
         drop(conn);
         self.wake_all(wakes);
         Ok(count)
+    }
+
+    /// Withdraws the watcher's scheduled wake when it has nothing queued (semantics.md#wake).
+    /// Caller holds the connection lock.
+    pub(crate) fn withdraw_if_idle(&self, watcher: &str) {
+        if self.wake.is_some() && !self.queue().has_any(watcher) {
+            self.cancel(watcher);
+        }
     }
 
     /// Takes the notices that entered the queue since the last call (the listener's outbox).

@@ -376,10 +376,33 @@ impl Store {
         scope: Option<&str>,
         now: i64,
     ) -> Result<u64> {
+        self.acknowledge_through(watcher, targets, scope, None, now)
+    }
+
+    /// [`Store::acknowledge_in`], for a watcher that has read the targets up to sequence
+    /// `through` (the last event its `changes_since` returned) when it is given
+    /// (semantics.md#cursors-acknowledge): a notice whose material events are all read is
+    /// withdrawn, a partial read leaves one notice naming `through`. `through` must be a
+    /// non-negative safe integer (`ERR_INVALID_ARG`, nothing changed).
+    pub fn acknowledge_through(
+        &self,
+        watcher: &str,
+        targets: &[String],
+        scope: Option<&str>,
+        through: Option<f64>,
+        now: i64,
+    ) -> Result<u64> {
         self.check_open()?;
         if let Some(s) = scope {
             keys::check_scope(s)?;
         }
+        let through = match through {
+            None => None,
+            Some(t) => Some(
+                log::check_after(t)
+                    .map_err(|_| Error::invalid("through must be a non-negative safe integer"))?,
+            ),
+        };
         SessionKey::parse(watcher)?;
         self.mark_served(watcher);
         let mut unique: Vec<&str> = Vec::with_capacity(targets.len());
@@ -390,7 +413,7 @@ impl Store {
             }
         }
         self.delivery()
-            .acknowledge(self.db(), watcher, &unique, scope, now)
+            .acknowledge(self.db(), watcher, &unique, scope, through, now)
     }
 
     /// Sweep (semantics.md#cursors), then a prune. `watcher_exists` is asked once per watcher with material
