@@ -125,6 +125,26 @@ interface Prepared {
   report: Report
   strict: boolean
   onNotice: ((notice: QueuedNotice) => void) | undefined
+  gate: Gate
+}
+
+/**
+ * What the callbacks the addon calls from background work ask before they call the host's:
+ * whether the host has begun closing the store, and the store itself, held weakly (the addon
+ * holds the callbacks strongly, which must not keep the store alive). A wake or a report that
+ * a background thread handed over just before the close reaches the JS thread after it; it is
+ * dropped there, so no store calls `wake` or `onError` once `close()` or `closeAsync()` was
+ * called (semantics.md#wake).
+ */
+interface Gate {
+  native: WeakRef<NativeSessionState> | undefined
+  closing: boolean
+}
+
+/** True while the gate's store is open and not closing. */
+function isOpen(gate: Gate): boolean {
+  const n = gate.closing ? undefined : gate.native?.deref()
+  return n !== undefined && !n.isClosed
 }
 
 function prepare(path: string, options: SessionStateOptions | null | undefined): Prepared {
@@ -132,22 +152,31 @@ function prepare(path: string, options: SessionStateOptions | null | undefined):
   const o = a.opts(options) ?? {}
   const onError = a.optFn<Report>(o.onError, 'onError')
   const report = reporter(onError)
+  const gate: Gate = { native: undefined, closing: false }
+  const wake = a.optFn<(req: WakeRequest) => void>(o.wake, 'wake')
   const native = {
     retentionMs: a.optNum(o.retentionMs, 'retentionMs'),
     maxEvents: a.optNum(o.maxEvents, 'maxEvents'),
     busyTimeoutMs: a.optNum(o.busyTimeoutMs, 'busyTimeoutMs'),
     wakeCoalesceMs: a.optNum(o.wakeCoalesceMs, 'wakeCoalesceMs'),
-    wake: a.optFn<(req: WakeRequest) => void>(o.wake, 'wake'),
+    wake:
+      wake === undefined
+        ? undefined
+        : (req: WakeRequest) => {
+            if (isOpen(gate)) wake(req)
+          },
     clock: a.optFn<() => number>(o.clock, 'clock'),
     syncIntervalMs: a.optNum(o.syncIntervalMs, 'syncIntervalMs'),
     serveWatchers: a.optStrArray(o.serveWatchers, 'serveWatchers'),
     notifyKinds: a.optStrArray(o.notifyKinds, 'notifyKinds'),
     seedResetsProvenance: a.optBool(o.seedResetsProvenance, 'seedResetsProvenance'),
     noticeOutbox: o.onNotice !== undefined && o.onNotice !== null,
-    onError: (err: { code: string; message: string }) => report(fromCode(err.code, err.message)),
+    onError: (err: { code: string; message: string }) => {
+      if (isOpen(gate)) report(fromCode(err.code, err.message))
+    },
   }
   const onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')
-  return { native, report, strict: a.optBool(o.strict, 'strict') ?? false, onNotice }
+  return { native, report, strict: a.optBool(o.strict, 'strict') ?? false, onNotice, gate }
 }
 
 /**
@@ -167,6 +196,7 @@ export class SessionState {
   // The `onNotice` listener's delivery, when there is one.
   readonly #notices: NoticeListener | undefined
   readonly #lane: Lane
+  readonly #gate: Gate
   #closing: Promise<void> | undefined = undefined
   // A store `open` made, handed to the constructor it calls.
   static #opened: { native: NativeSessionState; prepared: Prepared } | undefined = undefined
@@ -196,6 +226,8 @@ export class SessionState {
         throw fromNative(e)
       }
     }
+    p.gate.native = new WeakRef(this.#native)
+    this.#gate = p.gate
     let afterBatch: (() => void) | undefined
     if (p.onNotice !== undefined) {
       this.#initSignal()
@@ -528,8 +560,10 @@ export class SessionState {
    * the `*Async` methods: rejected, `recordAsync` null and `onError`).
    */
   close(): void {
+    this.#gate.closing = true
     this.#notices?.stop()
     this.#native.close()
+    this.#notices?.closed()
     this.#lane.closed()
   }
 
@@ -720,8 +754,14 @@ export class SessionState {
    * call returns the same promise.
    */
   closeAsync(): Promise<void> {
+    this.#gate.closing = true
     this.#notices?.stop()
-    this.#closing ??= this.#lane.close()
+    // The listener hears of nothing once the close settles (semantics.md#notices-listener).
+    const done = (): void => this.#notices?.closed()
+    this.#closing ??= this.#lane.close().then(done, (e: unknown) => {
+      done()
+      throw e
+    })
     return this.#closing
   }
 }

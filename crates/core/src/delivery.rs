@@ -75,7 +75,8 @@ impl Delivery {
 
     /// Hands out the watcher's queued notices, acknowledged (semantics.md#cursors): the cursor rows decide, in one
     /// write transaction, and notices that reopened meanwhile are queued again. With nothing
-    /// queued it runs no SQL. On failure the notices taken stay queued.
+    /// queued it runs no SQL. On failure the notices taken stay queued. When nothing is left
+    /// queued for the watcher, its scheduled wake is withdrawn.
     pub(crate) fn drain(&self, db: &Db, watcher: &str, now: i64) -> Result<Vec<Notice>> {
         if !self.queue().has_any(watcher) {
             return Ok(Vec::new());
@@ -103,6 +104,7 @@ impl Delivery {
         match outcome {
             Ok((out, reopened)) => {
                 let wakes = self.enqueue(&reopened);
+                self.withdraw_if_idle(watcher);
                 drop(conn);
                 self.wake_all(wakes);
                 Ok(out)

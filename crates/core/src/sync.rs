@@ -353,17 +353,21 @@ impl SyncState {
         Ok((rows, Some(top)))
     }
 
-    /// Brings the queue in line with the rows read. Returns the wakes now due.
+    /// Brings the queue in line with the rows read. Returns the wakes now due. Caller holds
+    /// the store's connection lock.
     fn apply(&self, rows: HashMap<(String, String), Option<Pending>>) -> Vec<Wake> {
         let served = self.served.lock();
         let mut q = self.delivery.queue();
         let mut open = Vec::new();
+        let mut emptied = Vec::new();
         for ((w, t), row) in rows {
             match row {
                 Some(c) if c.notified != c.last_seen => open.push(c),
                 // Acknowledged, re-seeded or deleted elsewhere.
                 _ => {
-                    q.remove(&w, &t);
+                    if q.remove(&w, &t) {
+                        emptied.push(w);
+                    }
                 }
             }
         }
@@ -385,7 +389,13 @@ impl SyncState {
                 // The notice held here was consumed elsewhere and a fresh one opened; it goes
                 // to the processes that serve the watcher.
                 q.remove(&c.watcher, &c.target);
+                emptied.push(c.watcher);
             }
+        }
+        drop(q);
+        // A notice consumed elsewhere leaves no wake here for nothing (semantics.md#wake).
+        for w in emptied {
+            self.delivery.withdraw_if_idle(&w);
         }
         wakes
     }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use session_awareness_core::Provenance;
+use session_awareness_core::{Options, Provenance};
 
 fn watched(fx: &Fixture) {
     assert_eq!(fx.rec(CHILD, "created", None, T0).sequence, 1);
@@ -176,4 +176,34 @@ fn through_keeps_the_wake_while_another_notice_is_queued_and_combines_with_scope
     assert_eq!(through(&fx, &[CHILD2], 3.0), 1);
     assert!(fx.store.scheduled_wakes().is_empty());
     fx.assert_no_wake(150);
+}
+#[test]
+fn a_drain_that_empties_the_watcher_withdraws_its_wake() {
+    let fx = Fixture::file_with(Options {
+        wake_coalesce_ms: 100,
+        ..opts()
+    });
+    watched(&fx);
+    fx.rec(CHILD, "human_direct_message", None, T0);
+    assert_eq!(fx.store.scheduled_wakes(), vec![MAIN.to_owned()]);
+    assert_eq!(
+        pairs(&fx.store.drain(MAIN, T0).unwrap()),
+        expect_pairs(&[(CHILD, 1)])
+    );
+    assert!(fx.store.scheduled_wakes().is_empty());
+    fx.assert_no_wake(300);
+    // A drain that reopens keeps the wake: a notice is queued.
+    fx.rec(CHILD, "human_direct_message", None, T0); // 3: opens
+    fx.store.drain(MAIN, T0).unwrap();
+    assert_eq!(fx.lnm(MAIN, CHILD), (3, 3, 3));
+    fx.rec(CHILD, "human_direct_message", None, T0); // 4: opens
+    fx.rec(CHILD, "human_direct_message", None, T0); // 5
+    assert_eq!(fx.lnm(MAIN, CHILD), (3, 4, 5));
+    fx.store.drain(MAIN, T0).unwrap();
+    assert_eq!(
+        pairs(&fx.store.peek(MAIN).unwrap()),
+        expect_pairs(&[(CHILD, 4)])
+    );
+    assert_eq!(fx.store.scheduled_wakes(), vec![MAIN.to_owned()]);
+    assert_eq!(fx.next_wake().session_key, MAIN);
 }
