@@ -35,10 +35,9 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     /// Serves `watcher` across processes (semantics.md#processes), when cross-process delivery is on.
-    pub(crate) fn mark_served(&self, watcher: &str) {
-        if let Some(s) = &self.sync {
-            s.serve(watcher);
-        }
+    /// True when it was not served before.
+    pub(crate) fn mark_served(&self, watcher: &str) -> bool {
+        self.sync.as_ref().is_some_and(|s| s.serve(watcher))
     }
 
     /// Records one event (semantics.md#recording), with `also` run in the same write transaction once the event is in
@@ -70,7 +69,7 @@ impl Recorder {
         let written = self.write(&tx, v, now)?;
         also(&tx)?;
         tx.commit()?;
-        let wakes = self.enqueue(&written);
+        let wakes = self.enqueue(&conn, &written);
         drop(conn);
         self.delivery.wake_all(wakes);
         if written.fresh {
@@ -143,16 +142,30 @@ impl Recorder {
     }
 
     /// Brings the queue in line with a committed [`Written`]: reseeded cursors lose their
-    /// notice, opened ones are queued. Returns the wakes to schedule once every lock is
-    /// released. Caller holds the connection lock.
-    pub(crate) fn enqueue(&self, w: &Written) -> Vec<Wake> {
+    /// notice, opened ones are queued, except those of watchers that this process does not
+    /// serve and another live process does (semantics.md#processes). Returns the wakes to
+    /// schedule once every lock is released. Caller holds the connection lock, `conn`.
+    pub(crate) fn enqueue(&self, conn: &Connection, w: &Written) -> Vec<Wake> {
         if !w.reseeded.is_empty() {
             let mut q = self.delivery.queue();
             for watcher in &w.reseeded {
                 q.remove(watcher, &w.event.session_key);
             }
         }
-        self.delivery.enqueue(&w.pending)
+        let elsewhere = match &self.sync {
+            Some(s) => s.served_elsewhere(conn, &w.pending),
+            None => Vec::new(),
+        };
+        if elsewhere.is_empty() {
+            return self.delivery.enqueue(&w.pending);
+        }
+        let here: Vec<Pending> = w
+            .pending
+            .iter()
+            .filter(|p| !elsewhere.contains(&p.watcher))
+            .cloned()
+            .collect();
+        self.delivery.enqueue(&here)
     }
 }
 
