@@ -60,15 +60,19 @@ export interface SessionStateOptions {
   strict?: boolean | null
   /**
    * How often, in ms, this process looks for notices opened by other processes sharing the
-   * database file: a poll of `PRAGMA data_version`, nearly free when nothing changed.
+   * database file: a poll of `PRAGMA data_version`, nearly free when nothing changed. The
+   * poll also renews this process's leases on the watchers it serves, which last
+   * max(3 × syncIntervalMs, 1 s) (semantics.md#processes).
    * Default 100; an integer in [0, 60000]; 0 turns cross-process delivery off.
    */
   syncIntervalMs?: number | null
   /**
    * Watchers this process serves from the start: notices opened for them by other processes
-   * reach this process's `drain`/`peek` and `wake`. A watcher is also served once this
-   * process drains, peeks or acknowledges for it, watches for it, or names it in a record's
-   * `watchers`. Bare keys are ignored; an empty key is `ERR_INVALID_ARG`.
+   * reach this process's `drain`/`peek` and `wake`, and a record in another process leaves
+   * them to the processes that serve them (semantics.md#processes). A watcher is also served
+   * once this process drains, peeks or acknowledges for it, watches for it, or names it in a
+   * record's `watchers`; its first drain or peek reads what is pending for it from the file.
+   * Bare keys are ignored; an empty key is `ERR_INVALID_ARG`.
    */
   serveWatchers?: string[] | null
   /**
@@ -396,7 +400,11 @@ export class SessionState {
   /**
    * The watcher's pending notices in queue order, acknowledged: the turn consumes them. If
    * material events arrived since a notice was queued, exactly one fresh notice reopens with
-   * `changesSince` = the old notified position. With nothing pending it runs no SQL.
+   * `changesSince` = the old notified position; a turn that then reads the target with
+   * `changesSince` withdraws it with {@link SessionState.acknowledge}'s `through`. A drain that
+   * leaves the watcher nothing queued withdraws its scheduled wake. With nothing pending it
+   * runs no SQL (except the first call for a watcher this process does not serve yet, which
+   * reads its pending notices from the file).
    */
   drain(watcherKey: string): Notice[] {
     if (this.#nothingFor(watcherKey)) {
