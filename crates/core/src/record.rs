@@ -35,9 +35,10 @@ pub(crate) struct Recorder {
 
 impl Recorder {
     /// Serves `watcher` across processes (semantics.md#processes), when cross-process delivery is on.
-    /// True when it was not served before.
-    pub(crate) fn mark_served(&self, watcher: &str) -> bool {
-        self.sync.as_ref().is_some_and(|s| s.serve(watcher))
+    pub(crate) fn mark_served(&self, watcher: &str) {
+        if let Some(s) = &self.sync {
+            s.serve(watcher);
+        }
     }
 
     /// Records one event (semantics.md#recording), with `also` run in the same write transaction once the event is in

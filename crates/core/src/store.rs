@@ -152,19 +152,28 @@ impl Store {
     }
 
     /// Serves `watcher` for a call that reads its queue (`drain`, `peek`, `has_pending`): a
-    /// watcher this process starts serving here gets the notices already pending for it in the
-    /// file queued at once, woken like a sweep's, instead of at the next poll
-    /// (semantics.md#processes). Served already, it costs one set lookup and no SQL.
-    fn serve_reading(&self, watcher: &str) -> Result<()> {
-        if !self.inner.recorder.mark_served(watcher) {
-            return Ok(());
+    /// watcher whose pending cursors this process has not read yet (newly served, or served by
+    /// a `watch` or a record since the last poll) gets the notices already pending for it in
+    /// the file queued at once, woken like a sweep's, instead of at the next poll
+    /// (semantics.md#processes). Served and read already, it costs a set lookup and no SQL.
+    ///
+    /// A read that fails (a shared file, a lock held elsewhere) is left to the poll, which
+    /// reports a lasting failure once; the call answers from the queue as before.
+    fn serve_reading(&self, watcher: &str) {
+        let Some(sync) = &self.inner.recorder.sync else {
+            return;
+        };
+        if !sync.serve_unread(watcher) {
+            return;
         }
-        let conn = self.db().lock()?;
-        let pending = cursors::pending_of(&conn, watcher)?;
-        let wakes = self.delivery().enqueue(&pending);
-        drop(conn);
-        self.delivery().wake_all(wakes);
-        Ok(())
+        let read = self.db().lock().and_then(|conn| {
+            let pending = cursors::pending_of(&conn, watcher)?;
+            Ok(self.delivery().enqueue(&pending))
+        });
+        match read {
+            Ok(wakes) => self.delivery().wake_all(wakes),
+            Err(_) => sync.unread(watcher),
+        }
     }
 
     /// The options in force.
@@ -356,7 +365,7 @@ impl Store {
     pub fn has_pending(&self, watcher: &str) -> Result<bool> {
         self.check_open()?;
         SessionKey::check(watcher)?;
-        self.serve_reading(watcher)?;
+        self.serve_reading(watcher);
         Ok(self.delivery().queue().has_any(watcher))
     }
 
@@ -365,7 +374,7 @@ impl Store {
     pub fn peek(&self, watcher: &str) -> Result<Vec<Notice>> {
         self.check_open()?;
         SessionKey::parse(watcher)?;
-        self.serve_reading(watcher)?;
+        self.serve_reading(watcher);
         Ok(self.delivery().queue().peek(watcher))
     }
 
@@ -373,7 +382,7 @@ impl Store {
     pub fn drain(&self, watcher: &str, now: i64) -> Result<Vec<Notice>> {
         self.check_open()?;
         SessionKey::parse(watcher)?;
-        self.serve_reading(watcher)?;
+        self.serve_reading(watcher);
         self.delivery().drain(self.db(), watcher, now)
     }
 

@@ -181,8 +181,8 @@ impl SyncState {
     }
 
     /// Starts serving `watcher` (a bare key never has notices and is ignored). Cheap when it
-    /// is served already: one lock and one set lookup. True when it was not served before.
-    pub(crate) fn serve(&self, watcher: &str) -> bool {
+    /// is served already: one lock and one set lookup.
+    pub(crate) fn serve(&self, watcher: &str) {
         // Called on every drain: the usual answer, already served, costs one lookup.
         let mut s = self.served.lock();
         if !s.all.contains(watcher) && keys::is_watchable(watcher) {
@@ -190,9 +190,37 @@ impl SyncState {
             s.fresh.push(watcher.to_owned());
             s.released.retain(|w| w != watcher);
             s.lease_due = true;
+        }
+    }
+
+    /// Serves `watcher` for a call that reads its queue: true when its pending cursors have
+    /// not been read yet (it was not served, or the poll has not looked at it since it was),
+    /// and the caller reads them now instead of the poll. Cheap when it is served and read
+    /// already: one lock, one set lookup and a look at the (usually empty) list of fresh ones.
+    pub(crate) fn serve_unread(&self, watcher: &str) -> bool {
+        let mut s = self.served.lock();
+        if s.all.contains(watcher) {
+            let Some(i) = s.fresh.iter().position(|w| w == watcher) else {
+                return false;
+            };
+            s.fresh.swap_remove(i);
             return true;
         }
-        false
+        if !keys::is_watchable(watcher) {
+            return false;
+        }
+        s.all.insert(watcher.to_owned());
+        s.released.retain(|w| w != watcher);
+        s.lease_due = true;
+        true
+    }
+
+    /// The read [`SyncState::serve_unread`] promised failed: the poll reads the watcher.
+    pub(crate) fn unread(&self, watcher: &str) {
+        let mut s = self.served.lock();
+        if s.all.contains(watcher) && !s.fresh.iter().any(|w| w == watcher) {
+            s.fresh.push(watcher.to_owned());
+        }
     }
 
     /// Stops serving `watcher` (its session was deleted).

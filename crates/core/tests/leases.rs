@@ -1,7 +1,8 @@
 //! semantics.md#processes: served watchers are leased in the file, so a record queues and
 //! wakes a notice only where its watcher is served, and in the recording process only when no
 //! live process serves it. Two stores on one file stand for two processes; `sync_now` runs a
-//! poll (which writes the leases) on demand.
+//! poll (which writes the leases) on demand. Also: a watcher's first drain in a store reads
+//! what is pending for it from the file.
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
@@ -261,4 +262,25 @@ fn a_file_whose_tables_another_writer_created_keeps_the_old_rule() {
     );
     b.sync_now().unwrap();
     assert_eq!(positions(&b.peek(W).unwrap()), [(T.to_owned(), 0)]);
+}
+
+#[test]
+fn a_first_drain_reads_the_pending_notices_even_of_a_watcher_a_watch_already_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.sqlite").to_str().unwrap().to_owned();
+    let (a, _a_wakes) = open(&path);
+    a.watch(W, T, Provenance::Explicit, NOW).unwrap();
+    let s1 = record(&a, human(T));
+    let (b, _b_wakes) = open(&path);
+    // Served by the watch (of another target), not read yet: no poll has run in B.
+    b.watch(W, "agent:main:subagent:other", Provenance::Explicit, NOW)
+        .unwrap();
+    assert!(b.serves(W));
+    assert!(queue_empty(&b));
+    assert_eq!(positions(&b.drain(W, NOW).unwrap()), [(T.to_owned(), 0)]);
+    assert_eq!(lnm(&path), (s1, s1, s1));
+    // Read once: the next drain with nothing queued is the empty answer again.
+    assert_eq!(b.drain(W, NOW).unwrap(), []);
+    b.sync_now().unwrap();
+    assert!(queue_empty(&b));
 }

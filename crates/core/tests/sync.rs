@@ -84,7 +84,10 @@ fn a_record_in_one_store_reaches_a_watcher_served_by_the_other() {
     assert!(b.watch(W, T, Provenance::Explicit, NOW).unwrap());
     assert!(b.serves(W));
     assert!(!a.serves(W));
+    // B's first peek reads what is pending for W from the file: nothing yet.
+    assert_eq!(b.peek(W).unwrap(), []);
     record(&a, human(T));
+    // Later notices from A arrive with B's poll.
     assert_eq!(b.peek(W).unwrap(), []);
     b.sync_now().unwrap();
     let notices = b.peek(W).unwrap();
