@@ -108,6 +108,7 @@ for (const n of notices) {
 const peeked: Notice[] = state.peek('agent:main:main')
 const acked: number = state.acknowledge('agent:main:main', ['agent:main:subagent:c'])
 const ackedIn: number = state.acknowledge('agent:main:main', ['agent:main:subagent:c'], { scope: '/state/a.sqlite' })
+const ackedThrough: number = state.acknowledge('agent:main:main', ['agent:main:subagent:c'], { through: 4 })
 const scopeOfFirst: string | undefined = peeked[0]?.scope
 const version: number = state.stateVersion('agent:main:subagent:c', { agentId: 'main' })
 const versions = state.stateVersions([{ sessionKey: 'agent:main:subagent:c' }])
@@ -187,5 +188,5 @@ readEvents('/tmp/state.sqlite', 'agent:main:subagent:c', { since: '0' })
 
 export const used = [
   watching, removed, peeked, acked, version, agentOfFirst, pruned, target, oldestKind,
-  history.events.length, report.counts.events, woken, ackedIn, scopeOfFirst, promised,
+  history.events.length, report.counts.events, woken, ackedIn, ackedThrough, scopeOfFirst, promised,
 ]
