@@ -107,7 +107,7 @@ afterAll(() => {
 
 /** The modules of lib/, each shipped compiled with its declarations. */
 const MODULES = [
-  'args', 'async', 'call-args', 'context-key', 'errors', 'import', 'index', 'inspect', 'notice-listener', 'packed',
+  'args', 'async', 'call-args', 'context-key', 'errors', 'gate', 'import', 'index', 'inspect', 'notice-listener', 'packed',
   'payload', 'session-state', 'types', 'versions',
   'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/links', 'openclaw/producers', 'openclaw/reads',
   'openclaw/state', 'openclaw/types',

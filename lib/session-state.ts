@@ -10,6 +10,7 @@ import { Lane } from './async'
 import type { Report } from './async'
 import { recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
+import { type Gate, gate as newGate, isOpen } from './gate'
 import { NoticeListener } from './notice-listener'
 import * as packed from './packed'
 import * as versions from './versions'
@@ -132,31 +133,12 @@ interface Prepared {
   gate: Gate
 }
 
-/**
- * What the callbacks the addon calls from background work ask before they call the host's:
- * whether the host has begun closing the store, and the store itself, held weakly (the addon
- * holds the callbacks strongly, which must not keep the store alive). A wake or a report that
- * a background thread handed over just before the close reaches the JS thread after it; it is
- * dropped there, so no store calls `wake` or `onError` once `close()` or `closeAsync()` was
- * called (semantics.md#wake).
- */
-interface Gate {
-  native: WeakRef<NativeSessionState> | undefined
-  closing: boolean
-}
-
-/** True while the gate's store is open and not closing. */
-function isOpen(gate: Gate): boolean {
-  const n = gate.closing ? undefined : gate.native?.deref()
-  return n !== undefined && !n.isClosed
-}
-
 function prepare(path: string, options: SessionStateOptions | null | undefined): Prepared {
   a.str(path, 'path')
   const o = a.opts(options) ?? {}
   const onError = a.optFn<Report>(o.onError, 'onError')
   const report = reporter(onError)
-  const gate: Gate = { native: undefined, closing: false }
+  const gate = newGate()
   const wake = a.optFn<(req: WakeRequest) => void>(o.wake, 'wake')
   const native = {
     retentionMs: a.optNum(o.retentionMs, 'retentionMs'),

@@ -151,28 +151,10 @@ impl Store {
         self.inner.recorder.mark_served(watcher);
     }
 
-    /// Serves `watcher` for a call that reads its queue (`drain`, `peek`, `has_pending`): a
-    /// watcher whose pending cursors this process has not read yet (newly served, or served by
-    /// a `watch` or a record since the last poll) gets the notices already pending for it in
-    /// the file queued at once, woken like a sweep's, instead of at the next poll
-    /// (semantics.md#processes). Served and read already, it costs a set lookup and no SQL.
-    ///
-    /// A read that fails (a shared file, a lock held elsewhere) is left to the poll, which
-    /// reports a lasting failure once; the call answers from the queue as before.
+    /// Serves `watcher` for a call that reads its queue (see [`SyncState::serve_reading`]).
     fn serve_reading(&self, watcher: &str) {
-        let Some(sync) = &self.inner.recorder.sync else {
-            return;
-        };
-        if !sync.serve_unread(watcher) {
-            return;
-        }
-        let read = self.db().lock().and_then(|conn| {
-            let pending = cursors::pending_of(&conn, watcher)?;
-            Ok(self.delivery().enqueue(&pending))
-        });
-        match read {
-            Ok(wakes) => self.delivery().wake_all(wakes),
-            Err(_) => sync.unread(watcher),
+        if let Some(sync) = &self.inner.recorder.sync {
+            sync.serve_reading(watcher);
         }
     }
 

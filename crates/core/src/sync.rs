@@ -197,7 +197,7 @@ impl SyncState {
     /// not been read yet (it was not served, or the poll has not looked at it since it was),
     /// and the caller reads them now instead of the poll. Cheap when it is served and read
     /// already: one lock, one set lookup and a look at the (usually empty) list of fresh ones.
-    pub(crate) fn serve_unread(&self, watcher: &str) -> bool {
+    fn serve_unread(&self, watcher: &str) -> bool {
         let mut s = self.served.lock();
         if s.all.contains(watcher) {
             let Some(i) = s.fresh.iter().position(|w| w == watcher) else {
@@ -215,11 +215,30 @@ impl SyncState {
         true
     }
 
-    /// The read [`SyncState::serve_unread`] promised failed: the poll reads the watcher.
-    pub(crate) fn unread(&self, watcher: &str) {
-        let mut s = self.served.lock();
-        if s.all.contains(watcher) && !s.fresh.iter().any(|w| w == watcher) {
-            s.fresh.push(watcher.to_owned());
+    /// Serves `watcher` for a call that reads its queue (`drain`, `peek`, `has_pending`): a
+    /// watcher whose pending cursors this process has not read yet (newly served, or served by
+    /// a `watch` or a record since the last poll) gets the notices already pending for it in
+    /// the file queued at once, woken like a sweep's, instead of at the next poll. Served and
+    /// read already, it costs a set lookup and no SQL. A read that fails (a shared file, a
+    /// lock held elsewhere) is left to the poll, which reports a lasting failure once; the
+    /// call answers from the queue as before.
+    pub(crate) fn serve_reading(&self, watcher: &str) {
+        if !self.serve_unread(watcher) {
+            return;
+        }
+        let read = self.db.lock().and_then(|conn| {
+            let pending = cursors::pending_of(&conn, watcher)?;
+            Ok(self.delivery.enqueue(&pending))
+        });
+        match read {
+            Ok(wakes) => self.delivery.wake_all(wakes),
+            Err(_) => {
+                // The poll reads it instead.
+                let mut s = self.served.lock();
+                if s.all.contains(watcher) && !s.fresh.iter().any(|w| w == watcher) {
+                    s.fresh.push(watcher.to_owned());
+                }
+            }
         }
     }
 
