@@ -31,7 +31,7 @@ export declare class NativeSessionState {
   /** Queues an `unwatch`; its value is the flag. */
   unwatchAsync(watcherKey: string, targetKey: string): void
   /** Queues an `acknowledge`; its value is the count. */
-  acknowledgeAsync(watcherKey: string, targetKeys: Array<string>, scope?: string | undefined | null): void
+  acknowledgeAsync(watcherKey: string, targetKeys: Array<string>, scope?: string | undefined | null, through?: number | undefined | null): void
   /** Queues a `drain`; its value is the packed notices. */
   drainAsync(watcherKey: string): void
   /**
@@ -132,9 +132,9 @@ export declare class NativeSessionState {
   peek(watcherKey: string): PackedRows
   /**
    * Acknowledges the watcher's pending notices on `targetKeys`, only those of cursors
-   * bound to `scope` when given; returns how many.
+   * bound to `scope` when given, read up to `through` when given; returns how many.
    */
-  acknowledge(watcherKey: string, targetKeys: Array<string>, scope?: string | undefined | null): number
+  acknowledge(watcherKey: string, targetKeys: Array<string>, scope?: string | undefined | null, through?: number | undefined | null): number
   /**
    * Gateway start: re-queues the notices of cursors with unacknowledged material history
    * whose watcher still exists (`watcherExists`, default all), then prunes.

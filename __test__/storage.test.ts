@@ -38,6 +38,7 @@ test('a file with an unrelated table and user_version 7 is used and left as it w
       .all()
     expect(tables.map((t) => t.name)).toEqual([
       'gateway_settings',
+      'session_awareness_served', // the store created the shared tables: its own file (semantics.md#processes)
       'session_state_events',
       'session_state_heads',
       'session_upstream_links',

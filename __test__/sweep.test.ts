@@ -31,11 +31,15 @@ function scenario(file: string) {
   expect(cursorRow(file, NESTED, T1)).toEqual({ l: 0, n: 4, m: 5, provenance: 'explicit' })
 }
 
+// Without cross-process delivery: with it, a watcher's first drain or peek in the process
+// reads its pending notices from the file itself (semantics.md#processes; the last test).
+const LOCAL = { syncIntervalMs: 0 }
+
 test('a reopened store has an empty queue until sweep restores it, in ascending order of re-frozen N', async () => {
   const file = fx.file()
   scenario(file)
   const sink = wakeSink()
-  const s = fx.open(file, { wake: sink.wake, wakeCoalesceMs: 0 })
+  const s = fx.open(file, { ...LOCAL, wake: sink.wake, wakeCoalesceMs: 0 })
   expect(s.peek(MAIN)).toEqual([])
   expect(s.drain(MAIN)).toEqual([])
   expect(s.sweep()).toStrictEqual({ notices: 3, prune: { eventsDeleted: 0, cursorsDeleted: 0 } })
@@ -80,7 +84,7 @@ test('a notice already queued in this process is neither duplicated nor woken ag
 test('watcherExists filters the watchers, asked once each', () => {
   const file = fx.file()
   scenario(file)
-  const s = fx.open(file)
+  const s = fx.open(file, LOCAL)
   const asked: string[] = []
   const report = s.sweep({
     watcherExists: (w) => {
@@ -112,10 +116,31 @@ test('a throwing watcherExists throws ERR_INVALID_ARG', () => {
 test('a material event after a reopen self-heals a notice lost from memory', () => {
   const file = fx.file()
   scenario(file)
-  const s = fx.open(file)
+  const s = fx.open(file, LOCAL)
   must(s.record(human(T2))) // 6: T2's notice was pending (N = 3), M moves, the notice is queued again
   expect(s.peek(MAIN).map((n) => [n.targetKey, n.changesSince])).toEqual([[T2, 0]])
   expect(cursorRow(file, MAIN, T2)).toEqual({ l: 0, n: 3, m: 6, provenance: 'explicit' })
+})
+
+test("with cross-process delivery on, a reopened store's first drain reads the watcher's pending notices", async () => {
+  const file = fx.file()
+  scenario(file)
+  const sink = wakeSink()
+  const s = fx.open(file, { wake: sink.wake, wakeCoalesceMs: 1000 })
+  // In ascending N, as a sweep queues them; acknowledged as any drain.
+  expect(s.drain(MAIN).map((n) => [n.targetKey, n.changesSince])).toEqual([
+    [T2, 0],
+    [T1, 0],
+  ])
+  // T1 reopened from 4 (the seeds' rule); served now, the next drains run as usual.
+  expect(s.drain(MAIN).map((n) => [n.targetKey, n.changesSince])).toEqual([[T1, 4]])
+  expect(s.drain(MAIN)).toEqual([])
+  expect(cursorRow(file, MAIN, T1)).toEqual({ l: 5, n: 5, m: 5, provenance: 'explicit' })
+  expect(cursorRow(file, MAIN, T2)).toEqual({ l: 3, n: 3, m: 3, provenance: 'explicit' })
+  // The drains left MAIN nothing queued: the wake the read scheduled was withdrawn.
+  await settle(1500)
+  expect(sink.wakes).toEqual([])
+  expect(s.peek(NESTED).map((n) => [n.targetKey, n.changesSince])).toEqual([[T1, 0]])
 })
 
 test('the sweep’s prune: a clock 30 days on expires every cursor not updated since', () => {

@@ -254,8 +254,10 @@ export class Lane {
     return this.run(() => {
       a.str(watcherKey, 'watcherKey')
       a.strArray(targetKeys, 'targetKeys')
-      const scope = a.optStr(a.opts(options, 'options', 'acknowledge')?.scope, 'scope')
-      this.#native.acknowledgeAsync(watcherKey, targetKeys, scope)
+      const o = a.opts(options, 'options', 'acknowledge')
+      const scope = a.optStr(o?.scope, 'scope')
+      const through = a.optNum(o?.through, 'through')
+      this.#native.acknowledgeAsync(watcherKey, targetKeys, scope, through)
     }, Number)
   }
 

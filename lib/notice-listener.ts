@@ -17,6 +17,8 @@ export class NoticeListener {
   // A listener that calls back into the store does not start a second delivery: the one in
   // progress takes what those calls queue.
   #delivering = false
+  // The store's close returned: no notice is handed to the listener any more.
+  #closed = false
   #tick: ReturnType<typeof setInterval> | undefined
 
   /**
@@ -50,7 +52,7 @@ export class NoticeListener {
   /** Hands the notices that entered the queue to the listener. Cheap when none did. */
   deliver(): void {
     const words = this.#words
-    if (this.#delivering || (words && words[2] === 0)) return
+    if (this.#delivering || this.#closed || (words && words[2] === 0)) return
     this.#delivering = true
     try {
       // Until the outbox is empty: a listener that calls back into the store may queue more.
@@ -63,7 +65,11 @@ export class NoticeListener {
           return
         }
         if (batch.length === 0) return
-        for (const q of batch) this.#call(q)
+        for (const q of batch) {
+          // A listener that closes the store stops the rest of the delivery.
+          if (this.#closed) return
+          this.#call(q)
+        }
       }
     } finally {
       this.#delivering = false
@@ -90,9 +96,15 @@ export class NoticeListener {
     }
   }
 
-  /** Stops the timer (the store closed). */
+  /** Stops the timer (the store is closing). */
   stop(): void {
     if (this.#tick !== undefined) clearInterval(this.#tick)
     this.#tick = undefined
+  }
+
+  /** The store's close returned: stops the timer and every later delivery. */
+  closed(): void {
+    this.stop()
+    this.#closed = true
   }
 }

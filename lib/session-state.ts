@@ -13,6 +13,7 @@ import { recordArgs, remoteCheck, stored, sweepPredicate, upstreamLink } from '.
 import { SessionStateError, fromCode, fromNative } from './errors'
 import { StoreMetrics, optMeterProvider } from './metrics'
 import type { SessionStateStats } from './metrics'
+import { type Gate, gate as newGate, isOpen } from './gate'
 import { NoticeListener } from './notice-listener'
 import * as packed from './packed'
 import * as versions from './versions'
@@ -63,16 +64,20 @@ export interface SessionStateOptions {
   strict?: boolean | null
   /**
    * How often, in ms, this process looks for notices opened by other processes sharing the
-   * database file: a poll of `PRAGMA data_version`, nearly free when nothing changed.
+   * database file: a poll of `PRAGMA data_version`, nearly free when nothing changed. The
+   * poll also renews this process's leases on the watchers it serves, which last
+   * max(3 × syncIntervalMs, 1 s) (semantics.md#processes).
    * Default 100; an integer in [0, 60000]; 0 turns cross-process delivery off.
    */
   syncIntervalMs?: number | null
   /**
    * Watchers this process serves from the start: notices opened for them by other processes
-   * reach this process's `drain`/`peek` and `wake`. A watcher is also served once this
-   * process drains, peeks or acknowledges for it, watches for it, or names it in a record's
-   * `watchers`. Bare keys are ignored; a blank entry (empty or whitespace-only) is
-   * `ERR_INVALID_ARG` naming its index.
+   * reach this process's `drain`/`peek` and `wake`, and a record in another process leaves
+   * them to the processes that serve them (semantics.md#processes). A watcher is also served
+   * once this process drains, peeks or acknowledges for it, watches for it, or names it in a
+   * record's `watchers`; its first drain or peek reads what is pending for it from the file.
+   * Bare keys are ignored; a blank entry (empty or whitespace-only) is `ERR_INVALID_ARG`
+   * naming its index.
    */
   serveWatchers?: string[] | null
   /**
@@ -136,6 +141,7 @@ interface Prepared {
   strict: boolean
   onNotice: ((notice: QueuedNotice) => void) | undefined
   meterProvider: MeterProvider | undefined
+  gate: Gate
 }
 
 function prepare(path: string, options: SessionStateOptions | null | undefined): Prepared {
@@ -143,23 +149,32 @@ function prepare(path: string, options: SessionStateOptions | null | undefined):
   const o = a.opts(options, 'options', 'store') ?? {}
   const onError = a.optFn<Report>(o.onError, 'onError')
   const report = reporter(onError)
+  const gate = newGate()
+  const wake = a.optFn<(req: WakeRequest) => void>(o.wake, 'wake')
   const native = {
     retentionMs: a.optNum(o.retentionMs, 'retentionMs'),
     maxEvents: a.optNum(o.maxEvents, 'maxEvents'),
     busyTimeoutMs: a.optNum(o.busyTimeoutMs, 'busyTimeoutMs'),
     wakeCoalesceMs: a.optNum(o.wakeCoalesceMs, 'wakeCoalesceMs'),
-    wake: a.optFn<(req: WakeRequest) => void>(o.wake, 'wake'),
+    wake:
+      wake === undefined
+        ? undefined
+        : (req: WakeRequest) => {
+            if (isOpen(gate)) wake(req)
+          },
     clock: a.optFn<() => number>(o.clock, 'clock'),
     syncIntervalMs: a.optNum(o.syncIntervalMs, 'syncIntervalMs'),
     serveWatchers: a.optStrArray(o.serveWatchers, 'serveWatchers'),
     notifyKinds: a.optStrArray(o.notifyKinds, 'notifyKinds'),
     seedResetsProvenance: a.optBool(o.seedResetsProvenance, 'seedResetsProvenance'),
     noticeOutbox: o.onNotice !== undefined && o.onNotice !== null,
-    onError: (err: { code: string; message: string }) => report(fromCode(err.code, err.message)),
+    onError: (err: { code: string; message: string }) => {
+      if (isOpen(gate)) report(fromCode(err.code, err.message))
+    },
   }
   const onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')
   const meterProvider = optMeterProvider(o.meterProvider)
-  return { native, report, strict: a.optBool(o.strict, 'strict') ?? false, onNotice, meterProvider }
+  return { native, report, strict: a.optBool(o.strict, 'strict') ?? false, onNotice, meterProvider, gate }
 }
 
 /**
@@ -180,6 +195,7 @@ export class SessionState {
   readonly #notices: NoticeListener | undefined
   readonly #lane: Lane
   readonly #metrics: StoreMetrics
+  readonly #gate: Gate
   #closing: Promise<void> | undefined = undefined
   // A store `open` made, handed to the constructor it calls.
   static #opened: { native: NativeSessionState; prepared: Prepared } | undefined = undefined
@@ -210,6 +226,8 @@ export class SessionState {
         throw fromNative(e)
       }
     }
+    p.gate.native = new WeakRef(this.#native)
+    this.#gate = p.gate
     let afterBatch: (() => void) | undefined
     if (p.onNotice !== undefined) {
       this.#initSignal()
@@ -379,7 +397,11 @@ export class SessionState {
   /**
    * The watcher's pending notices in queue order, acknowledged: the turn consumes them. If
    * material events arrived since a notice was queued, exactly one fresh notice reopens with
-   * `changesSince` = the old notified position. With nothing pending it runs no SQL.
+   * `changesSince` = the old notified position; a turn that then reads the target with
+   * `changesSince` withdraws it with {@link SessionState.acknowledge}'s `through`. A drain that
+   * leaves the watcher nothing queued withdraws its scheduled wake. With nothing pending it
+   * runs no SQL (except the first call for a watcher this process does not serve yet, which
+   * reads its pending notices from the file).
    */
   drain(watcherKey: string): Notice[] {
     if (this.#nothingFor(watcherKey)) {
@@ -450,16 +472,19 @@ export class SessionState {
 
   /**
    * Acknowledges the watcher's pending notices on `targetKeys`, for hosts that route notices
-   * through their own queue. Returns how many pending notices were acknowledged (a repeated
-   * target counts once).
+   * through their own queue, or after reconciling: with `through` (the sequence of the last
+   * event `changesSince` returned), a notice whose events are all read is withdrawn, with its
+   * wake. Returns how many pending notices were acknowledged (a repeated target counts once).
    */
   acknowledge(watcherKey: string, targetKeys: string[], options?: AcknowledgeOptions | null): number {
     a.str(watcherKey, 'watcherKey')
     a.strArray(targetKeys, 'targetKeys')
-    const scope = a.optStr(a.opts(options, 'options', 'acknowledge')?.scope, 'scope')
+    const o = a.opts(options, 'options', 'acknowledge')
+    const scope = a.optStr(o?.scope, 'scope')
+    const through = a.optNum(o?.through, 'through')
     try {
       this.#settle()
-      return this.#native.acknowledge(watcherKey, targetKeys, scope)
+      return this.#native.acknowledge(watcherKey, targetKeys, scope, through)
     } catch (e) {
       throw fromNative(e)
     } finally {
@@ -540,8 +565,10 @@ export class SessionState {
    * the `*Async` methods: rejected, `recordAsync` null and `onError`).
    */
   close(): void {
+    this.#gate.closing = true
     this.#notices?.stop()
     this.#native.close()
+    this.#notices?.closed()
     this.#lane.closed()
     this.#metrics.closed()
   }
@@ -738,8 +765,18 @@ export class SessionState {
    * call returns the same promise.
    */
   closeAsync(): Promise<void> {
+    this.#gate.closing = true
     this.#notices?.stop()
-    this.#closing ??= this.#lane.close().then(() => this.#metrics.closed())
+    // The listener hears of nothing once the close settles (semantics.md#notices-listener), and
+    // the metrics report the store's last values once more.
+    const done = (): void => {
+      this.#notices?.closed()
+      this.#metrics.closed()
+    }
+    this.#closing ??= this.#lane.close().then(done, (e: unknown) => {
+      done()
+      throw e
+    })
     return this.#closing
   }
 }

@@ -212,6 +212,16 @@ export interface AcknowledgeOptions {
    * or to none, stays pending (semantics.md#cursors-scope).
    */
   scope?: string | null
+  /**
+   * The watcher has read the targets up to this sequence: the last event `changesSince`
+   * returned (a non-negative safe integer). A notice whose material events are all at or
+   * below it is withdrawn, reopened or not, and the watcher's scheduled wake with it when
+   * nothing else is queued; a partial read leaves one notice naming `through`; a `through` at
+   * or below the notice's position acknowledges nothing. Without it, the acknowledge consumes
+   * the notice and reopens one for events after its frozen position
+   * (semantics.md#cursors-acknowledge).
+   */
+  through?: number | null
 }
 
 /** The events of one session after a version. */

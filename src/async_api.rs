@@ -269,10 +269,11 @@ impl NativeSessionState {
         watcher_key: String,
         target_keys: Vec<String>,
         scope: Option<String>,
+        through: Option<f64>,
     ) -> Result<(), Code> {
         let now = self.now(&env).js()?;
         self.writer.push(task(move |s| {
-            s.acknowledge_in(&watcher_key, &target_keys, scope.as_deref(), now)
+            s.acknowledge_through(&watcher_key, &target_keys, scope.as_deref(), through, now)
                 .map(|n| Either7::C(n as i64))
         }))
     }

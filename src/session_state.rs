@@ -468,7 +468,7 @@ impl NativeSessionState {
     }
 
     /// Acknowledges the watcher's pending notices on `targetKeys`, only those of cursors
-    /// bound to `scope` when given; returns how many.
+    /// bound to `scope` when given, read up to `through` when given; returns how many.
     #[napi]
     pub fn acknowledge(
         &self,
@@ -476,11 +476,12 @@ impl NativeSessionState {
         watcher_key: String,
         target_keys: Vec<String>,
         scope: Option<String>,
+        through: Option<f64>,
     ) -> Result<i64, Code> {
         let now = self.now(&env).js()?;
         Ok(self
             .store
-            .acknowledge_in(&watcher_key, &target_keys, scope.as_deref(), now)
+            .acknowledge_through(&watcher_key, &target_keys, scope.as_deref(), through, now)
             .js()? as i64)
     }
 

@@ -125,6 +125,7 @@ for (const n of notices) {
 const peeked: Notice[] = state.peek('agent:main:main')
 const acked: number = state.acknowledge('agent:main:main', ['agent:main:subagent:c'])
 const ackedIn: number = state.acknowledge('agent:main:main', ['agent:main:subagent:c'], { scope: '/state/a.sqlite' })
+const ackedThrough: number = state.acknowledge('agent:main:main', ['agent:main:subagent:c'], { through: 4 })
 const scopeOfFirst: string | undefined = peeked[0]?.scope
 const version: number = state.stateVersion('agent:main:subagent:c', { agentId: 'main' })
 const versions = state.stateVersions([{ sessionKey: 'agent:main:subagent:c' }])
@@ -218,5 +219,5 @@ new SessionState('/tmp/state.sqlite', { meterProvider: 'otel' })
 
 export const used = [
   watching, removed, peeked, acked, version, agentOfFirst, pruned, target, oldestKind,
-  history.events.length, report.counts.events, woken, ackedIn, scopeOfFirst, promised, counted,
+  history.events.length, report.counts.events, woken, ackedIn, ackedThrough, scopeOfFirst, promised, counted,
 ]

@@ -170,14 +170,21 @@ pub struct Acked {
     pub after: Pending,
 }
 
-/// Acknowledge (semantics.md#cursors): L = old N; N = max(M, old N). A cursor with nothing pending (or none at
+/// Acknowledge (semantics.md#cursors-acknowledge): L = old N; N = max(M, old N). A cursor with nothing pending (or none at
 /// all, or an inert row, semantics.md#storage) is left alone and gives `None`. With `scope`, a cursor
 /// bound to another scope (or to none) is left alone too (semantics.md#cursors-scope).
+///
+/// With `through` (the watcher has read the target up to that sequence), a pending cursor
+/// whose material events are all read (max(M, N) <= through) becomes L = N = max(M, N):
+/// nothing is pending. A partial read (L < through < max(M, N)) sets L = through and
+/// N = max(M, N): one notice stays pending, naming `through`. A `through` at or below L has
+/// read nothing new and leaves the cursor alone (`None`).
 pub fn acknowledge(
     conn: &Connection,
     watcher: &str,
     target: &str,
     scope: Option<&str>,
+    through: Option<i64>,
     now: i64,
 ) -> Result<Option<Acked>> {
     let Some(c) = get(conn, watcher, target)? else {
@@ -186,8 +193,13 @@ pub fn acknowledge(
     if c.notified == c.last_seen || scope.is_some_and(|s| c.scope.as_deref() != Some(s)) {
         return Ok(None);
     }
-    let new_l = c.notified;
-    let new_n = c.material.max(c.notified);
+    let top = c.material.max(c.notified);
+    let (new_l, new_n) = match through {
+        None => (c.notified, top),
+        Some(t) if t >= top => (top, top),
+        Some(t) if t > c.last_seen => (t, top),
+        Some(_) => return Ok(None),
+    };
     conn.prepare_cached(
         "UPDATE session_watch_cursors SET last_seen_sequence = ?3, notified_sequence = ?4, updated_at = ?5 \
          WHERE watcher_session_key = ?1 AND target_session_key = ?2",

@@ -91,7 +91,8 @@ impl Delivery {
 
     /// Hands out the watcher's queued notices, acknowledged (semantics.md#cursors): the cursor rows decide, in one
     /// write transaction, and notices that reopened meanwhile are queued again. With nothing
-    /// queued it runs no SQL. On failure the notices taken stay queued.
+    /// queued it runs no SQL. On failure the notices taken stay queued. When nothing is left
+    /// queued for the watcher, its scheduled wake is withdrawn.
     pub(crate) fn drain(&self, db: &Db, watcher: &str, now: i64) -> Result<Vec<Notice>> {
         if !self.queue().has_any(watcher) {
             return Ok(Vec::new());
@@ -104,7 +105,8 @@ impl Delivery {
             let mut reopened = Vec::new();
             for n in &queued {
                 // The cursor row decides: a notice consumed elsewhere is not handed out again.
-                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, None, now)? {
+                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, None, None, now)?
+                {
                     let scope = acked.after.scope.as_deref();
                     out.push(Notice::new(watcher, &n.target, acked.old_last_seen, scope));
                     if acked.after.notified != acked.after.last_seen {
@@ -120,6 +122,7 @@ impl Delivery {
                 self.metrics.add(Count::Delivered, out.len() as u64);
                 self.metrics.add(Count::OpenedReopen, reopened.len() as u64);
                 let wakes = self.enqueue(&reopened);
+                self.withdraw_if_idle(watcher);
                 drop(conn);
                 self.wake_all(wakes);
                 Ok(out)
@@ -135,14 +138,17 @@ impl Delivery {
     }
 
     /// Acknowledges the watcher's pending notices on `targets` (distinct, checked) in one write
-    /// transaction (semantics.md#cursors), only those of cursors bound to `scope` when it is
-    /// given. Returns how many pending notices it acknowledged.
+    /// transaction (semantics.md#cursors-acknowledge), only those of cursors bound to `scope`
+    /// when it is given, and read up to `through` when it is given. Returns how many pending
+    /// notices it acknowledged. When the watcher is left with nothing queued, its scheduled
+    /// wake is withdrawn.
     pub(crate) fn acknowledge(
         &self,
         db: &Db,
         watcher: &str,
         targets: &[&str],
         scope: Option<&str>,
+        through: Option<i64>,
         now: i64,
     ) -> Result<u64> {
         let conn = db.lock()?;
@@ -150,7 +156,7 @@ impl Delivery {
         let mut count = 0;
         let mut acked = Vec::new();
         for &t in targets {
-            if let Some(a) = cursors::acknowledge(&tx, watcher, t, scope, now)? {
+            if let Some(a) = cursors::acknowledge(&tx, watcher, t, scope, through, now)? {
                 count += 1;
                 acked.push(a.after);
             }
@@ -169,9 +175,20 @@ impl Delivery {
         self.metrics.add(Count::Acknowledged, count);
         self.metrics.add(Count::OpenedReopen, reopened.len() as u64);
         let wakes = self.enqueue(&reopened);
+        // Under the connection lock: a notice that enters meanwhile (a record, the poll) is
+        // either seen queued here or schedules its wake after this.
+        self.withdraw_if_idle(watcher);
         drop(conn);
         self.wake_all(wakes);
         Ok(count)
+    }
+
+    /// Withdraws the watcher's scheduled wake when it has nothing queued (semantics.md#wake).
+    /// Caller holds the connection lock.
+    pub(crate) fn withdraw_if_idle(&self, watcher: &str) {
+        if self.wake.is_some() && !self.queue().has_any(watcher) {
+            self.cancel(watcher);
+        }
     }
 
     /// Takes the notices that entered the queue since the last call (the listener's outbox).

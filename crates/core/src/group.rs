@@ -81,7 +81,7 @@ impl Recorder {
         for (i, now, r) in written {
             out[i] = match r {
                 Ok(Some(w)) => {
-                    wakes.extend(self.enqueue(&w));
+                    wakes.extend(self.enqueue(&conn, &w));
                     if w.fresh {
                         prune_at = Some(now);
                     }

@@ -48,6 +48,7 @@ pub mod import;
 pub(crate) mod inert;
 pub mod inspect;
 pub mod keys;
+pub(crate) mod lease;
 pub(crate) mod log;
 pub(crate) mod maintenance;
 pub(crate) mod metrics;

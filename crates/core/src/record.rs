@@ -73,7 +73,7 @@ impl Recorder {
         also(&tx)?;
         tx.commit()?;
         self.delivery.metrics.since(Hist::Commit, begun);
-        let wakes = self.enqueue(&written);
+        let wakes = self.enqueue(&conn, &written);
         drop(conn);
         self.delivery.wake_all(wakes);
         if written.fresh {
@@ -146,9 +146,10 @@ impl Recorder {
     }
 
     /// Brings the queue in line with a committed [`Written`]: reseeded cursors lose their
-    /// notice, opened ones are queued. Returns the wakes to schedule once every lock is
-    /// released. Caller holds the connection lock.
-    pub(crate) fn enqueue(&self, w: &Written) -> Vec<Wake> {
+    /// notice, opened ones are queued, except those of watchers that this process does not
+    /// serve and another live process does (semantics.md#processes). Returns the wakes to
+    /// schedule once every lock is released. Caller holds the connection lock, `conn`.
+    pub(crate) fn enqueue(&self, conn: &Connection, w: &Written) -> Vec<Wake> {
         if w.fresh {
             let m = &self.delivery.metrics;
             m.recorded(w.event.kind);
@@ -162,7 +163,20 @@ impl Recorder {
                 q.remove(watcher, &w.event.session_key);
             }
         }
-        self.delivery.enqueue(&w.pending)
+        let elsewhere = match &self.sync {
+            Some(s) => s.served_elsewhere(conn, &w.pending),
+            None => Vec::new(),
+        };
+        if elsewhere.is_empty() {
+            return self.delivery.enqueue(&w.pending);
+        }
+        let here: Vec<Pending> = w
+            .pending
+            .iter()
+            .filter(|p| !elsewhere.contains(&p.watcher))
+            .cloned()
+            .collect();
+        self.delivery.enqueue(&here)
     }
 }
 

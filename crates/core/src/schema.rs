@@ -159,7 +159,9 @@ fn wal_mode(conn: &Connection, busy_timeout_ms: u32) -> Result<String> {
 
 /// Creates the missing tables and upgrades the existing ones, inside the caller's transaction.
 fn install(conn: &Connection) -> Result<()> {
+    let own = crate::lease::before_install(conn)?;
     conn.execute_batch(SHARED_TABLES)?;
+    crate::lease::install(conn, own)?;
     upgrade::upgrade(conn)?;
     // The upstream link table and its generations are the upstream module's.
     crate::upstream::links::ensure_table(conn)

@@ -167,6 +167,13 @@ impl Store {
         self.inner.recorder.mark_served(watcher);
     }
 
+    /// Serves `watcher` for a call that reads its queue (see [`SyncState::serve_reading`]).
+    fn serve_reading(&self, watcher: &str) {
+        if let Some(sync) = &self.inner.recorder.sync {
+            sync.serve_reading(watcher);
+        }
+    }
+
     /// The options in force.
     pub fn options(&self) -> Options {
         self.inner.opts
@@ -377,15 +384,16 @@ impl Store {
     pub fn has_pending(&self, watcher: &str) -> Result<bool> {
         self.check_open()?;
         SessionKey::check_named(watcher, "watcherKey")?;
-        self.mark_served(watcher);
+        self.serve_reading(watcher);
         Ok(self.delivery().queue().has_any(watcher))
     }
 
-    /// The watcher's pending notices, nothing acknowledged. Runs no SQL.
+    /// The watcher's pending notices, nothing acknowledged. Runs no SQL, except the first time
+    /// this process serves the watcher (semantics.md#processes).
     pub fn peek(&self, watcher: &str) -> Result<Vec<Notice>> {
         self.check_open()?;
         SessionKey::parse_named(watcher, "watcherKey")?;
-        self.mark_served(watcher);
+        self.serve_reading(watcher);
         Ok(self.delivery().queue().peek(watcher))
     }
 
@@ -393,7 +401,7 @@ impl Store {
     pub fn drain(&self, watcher: &str, now: i64) -> Result<Vec<Notice>> {
         self.check_open()?;
         SessionKey::parse_named(watcher, "watcherKey")?;
-        self.mark_served(watcher);
+        self.serve_reading(watcher);
         self.delivery().drain(self.db(), watcher, now)
     }
 
@@ -413,10 +421,33 @@ impl Store {
         scope: Option<&str>,
         now: i64,
     ) -> Result<u64> {
+        self.acknowledge_through(watcher, targets, scope, None, now)
+    }
+
+    /// [`Store::acknowledge_in`], for a watcher that has read the targets up to sequence
+    /// `through` (the last event its `changes_since` returned) when it is given
+    /// (semantics.md#cursors-acknowledge): a notice whose material events are all read is
+    /// withdrawn, a partial read leaves one notice naming `through`. `through` must be a
+    /// non-negative safe integer (`ERR_INVALID_ARG`, nothing changed).
+    pub fn acknowledge_through(
+        &self,
+        watcher: &str,
+        targets: &[String],
+        scope: Option<&str>,
+        through: Option<f64>,
+        now: i64,
+    ) -> Result<u64> {
         self.check_open()?;
         if let Some(s) = scope {
             keys::check_scope(s)?;
         }
+        let through = match through {
+            None => None,
+            Some(t) => Some(
+                log::check_after(t)
+                    .map_err(|_| Error::invalid("through must be a non-negative safe integer"))?,
+            ),
+        };
         SessionKey::parse_named(watcher, "watcherKey")?;
         self.mark_served(watcher);
         let mut unique: Vec<&str> = Vec::with_capacity(targets.len());
@@ -427,7 +458,7 @@ impl Store {
             }
         }
         self.delivery()
-            .acknowledge(self.db(), watcher, &unique, scope, now)
+            .acknowledge(self.db(), watcher, &unique, scope, through, now)
     }
 
     /// Sweep (semantics.md#cursors), then a prune. `watcher_exists` is asked once per watcher with material

@@ -14,11 +14,13 @@
 //!
 //! A process **serves** a watcher once it has drained, peeked or acknowledged for it, watched
 //! for it, named it in a record's `watchers`, or been given it in `serveWatchers`. Notices
-//! opened elsewhere enter the queue only for served watchers; a notice this process's own
-//! record opens is queued as it always was.
+//! opened elsewhere enter the queue only for served watchers. A notice this process's own
+//! record opens is queued here unless this process does not serve its watcher and another
+//! live process does: the served watchers are leased in the file ([`crate::lease`]), and the
+//! poll renews this process's leases.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -35,6 +37,7 @@ use crate::hooks::Host;
 use crate::inert;
 use crate::keys;
 use crate::metrics::Count;
+use crate::lease;
 use crate::runtime;
 
 /// How long the reader waits for a lock before it gives up until the next poll. Readers of a
@@ -46,6 +49,19 @@ struct Served {
     all: HashSet<String, foldhash::fast::RandomState>,
     // Served since the last poll: their pending cursors are read in full once.
     fresh: Vec<String>,
+    // Leases to write (a watcher started being served) and to drop (one stopped) at the
+    // next poll.
+    lease_due: bool,
+    released: Vec<String>,
+}
+
+/// This store's leases on the file (semantics.md#processes): only in a file with the lease
+/// table.
+struct Leases {
+    instance: String,
+    length_ms: i64,
+    // When the poll last wrote them (wall clock ms); 0 before the first write.
+    renewed_at: AtomicI64,
 }
 
 /// What the poller knows of the file.
@@ -65,6 +81,7 @@ pub(crate) struct SyncState {
     poller: Mutex<Option<Poller>>,
     task: Mutex<Option<AbortHandle>>,
     failing: AtomicBool,
+    leases: Option<Leases>,
 }
 
 /// Opens the read-only connection the poller uses, beside the store's own.
@@ -137,7 +154,8 @@ impl SyncState {
         delivery: Arc<Delivery>,
         host: Host,
     ) -> Result<Self> {
-        let data_version = db.with(|own| data_version(own))?;
+        let (data_version, leased) =
+            db.with(|own| Ok((data_version(own)?, lease::present(own)?)))?;
         let mut reader = open_reader(path)?;
         let tx = reader.transaction()?;
         let last_sequence = top_sequence(&tx)?;
@@ -155,6 +173,11 @@ impl SyncState {
             })),
             task: Mutex::new(None),
             failing: AtomicBool::new(false),
+            leases: leased.then(|| Leases {
+                instance: lease::instance_id(),
+                length_ms: lease::length_ms(interval_ms),
+                renewed_at: AtomicI64::new(0),
+            }),
         })
     }
 
@@ -166,19 +189,111 @@ impl SyncState {
         if !s.all.contains(watcher) && keys::is_watchable(watcher) {
             s.all.insert(watcher.to_owned());
             s.fresh.push(watcher.to_owned());
+            s.released.retain(|w| w != watcher);
+            s.lease_due = true;
+        }
+    }
+
+    /// Serves `watcher` for a call that reads its queue: true when its pending cursors have
+    /// not been read yet (it was not served, or the poll has not looked at it since it was),
+    /// and the caller reads them now instead of the poll. Cheap when it is served and read
+    /// already: one lock, one set lookup and a look at the (usually empty) list of fresh ones.
+    fn serve_unread(&self, watcher: &str) -> bool {
+        let mut s = self.served.lock();
+        if s.all.contains(watcher) {
+            let Some(i) = s.fresh.iter().position(|w| w == watcher) else {
+                return false;
+            };
+            s.fresh.swap_remove(i);
+            return true;
+        }
+        if !keys::is_watchable(watcher) {
+            return false;
+        }
+        s.all.insert(watcher.to_owned());
+        s.released.retain(|w| w != watcher);
+        s.lease_due = true;
+        true
+    }
+
+    /// Serves `watcher` for a call that reads its queue (`drain`, `peek`, `has_pending`): a
+    /// watcher whose pending cursors this process has not read yet (newly served, or served by
+    /// a `watch` or a record since the last poll) gets the notices already pending for it in
+    /// the file queued at once, woken like a sweep's, instead of at the next poll. Served and
+    /// read already, it costs a set lookup and no SQL. A read that fails (a shared file, a
+    /// lock held elsewhere) is left to the poll, which reports a lasting failure once; the
+    /// call answers from the queue as before.
+    pub(crate) fn serve_reading(&self, watcher: &str) {
+        if !self.serve_unread(watcher) {
+            return;
+        }
+        let read = self.db.lock().and_then(|conn| {
+            let pending = cursors::pending_of(&conn, watcher)?;
+            Ok(self.delivery.enqueue(&pending))
+        });
+        match read {
+            Ok(wakes) => self.delivery.wake_all(wakes),
+            Err(_) => {
+                // The poll reads it instead.
+                let mut s = self.served.lock();
+                if s.all.contains(watcher) && !s.fresh.iter().any(|w| w == watcher) {
+                    s.fresh.push(watcher.to_owned());
+                }
+            }
         }
     }
 
     /// Stops serving `watcher` (its session was deleted).
     pub(crate) fn unserve(&self, watcher: &str) {
         let mut s = self.served.lock();
-        s.all.remove(watcher);
+        if s.all.remove(watcher) && self.leases.is_some() {
+            s.released.push(watcher.to_owned());
+            s.lease_due = true;
+        }
         s.fresh.retain(|w| w != watcher);
     }
 
     /// How many watchers are served.
     pub(crate) fn served_count(&self) -> usize {
         self.served.lock().all.len()
+    }
+
+    /// The watchers of `pending` whose notices this process's own record must not queue:
+    /// those it does not serve that another live process serves (semantics.md#processes).
+    /// Nothing without the lease table; no SQL for the watchers this process serves or whose
+    /// notice it already holds at that position, else one lookup by primary key per watcher.
+    /// Caller holds the store's connection lock, `conn`. A failing read leaves the notice
+    /// here, as without leases.
+    pub(crate) fn served_elsewhere(&self, conn: &Connection, pending: &[Pending]) -> Vec<String> {
+        let Some(leases) = &self.leases else {
+            return Vec::new();
+        };
+        if pending.is_empty() {
+            return Vec::new();
+        }
+        let served = self.served.lock();
+        let mut q = self.delivery.queue();
+        let now = lease::now();
+        let mut out: Vec<String> = Vec::new();
+        for p in pending {
+            if served.all.contains(&p.watcher) || out.contains(&p.watcher) {
+                continue;
+            }
+            let held = q.position(&p.watcher, &p.target);
+            if held == Some(p.last_seen) {
+                continue;
+            }
+            let elsewhere = lease::served_elsewhere(conn, &p.watcher, &leases.instance, now);
+            if elsewhere.unwrap_or(false) {
+                if held.is_some() {
+                    // The notice held here was consumed and a fresh one opened: it goes to
+                    // the process that serves the watcher.
+                    q.remove(&p.watcher, &p.target);
+                }
+                out.push(p.watcher.clone());
+            }
+        }
+        out
     }
 
     /// True when `watcher` is served.
@@ -247,7 +362,8 @@ impl SyncState {
         // Its statement below reads the WAL index, which another library's open resets: once
         // such a handle is seen, the poll stops touching the file.
         self.db.check_guard()?;
-        if !self.served.lock().fresh.is_empty() {
+        let fresh = !self.served.lock().fresh.is_empty();
+        if fresh || self.renewal_due() {
             return Ok(true);
         }
         // Asked on the store's own connection, whose data_version ignores its own commits: a
@@ -281,6 +397,7 @@ impl SyncState {
         // Holding the store's connection lock from the read to the queue update means no
         // local write lands in between: the queue ends up matching one consistent snapshot.
         let guard = self.db.lock()?;
+        self.renew(&guard)?;
         let (version, own_top) = own_view(&guard)?;
         let fresh = std::mem::take(&mut self.served.lock().fresh);
         // No other connection committed since the last poll: every event up to `own_top` is
@@ -362,17 +479,21 @@ impl SyncState {
         Ok((rows, Some(top)))
     }
 
-    /// Brings the queue in line with the rows read. Returns the wakes now due.
+    /// Brings the queue in line with the rows read. Returns the wakes now due. Caller holds
+    /// the store's connection lock.
     fn apply(&self, rows: HashMap<(String, String), Option<Pending>>) -> Vec<Wake> {
         let served = self.served.lock();
         let mut q = self.delivery.queue();
         let mut open = Vec::new();
+        let mut emptied = Vec::new();
         for ((w, t), row) in rows {
             match row {
                 Some(c) if c.notified != c.last_seen => open.push(c),
                 // Acknowledged, re-seeded or deleted elsewhere.
                 _ => {
-                    q.remove(&w, &t);
+                    if q.remove(&w, &t) {
+                        emptied.push(w);
+                    }
                 }
             }
         }
@@ -394,17 +515,80 @@ impl SyncState {
                 // The notice held here was consumed elsewhere and a fresh one opened; it goes
                 // to the processes that serve the watcher.
                 q.remove(&c.watcher, &c.target);
+                emptied.push(c.watcher);
             }
+        }
+        drop(q);
+        // A notice consumed elsewhere leaves no wake here for nothing (semantics.md#wake).
+        for w in emptied {
+            self.delivery.withdraw_if_idle(&w);
         }
         wakes
     }
 
+    /// True when this process's leases are due to be written: a watcher started or stopped
+    /// being served, or a third of the lease length passed since the last write.
+    fn renewal_due(&self) -> bool {
+        let Some(leases) = &self.leases else {
+            return false;
+        };
+        let s = self.served.lock();
+        s.lease_due
+            || (!s.all.is_empty()
+                && lease::now() >= leases.renewed_at.load(Ordering::Acquire) + leases.length_ms / 3)
+    }
+
+    /// Writes this process's leases when due. Caller holds the store's connection lock.
+    fn renew(&self, conn: &Connection) -> Result<()> {
+        let Some(leases) = &self.leases else {
+            return Ok(());
+        };
+        if !self.renewal_due() {
+            return Ok(());
+        }
+        let (serving, released) = {
+            let mut s = self.served.lock();
+            s.lease_due = false;
+            (
+                s.all.iter().cloned().collect::<Vec<_>>(),
+                std::mem::take(&mut s.released),
+            )
+        };
+        let now = lease::now();
+        let written = lease::renew(
+            conn,
+            &leases.instance,
+            &serving,
+            &released,
+            now + leases.length_ms,
+            now - leases.length_ms,
+        );
+        if let Err(e) = written {
+            let mut s = self.served.lock();
+            s.lease_due = true;
+            s.released.extend(released);
+            return Err(e);
+        }
+        leases.renewed_at.store(now, Ordering::Release);
+        Ok(())
+    }
+
     /// Stops the poll task and closes the reader. Waits for a poll in progress to finish.
+    /// This process's leases are dropped, so other processes' records queue the watchers'
+    /// notices again at once.
     pub(crate) fn stop(&self) {
         if let Some(task) = self.task.lock().take() {
             task.abort();
         }
         let reader = self.poller.lock().take();
+        if let (Some(_), Some(leases)) = (&reader, &self.leases) {
+            if leases.renewed_at.load(Ordering::Acquire) != 0 {
+                // Best effort: a lease left behind expires on its own.
+                if let Ok(conn) = self.db.lock() {
+                    let _ = lease::release_all(&conn, &leases.instance);
+                }
+            }
+        }
         drop(reader);
     }
 }

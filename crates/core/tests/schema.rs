@@ -56,6 +56,9 @@ fn coexists_with_unrelated_tables_and_leaves_user_version_alone() {
         table_names(&conn),
         [
             "gateway_sessions",
+            // The store created the shared tables here, so the file is its own and holds the
+            // served-watcher leases (semantics.md#processes).
+            "session_awareness_served",
             "session_state_events",
             "session_state_heads",
             "session_upstream_links",

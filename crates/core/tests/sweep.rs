@@ -14,6 +14,15 @@ const T4: &str = "agent:main:t4";
 const NESTED: &str = "agent:main:subagent:planner";
 const MAIN_LIKE: &str = "agent:main:subagentx";
 
+/// One process, no cross-process delivery: with it, a watcher's first drain or peek after a
+/// restart reads its pending cursors itself (semantics.md#processes, tested in `sync.rs`).
+fn local() -> Options {
+    Options {
+        sync_interval_ms: 0,
+        ..opts()
+    }
+}
+
 fn explicit(fx: &Fixture, watcher: &str, target: &str) {
     assert!(fx
         .store
@@ -56,7 +65,7 @@ fn sweep_after_a_restart_requeues_in_ascending_refrozen_n_with_text_from_l() {
     // A wide coalescing window, so the three re-queued notices surely share one wake.
     let mut fx = Fixture::file_with(Options {
         wake_coalesce_ms: 200,
-        ..opts()
+        ..local()
     });
     pending_then_restart(&mut fx);
     let report = fx.store.sweep(None, T0 + 1).unwrap();
@@ -91,7 +100,7 @@ fn sweep_after_a_restart_requeues_in_ascending_refrozen_n_with_text_from_l() {
 
 #[test]
 fn sweep_orders_across_watchers_by_refrozen_n() {
-    let mut fx = Fixture::file();
+    let mut fx = Fixture::file_with(local());
     explicit(&fx, MAIN, T1);
     explicit(&fx, OPS, T2);
     explicit(&fx, OPS, T1);
@@ -113,7 +122,7 @@ fn sweep_orders_across_watchers_by_refrozen_n() {
 
 #[test]
 fn a_queued_notice_is_neither_duplicated_nor_woken_again() {
-    let fx = Fixture::file();
+    let fx = Fixture::file_with(local());
     explicit(&fx, MAIN, T1);
     fx.rec(T1, "goal_changed", None, T0); // 1
     assert_eq!(fx.next_wake().reason, "session-state:agent:main:t1");
@@ -137,7 +146,7 @@ fn a_queued_notice_is_neither_duplicated_nor_woken_again() {
 
 #[test]
 fn watcher_exists_filters_and_may_call_back_into_the_store() {
-    let mut fx = Fixture::file();
+    let mut fx = Fixture::file_with(local());
     explicit(&fx, MAIN, T1);
     explicit(&fx, OPS, T1);
     explicit(&fx, "agent:ops:idle", T1);
@@ -197,7 +206,7 @@ fn watcher_exists_filters_and_may_call_back_into_the_store() {
 
 #[test]
 fn a_notice_lost_from_memory_self_heals_on_the_next_material_event() {
-    let mut fx = Fixture::file();
+    let mut fx = Fixture::file_with(local());
     explicit(&fx, MAIN, T1);
     explicit(&fx, MAIN, T2);
     fx.rec(T1, "goal_changed", None, T0); // 1
@@ -231,7 +240,7 @@ fn a_notice_lost_from_memory_self_heals_on_the_next_material_event() {
 
 #[test]
 fn nested_watchers_and_ambient_cursors_are_never_woken() {
-    let mut fx = Fixture::file();
+    let mut fx = Fixture::file_with(local());
     explicit(&fx, NESTED, T1);
     ambient(&fx, OPS, T1);
     explicit(&fx, MAIN_LIKE, T2);
@@ -298,7 +307,7 @@ fn nested_watchers_and_ambient_cursors_are_never_woken() {
 
 #[test]
 fn a_watchers_own_events_never_notify_it() {
-    let mut fx = Fixture::file();
+    let mut fx = Fixture::file_with(local());
     explicit(&fx, MAIN, T1);
     for _ in 0..3 {
         fx.rec(T1, "goal_changed", Some(MAIN), T0);
@@ -328,7 +337,7 @@ fn a_watchers_own_events_never_notify_it() {
 fn sweep_then_prunes() {
     let mut fx = Fixture::file_with(Options {
         max_events: 2,
-        ..opts()
+        ..local()
     });
     explicit(&fx, MAIN, T1);
     fx.rec(T1, "goal_changed", None, T0);
@@ -354,7 +363,7 @@ fn sweep_then_prunes() {
 
 #[test]
 fn acknowledge_after_a_restart_consumes_the_stored_notice() {
-    let mut fx = Fixture::file();
+    let mut fx = Fixture::file_with(local());
     explicit(&fx, MAIN, T1);
     fx.rec(T1, "goal_changed", None, T0); // 1
     fx.rec(T1, "goal_changed", None, T0); // 2

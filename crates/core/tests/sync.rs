@@ -84,7 +84,10 @@ fn a_record_in_one_store_reaches_a_watcher_served_by_the_other() {
     assert!(b.watch(W, T, Provenance::Explicit, NOW).unwrap());
     assert!(b.serves(W));
     assert!(!a.serves(W));
+    // B's first peek reads what is pending for W from the file: nothing yet.
+    assert_eq!(b.peek(W).unwrap(), []);
     record(&a, human(T));
+    // Later notices from A arrive with B's poll.
     assert_eq!(b.peek(W).unwrap(), []);
     b.sync_now().unwrap();
     let notices = b.peek(W).unwrap();
@@ -130,7 +133,7 @@ fn twenty_records_give_one_notice_and_one_wake() {
 }
 
 #[test]
-fn an_unserved_watcher_gets_no_remote_notice_until_it_is_served() {
+fn an_unserved_watcher_gets_no_remote_notice_until_its_first_peek_reads_it() {
     let dir = tempfile::tempdir().unwrap();
     let a = open(&db(&dir));
     let (b, wakes) = open_waking(&db(&dir));
@@ -138,12 +141,10 @@ fn an_unserved_watcher_gets_no_remote_notice_until_it_is_served() {
     let s1 = record(&a, human(T));
     b.sync_now().unwrap();
     assert!(!b.serves(W));
-    // Peeking serves the watcher; what is already pending arrives with the next poll, woken.
-    assert_eq!(b.peek(W).unwrap(), []);
-    assert!(b.serves(W));
     assert!(wakes.try_recv().is_err());
-    b.sync_now().unwrap();
+    // Peeking serves the watcher and reads what is already pending at once, woken.
     assert_eq!(positions(&b.peek(W).unwrap()), [(T.to_owned(), 0)]);
+    assert!(b.serves(W));
     assert_eq!(
         wakes
             .recv_timeout(Duration::from_secs(10))
@@ -151,6 +152,10 @@ fn an_unserved_watcher_gets_no_remote_notice_until_it_is_served() {
             .session_key,
         W
     );
+    // The next poll finds it queued already: no second entry, no second wake.
+    b.sync_now().unwrap();
+    assert_eq!(positions(&b.peek(W).unwrap()), [(T.to_owned(), 0)]);
+    assert!(wakes.recv_timeout(Duration::from_millis(200)).is_err());
     assert!(s1 > 0);
 }
 
@@ -224,7 +229,9 @@ fn a_store_that_does_not_serve_the_watcher_drops_a_notice_consumed_elsewhere() {
     // B reopened at s1; A's held notice at 0 is stale and A does not take the fresh one.
     a.sync_now().unwrap();
     assert!(!a.serves(W));
-    assert_eq!(a.peek(W).unwrap(), []);
+    // A's first peek serves the watcher and reads the fresh one from the file.
+    assert_eq!(positions(&a.peek(W).unwrap()), [(T.to_owned(), s1)]);
+    assert!(a.serves(W));
     a.sync_now().unwrap();
     assert_eq!(positions(&a.peek(W).unwrap()), [(T.to_owned(), s1)]);
 }

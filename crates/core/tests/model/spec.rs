@@ -522,7 +522,19 @@ impl Model {
         for (_, t, _) in &out {
             self.ack(w, t).expect("a queued notice is pending");
         }
+        // semantics.md#wake: a drain that took notices and left none withdraws the wake (one
+        // with nothing queued runs nothing).
+        if !out.is_empty() {
+            self.withdraw_if_idle(w);
+        }
         Ok(out)
+    }
+
+    /// semantics.md#wake: the watcher's scheduled wake goes when nothing is queued for it.
+    fn withdraw_if_idle(&mut self, w: &str) {
+        if !self.queue.iter().any(|q| q.0 == w) {
+            self.wakes.remove(w);
+        }
     }
 
     /// `acknowledge`: the number of pending notices acknowledged (a repeated target once).
@@ -541,6 +553,7 @@ impl Model {
                 count += 1;
             }
         }
+        self.withdraw_if_idle(w);
         Ok(count)
     }
 

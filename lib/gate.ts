@@ -1,0 +1,31 @@
+/**
+ * The gate of a store's background callbacks (semantics.md#wake): what the callbacks the
+ * addon calls from background work ask before they call the host's.
+ * @packageDocumentation
+ */
+import type { NativeSessionState } from '../index.js'
+
+/**
+ * Whether the host has begun closing the store, and the store itself, held weakly (the addon
+ * holds the callbacks strongly, which must not keep the store alive). A wake or a report that
+ * a background thread handed over just before the close reaches the JS thread after it; it is
+ * dropped there, so no store calls `wake` or `onError` once `close()` or `closeAsync()` was
+ * called.
+ */
+export interface Gate {
+  /** The store, once constructed. */
+  native: WeakRef<NativeSessionState> | undefined
+  /** `close()` or `closeAsync()` was called. */
+  closing: boolean
+}
+
+/** A gate for a store not constructed yet. */
+export function gate(): Gate {
+  return { native: undefined, closing: false }
+}
+
+/** True while the gate's store is open and not closing. */
+export function isOpen(g: Gate): boolean {
+  const n = g.closing ? undefined : g.native?.deref()
+  return n !== undefined && !n.isClosed
+}
