@@ -36,8 +36,8 @@ use crate::error::{Error, Result};
 use crate::hooks::Host;
 use crate::inert;
 use crate::keys;
-use crate::metrics::Count;
 use crate::lease;
+use crate::metrics::Count;
 use crate::runtime;
 
 /// How long the reader waits for a lock before it gives up until the next poll. Readers of a
