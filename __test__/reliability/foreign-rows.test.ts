@@ -128,20 +128,32 @@ test('every JS path leaves hostile rows inert, and retention deletes them by the
   expect(asked).toEqual([])
   expect(state.prune()).toEqual({ eventsDeleted: 0, cursorsDeleted: 0 })
 
-  // Reads: the foreign events are left out, sequences and versions stay exact.
+  // Reads answer every stored row, the foreign ones in their safe form
+  // (semantics.md#reading-foreign-events); sequences and versions stay exact.
   const changes = state.changesSince(T, 0)
   expect(changes.stateVersion).toBe(6)
-  expect(changes.stateChanges.events.map((e) => e.sequence)).toEqual([1, 6])
+  expect(changes.stateChanges.events.map((e) => [e.sequence, e.foreign ?? null])).toEqual([
+    [1, null],
+    [2, ['kind']],
+    [3, ['summary']],
+    [4, ['payload']],
+    [5, ['summary']],
+    [6, null],
+  ])
+  expect(changes.stateChanges.events.map((e) => e.summary.length)).toEqual([1, 1, 3, 1, 240, 1])
   expect(changes.stateChanges.truncated).toBe(false)
   expect(changes.stateChanges.historyGap).toBe(false)
   expect(state.changesSince(T, 0, { limit: 1 }).stateChanges).toMatchObject({ truncated: true })
+  expect(state.changesSince(T, 1, { limit: 4 }).stateChanges.events.map((e) => e.sequence)).toEqual([2, 3, 4, 5])
   expect(state.stateVersions([{ sessionKey: T }, { sessionKey: 'global' }, { sessionKey: 'agent:main:w2' }])).toEqual([
     { sessionKey: T, agentId: 'main', stateVersion: 6 },
   ])
   state.resetSession('agent:main:other')
   state.deleteSession('agent:main:other')
   await new Promise((resolve) => setTimeout(resolve, 50))
-  expect(wakes).toEqual([W])
+  // The one notice was drained in the same turn it opened, before its wake was due: the drain
+  // that emptied W's queue withdrew the wake (semantics.md#wake), and no hostile row woke anyone.
+  expect(wakes).toEqual([])
   expect(errors.map((e) => e.code)).toEqual([])
   state.close()
 
