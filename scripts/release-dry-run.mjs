@@ -40,8 +40,14 @@ const { parseTriple } = require('@napi-rs/cli')
 const HEAD = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim()
 const REAL_ABI = 'linux-x64-gnu'
 const REAL_BINARY = path.join(ROOT, 'npm', REAL_ABI, `${pkg.napi.binaryName}.${REAL_ABI}.node`)
-// The stand-in repository the stamp step writes (GITHUB_SERVER_URL/GITHUB_REPOSITORY).
-const GITHUB = { GITHUB_SERVER_URL: 'https://github.com', GITHUB_REPOSITORY: 'example-org/session-awareness' }
+// The repository the stamp step is told it runs in (GITHUB_SERVER_URL/GITHUB_REPOSITORY): the
+// one package.json names, as on the real repository's runner (the step refuses any other).
+const GITHUB = (() => {
+  const { repository } = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+  const m = /^(?:git\+)?(https:\/\/github\.com)\/([^/]+\/[^/.]+)(?:\.git)?$/.exec(repository?.url ?? '')
+  if (!m) throw new Error(`release-dry-run: package.json's repository is not a GitHub URL: ${repository?.url}`)
+  return { GITHUB_SERVER_URL: m[1], GITHUB_REPOSITORY: m[2] }
+})()
 
 const log = (line) => console.log(`release-dry-run: ${line}`)
 const fail = (why) => {
