@@ -15,13 +15,13 @@
 // binaries, `npm ci` hard-links this checkout's node_modules (installed by `npm ci` from the
 // same lockfile: no network, and no rebuild of better-sqlite3), cargo shares this checkout's
 // target/, the PostgreSQL step finds this machine's server binaries and installs nothing
-// (without them it fails: npm test needs them anyway), and the publish loop asks no registry whether a version exists (none is) and
-// publishes with --dry-run and without --provenance (no OIDC token here). What a step writes
-// to $GITHUB_ENV is in the environment of the job's later steps, as on a runner. Jest runs the
-// suites that load the package through dist/ and child processes, and the PostgreSQL
-// harness's, on the binaries the PostgreSQL step named (npm test runs them all;
-// RELEASE_DRY_RUN_JEST=all runs the whole suite here too). A step whose text or shape this
-// script does not know makes it fail rather than guess.
+// (without them it fails: npm test needs them anyway), and the publish loop asks no registry
+// whether a version exists (none is) and publishes with --dry-run and without --provenance
+// (no OIDC token here). What a step writes to $GITHUB_ENV is in the environment of the job's
+// later steps, as on a runner. Jest runs the suites that load the package through dist/ and
+// child processes, and the PostgreSQL harness's on the binaries that step named (npm test
+// runs them all; RELEASE_DRY_RUN_JEST=all runs the whole suite here too). A step whose text
+// or shape this script does not know makes it fail rather than guess.
 import { execFileSync, spawnSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import { createRequire } from 'node:module'
@@ -150,7 +150,7 @@ function readGithubEnv(file) {
 function postgresStep(text) {
   if (!text.includes(PG_INSTALL[1])) return [text, '']
   let t = once(text, PG_INSTALL[0],
-    'echo "release-dry-run: no PostgreSQL server binaries at pg_config --bindir (this run installs nothing)" >&2; exit 1')
+    'echo "release-dry-run: no PostgreSQL server binaries here, and this run installs nothing" >&2; exit 1')
   t = once(t, PG_INSTALL[1], ':')
   return [t, 'installs nothing: the server binaries of this machine']
 }
