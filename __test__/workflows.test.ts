@@ -52,6 +52,8 @@ function write(name: string, text: string): string {
 }
 
 const load = (name: string): Yaml => yaml.load(fs.readFileSync(path.join(WORKFLOWS, name), 'utf8'))
+// The PostgreSQL step, the same in every job that has it.
+const PG_STEP: Yaml = load('ci.yml').jobs['rust-test'].steps.find((s: Yaml) => s.name?.startsWith('PostgreSQL server binaries'))
 
 describe('scripts/lint-workflows.js', () => {
   test('the repository workflows have no finding', () => {
@@ -208,17 +210,24 @@ describe('ci.yml', () => {
       'node scripts/place-binary.js',
       'npm run build:ts',
       'npx tsc -p examples/tsconfig.json\nnode .tmp/examples/gateway.js\n',
+      PG_STEP.run,
       'npx jest --runInBand',
     ])
     expect(job.steps[3].with).toEqual({ name: 'bindings-${{ matrix.platform.target }}', path: '.' })
+    expect(job.steps.at(-2)).toEqual(PG_STEP)
     // The musl cell runs the same steps in node:<version>-alpine.
     expect(musl.steps.map((s: Yaml) => s.uses ?? 'run')).toEqual(['actions/checkout@v5', 'actions/download-artifact@v6', 'run'])
     expect(musl.steps[1].with).toEqual({ name: 'bindings-${{ matrix.platform.target }}', path: '.' })
     const inAlpine = musl.steps[2].run.split('\n').map((l: string) => l.trim()).filter(Boolean)
+    // Without the PostgreSQL step, and with its tests left out of Jest, saying why.
+    const alpineRuns = runs.slice(2, -2).filter((r: string) => !r.startsWith('actions/'))
     expect(inAlpine).toEqual([
       'docker run --rm -v "$PWD:/work" -w /work node:${{ matrix.node }}-alpine sh -euc \'',
       'apk add --no-cache bash build-base python3',
-      ...runs.slice(2).filter((r: string) => !r.startsWith('actions/')).flatMap((r: string) => r.trimEnd().split('\n')),
+      ...alpineRuns.flatMap((r: string) => r.trimEnd().split('\n')),
+      '# Not __test__/postgres/: its harness needs a Debian-style PostgreSQL and runuser.',
+      '# Those tests load no addon binary; the glibc Linux cells run them.',
+      'npx jest --runInBand --testPathIgnorePatterns /node_modules/ /__test__/postgres/',
       "'",
     ])
   })
@@ -237,6 +246,57 @@ describe('ci.yml', () => {
       'npx tsc -p tsconfig.json',
     ])
     expect(ci.jobs['rust-test'].steps.at(-1).run).toBe('cargo test --workspace')
+    expect(ci.jobs['rust-test'].steps.at(-2)).toEqual(PG_STEP)
+  })
+})
+
+describe('the PostgreSQL tests', () => {
+  const workflows = { 'ci.yml': load('ci.yml'), 'release.yml': load('release.yml') }
+
+  test('every job that runs cargo test or Jest gets the server binaries first, on Linux only', () => {
+    const seen: string[] = []
+    for (const [file, wf] of Object.entries(workflows)) {
+      for (const [id, job] of Object.entries(wf.jobs) as Array<[string, Yaml]>) {
+        const steps: Yaml[] = job.steps ?? []
+        const first = steps.findIndex((s) => /\bcargo test\b|\bnpx jest\b/.test(s.run ?? '') && !s.run.includes('docker run'))
+        if (first < 0) continue
+        seen.push(`${file} ${id}`)
+        const pg = steps.findIndex((s) => s.name === PG_STEP.name)
+        expect([id, pg >= 0 && pg < first]).toEqual([id, true])
+        expect(steps[pg]).toEqual(PG_STEP)
+      }
+    }
+    // The publish job's npm run test:package runs the package test only.
+    expect(seen).toEqual(['ci.yml rust-test', 'ci.yml test'])
+    // cargo test runs on the Linux rust-test job alone; the build jobs only build.
+    const cargoTests = Object.entries(workflows['ci.yml'].jobs as Record<string, Yaml>)
+      .filter(([, job]) => (job.steps ?? []).some((s: Yaml) => /\bcargo test\b/.test(s.run ?? '')))
+      .map(([id, job]) => [id, job['runs-on']])
+    expect(cargoTests).toEqual([['rust-test', 'ubuntu-latest']])
+    expect(workflows['release.yml'].jobs.publish.steps.some((s: Yaml) => /cargo test|npx jest/.test(s.run ?? ''))).toBe(false)
+  })
+
+  test('jest.config.js leaves __test__/postgres/ out on macOS and Windows, and nowhere on Linux', () => {
+    const ignored = (platform: string): string[] => {
+      const real = Object.getOwnPropertyDescriptor(process, 'platform') as PropertyDescriptor
+      Object.defineProperty(process, 'platform', { value: platform })
+      try {
+        let patterns: string[] = []
+        jest.isolateModules(() => {
+          // A fresh evaluation of the config under the platform set above.
+          // eslint-disable-next-line @typescript-eslint/no-require-imports
+          patterns = require('../jest.config.js').testPathIgnorePatterns
+        })
+        return patterns
+      } finally {
+        Object.defineProperty(process, 'platform', real)
+      }
+    }
+    // Written with /: Jest turns it into the platform's separator before matching.
+    const file = `${ROOT.split(path.sep).join('/')}/__test__/postgres/cluster.test.ts`
+    const leftOut = (platform: string) => ignored(platform).some((p) => new RegExp(p).test(file))
+    expect(['linux', 'darwin', 'win32'].map(leftOut)).toEqual([false, true, true])
+    expect(ignored('linux')).toEqual(['/node_modules/'])
   })
 })
 

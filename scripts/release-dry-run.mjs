@@ -14,11 +14,14 @@
 // and actions/cache are this machine's Node and caches, actions/download-artifact copies the
 // binaries, `npm ci` hard-links this checkout's node_modules (installed by `npm ci` from the
 // same lockfile: no network, and no rebuild of better-sqlite3), cargo shares this checkout's
-// target/, and the publish loop asks no registry whether a version exists (none is) and
-// publishes with --dry-run and without --provenance (no OIDC token here). Jest runs the
-// suites that load the package through dist/ and child processes (npm test runs them all;
-// RELEASE_DRY_RUN_JEST=all runs the whole suite here too). A step whose text or shape this
-// script does not know makes it fail rather than guess.
+// target/, the PostgreSQL step finds this machine's server binaries and installs nothing
+// (without them it fails: npm test needs them anyway), and the publish loop asks no registry
+// whether a version exists (none is) and publishes with --dry-run and without --provenance
+// (no OIDC token here). What a step writes to $GITHUB_ENV is in the environment of the job's
+// later steps, as on a runner. Jest runs the suites that load the package through dist/ and
+// child processes, and the PostgreSQL harness's on the binaries that step named (npm test
+// runs them all; RELEASE_DRY_RUN_JEST=all runs the whole suite here too). A step whose text
+// or shape this script does not know makes it fail rather than guess.
 import { execFileSync, spawnSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import { createRequire } from 'node:module'
@@ -30,7 +33,9 @@ const yaml = require('js-yaml')
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
 const WORK = path.join(ROOT, '.tmp', 'release-dry-run')
-const JEST_SUITES = ['__test__/errors.test.ts', '__test__/multiprocess.test.ts']
+const JEST_SUITES = ['__test__/errors.test.ts', '__test__/multiprocess.test.ts', '__test__/postgres/cluster.test.ts']
+// The PostgreSQL step's install lines: this run installs nothing, it needs the binaries here.
+const PG_INSTALL = ['sudo apt-get update', 'sudo apt-get install -y --no-install-recommends postgresql']
 const STEP_TIMEOUT_MS = 600_000
 const load = (name) => yaml.load(fs.readFileSync(path.join(ROOT, '.github', 'workflows', name), 'utf8'))
 const ci = load('ci.yml')
@@ -93,6 +98,8 @@ function holds(condition, matrix, dir) {
   if (c === "hashFiles('eslint.config.js', 'eslint.config.mjs', 'eslint.config.cjs') != ''") {
     return ['eslint.config.js', 'eslint.config.mjs', 'eslint.config.cjs'].some((f) => fs.existsSync(path.join(dir, f)))
   }
+  // This machine is the runner: a Linux one, as the cells the dry run stands in for.
+  if (c === "runner.os == 'Linux'") return process.platform === 'linux'
   if (c === '!matrix.alpine') return !matrix.alpine
   if (c === 'matrix.alpine') return Boolean(matrix.alpine)
   const ends = /^endsWith\(matrix\.(\w+), '([^']+)'\)$/.exec(c)
@@ -113,16 +120,45 @@ function shell(dir, text, env) {
   return ((Date.now() - started) / 1000).toFixed(1)
 }
 
-/** The environment of a step: workflow, job and step `env`, the runner's CI variables. */
-function stepEnv(workflow, job, step, matrix) {
+/**
+ * The environment of a step: workflow and job `env`, what earlier steps wrote to $GITHUB_ENV
+ * (`exported`), step `env`, the runner's CI variables.
+ */
+function stepEnv(workflow, job, step, matrix, exported = {}) {
   const env = { ...process.env, CI: 'true', GITHUB_ACTIONS: 'true', GITHUB_REF_NAME: `v${pkg.version}`, ...GITHUB }
-  for (const scope of [workflow.env, job.env, step.env]) {
+  for (const scope of [workflow.env, job.env]) {
     for (const [k, v] of Object.entries(scope ?? {})) env[k] = expand(String(v), matrix)
   }
+  Object.assign(env, exported)
+  for (const [k, v] of Object.entries(step.env ?? {})) env[k] = expand(String(v), matrix)
   env.CARGO_TARGET_DIR = path.join(ROOT, 'target')
   delete env.NAPI_RS_NATIVE_LIBRARY_PATH
   delete env.NODE_OPTIONS
   return env
+}
+
+/** The NAME=value lines of a $GITHUB_ENV file (the NAME<<EOF form is not used: fail on it). */
+function readGithubEnv(file) {
+  const vars = {}
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    if (line === '') continue
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line)
+    if (!m) fail(`$GITHUB_ENV line the dry run cannot read: ${line}`)
+    vars[m[1]] = m[2]
+  }
+  return vars
+}
+
+/**
+ * The PostgreSQL step (ci.yml: binaries from pg_config, else apt-get install): run as it is,
+ * with the install lines made to fail instead, so it only passes on the binaries found here.
+ */
+function postgresStep(text) {
+  if (!text.includes(PG_INSTALL[1])) return [text, '']
+  let t = once(text, PG_INSTALL[0],
+    'echo "release-dry-run: no PostgreSQL server binaries here, and this run installs nothing" >&2; exit 1')
+  t = once(t, PG_INSTALL[1], ':')
+  return [t, 'installs nothing: the server binaries of this machine']
 }
 
 /**
@@ -132,6 +168,9 @@ function stepEnv(workflow, job, step, matrix) {
 function runJob(label, workflow, job, matrix, actions, rewrite = (t) => [t, '']) {
   log(`== ${label}`)
   const dir = checkout(label.replace(/[^\w-]+/g, '-'))
+  const githubEnv = path.join(WORK, `${path.basename(dir)}.env`)
+  fs.writeFileSync(githubEnv, '')
+  let exported = {}
   for (const step of job.steps) {
     const name = step.name ?? step.uses ?? step.run.split('\n')[0]
     if (!holds(step.if, matrix, dir)) {
@@ -152,10 +191,15 @@ function runJob(label, workflow, job, matrix, actions, rewrite = (t) => [t, ''])
       log(`  ✓ ${name}: node_modules hard-linked from this checkout's npm ci (same lockfile)`)
       continue
     }
-    const [rewritten, note] = rewrite(text, step)
+    const [pgText, pgNote] = postgresStep(text)
+    const [rewritten, jobNote] = rewrite(pgText, step)
     text = rewritten
-    const seconds = shell(dir, text, stepEnv(workflow, job, step, matrix))
-    log(`  ✓ ${name} (${seconds} s)${note ? `: ${note}` : ''}`)
+    const seconds = shell(dir, text, { ...stepEnv(workflow, job, step, matrix, exported), GITHUB_ENV: githubEnv })
+    const now = readGithubEnv(githubEnv)
+    const added = Object.entries(now).filter(([k, v]) => exported[k] !== v).map(([k, v]) => `${k}=${v}`)
+    exported = now
+    const notes = [pgNote, jobNote, ...(added.length ? [`GITHUB_ENV ${added.join(' ')}`] : [])].filter(Boolean)
+    log(`  ✓ ${name} (${seconds} s)${notes.length ? `: ${notes.join('; ')}` : ''}`)
   }
   return dir
 }

@@ -20,6 +20,16 @@ node -e '
   try { console.log(require("./scripts/pg/cluster.js").binDir()) }
   catch (e) { console.error(`test.sh: ${e.message}`); process.exit(1) }
 '
+# jest.config.js leaves __test__/postgres/ out on macOS and Windows only; on Linux the run
+# below must list every one of its test files (and the summary at the end checks they ran).
+echo "== Jest lists every __test__/postgres/ test file"
+pg_tests=$(find __test__/postgres -name '*.test.ts' | wc -l)
+pg_listed=$(npx jest --listTests --testPathIgnorePatterns '/package\.test\.ts$' | grep -c '/__test__/postgres/.*\.test\.ts$' || true)
+if [ "$pg_tests" -eq 0 ] || [ "$pg_listed" -ne "$pg_tests" ]; then
+  echo "test.sh: Jest lists $pg_listed of the $pg_tests test files in __test__/postgres/" >&2
+  exit 1
+fi
+echo "$pg_listed files"
 echo "== lockfile: platform packages"
 node scripts/lock-platform-packages.js --check
 echo "== workflows: actionlint"
@@ -67,13 +77,21 @@ npm run test:openclaw-swap --silent || status=1
 
 node -e '
   const fs = require("node:fs")
-  let passed = 0, failed = 0
+  let passed = 0, failed = 0, pgMissing = false
+  const pgTests = Number(process.argv[1])
   for (const f of [".tmp/jest-results.json", ".tmp/jest-package.json", ".tmp/jest-node24.json"]) {
     if (!fs.existsSync(f)) continue
     const r = JSON.parse(fs.readFileSync(f, "utf8"))
     passed += r.numPassedTests
     failed += r.numFailedTests + r.numRuntimeErrorTestSuites
+    if (f === ".tmp/jest-package.json") continue
+    const ran = r.testResults.filter((t) => t.name.includes("/__test__/postgres/")).length
+    if (ran !== pgTests) {
+      console.error(`test.sh: ${f}: ${ran} of the ${pgTests} test files in __test__/postgres/ ran`)
+      pgMissing = true
+    }
   }
   console.log(`jest: ${passed} passed, ${failed} failed`)
-'
+  if (pgMissing) process.exitCode = 1
+' "$pg_tests" || status=1
 exit "$status"
