@@ -3,6 +3,7 @@
 #![deny(clippy::all)]
 
 mod async_api;
+mod calls;
 mod error;
 mod import;
 mod inspect;
@@ -14,6 +15,7 @@ mod signal;
 mod types;
 mod upstream;
 mod versions;
+mod writer;
 
 use napi_derive::napi;
 
