@@ -418,6 +418,12 @@ export interface NativeError {
   message: string
 }
 
+/**
+ * Every code the addon can give: the core's (`Error::code`), then the binding's own. A test
+ * checks the TypeScript `ErrorCode` union against them.
+ */
+export declare function nativeErrorCodes(): Array<string>
+
 /** One row of the link table, OpenClaw's columns as stored. */
 export interface NativeLinkRow {
   /** The linked session. */

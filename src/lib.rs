@@ -20,6 +20,7 @@ mod writer;
 use napi_derive::napi;
 
 pub use async_api::open_native_session_state;
+pub use error::native_error_codes;
 pub use import::import_state_database;
 pub use inspect::{inspect_database, read_events};
 pub use metrics::metrics_layout;

@@ -17,7 +17,7 @@ use session_awareness_core::{
 };
 
 use crate::calls::{record_input, watch_options};
-use crate::error::{coded, to_js, Code, IntoJs, JsResult};
+use crate::error::{coded, to_js, Code, IntoJs, JsResult, ERR_WAKE_CALLBACK};
 use crate::packed::{self, PackedChanges, PackedEvent, PackedRows};
 use crate::signal;
 use crate::types::*;
@@ -95,7 +95,7 @@ impl WakeSink for JsWake {
             move |result, env| {
                 if let Err(e) = result {
                     let message = format!("the wake callback threw: {}", e.reason);
-                    reporter.report_sync(&env, "ERR_WAKE_CALLBACK", message);
+                    reporter.report_sync(&env, ERR_WAKE_CALLBACK, message);
                 }
                 Ok(())
             },
