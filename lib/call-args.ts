@@ -33,11 +33,9 @@ export type RecordArgs = Args<'record'>
  */
 export const RECORD_STRINGS = 10
 
-/** The two header units of one string field: 0 when absent, else its length + 1. */
-function tag(s: string | undefined): string {
-  if (s === undefined) return '\0\0'
-  const n = s.length + 1
-  return String.fromCharCode(n >>> 16, n & 0xffff)
+/** A string field's tag in the packed record text: 0 when absent, else its length + 1. */
+function tag(s: string | undefined): number {
+  return s === undefined ? 0 : s.length + 1
 }
 
 /**
@@ -64,17 +62,24 @@ export function recordArgs(input: RecordInput): RecordArgs {
   const watchers = a.optStrArray(i.watchers, 'watchers')
   const onlyIfWatched = a.optBool(i.onlyIfWatched, 'onlyIfWatched') ?? false
   const watcherScopes = a.optStrRecord(i.watcherScopes, 'watcherScopes')
+  // Each tag as two UTF-16 units, high 16 bits then low, in one call: the cheapest way to
+  // build the header.
+  const t0 = tag(sessionKey)
+  const t1 = tag(agentId)
+  const t2 = tag(sessionId)
+  const t3 = tag(kind)
+  const t4 = tag(actorType)
+  const t5 = tag(actorId)
+  const t6 = tag(runId)
+  const t7 = tag(summary)
+  const t8 = tag(payload)
+  const t9 = tag(dedupeKey)
   const text =
-    tag(sessionKey) +
-    tag(agentId) +
-    tag(sessionId) +
-    tag(kind) +
-    tag(actorType) +
-    tag(actorId) +
-    tag(runId) +
-    tag(summary) +
-    tag(payload) +
-    tag(dedupeKey) +
+    String.fromCharCode(
+      t0 >>> 16, t0 & 0xffff, t1 >>> 16, t1 & 0xffff, t2 >>> 16, t2 & 0xffff, t3 >>> 16, t3 & 0xffff,
+      t4 >>> 16, t4 & 0xffff, t5 >>> 16, t5 & 0xffff, t6 >>> 16, t6 & 0xffff, t7 >>> 16, t7 & 0xffff,
+      t8 >>> 16, t8 & 0xffff, t9 >>> 16, t9 & 0xffff,
+    ) +
     sessionKey +
     (agentId ?? '') +
     (sessionId ?? '') +
