@@ -238,7 +238,7 @@ describe('watcherExists must answer a boolean', () => {
       expect(s.drain(MAIN)).toHaveLength(1)
       must(s.record(human(CHILD)))
       s.close()
-      const reopened = fx.open(file, { strict: true })
+      const reopened = fx.open(file, { strict: true, syncIntervalMs: 0 }) // no first-drain read: only a sweep queues
       const before = reopened.cursorRows()
       const e = errOf(() => reopened.sweep({ watcherExists: answer as never }))
       expect(e.code).toBe('ERR_INVALID_ARG')
