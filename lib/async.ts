@@ -18,6 +18,7 @@ import {
   stored,
   unwatchArgs,
   watchArgs,
+  watcherExists,
 } from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
 import * as packed from './packed'
@@ -256,7 +257,7 @@ export class Lane {
   async sweep(options?: SweepOptions | null): Promise<SweepReport> {
     let exists: ((watcherKey: string) => boolean) | undefined
     try {
-      exists = a.optPredicate<string>(a.opts(options, 'options', 'sweep')?.watcherExists, 'watcherExists')
+      exists = watcherExists(options)
     } catch (e) {
       throw fromNative(e)
     }

@@ -168,7 +168,7 @@ export function sweepPredicate(options: unknown): {
   exists: ((watcherKey: string) => boolean) | undefined
   refused: () => unknown
 } {
-  const given = a.optPredicate<string>(a.opts(options, 'options', 'sweep')?.watcherExists, 'watcherExists')
+  const given = watcherExists(options)
   let refused: unknown
   const exists =
     given &&
@@ -181,6 +181,11 @@ export function sweepPredicate(options: unknown): {
       }
     })
   return { exists, refused: () => refused }
+}
+
+/** `sweep`'s and `sweepAsync`'s `watcherExists`, checked: undefined when absent. */
+export function watcherExists(options: unknown): ((watcherKey: string) => boolean) | undefined {
+  return a.optPredicate<string>(a.opts(options, 'options', 'sweep')?.watcherExists, 'watcherExists')
 }
 
 /** `adopt`'s link, checked. */
