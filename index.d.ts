@@ -25,7 +25,7 @@ export declare class NativeSessionState {
    */
   settle(): void
   /** Queues a record (see `record`). */
-  recordAsync(sessionKey: string, agentId: string | undefined | null, sessionId: string | undefined | null, kind: string, actorType: string, actorId: string | undefined | null, runId: string | undefined | null, summary: string, payloadJson: string | undefined | null, occurredAt: number | undefined | null, dedupeKey: string | undefined | null, watchers: Array<string> | undefined | null, onlyIfWatched: boolean, watcherScopes?: Record<string, string> | undefined | null): void
+  recordAsync(text: string, occurredAt: number | undefined | null, onlyIfWatched: boolean, watchers?: Array<string> | undefined | null, watcherScopes?: Record<string, string> | undefined | null): void
   /** Queues a `watch`; its value is the flag. */
   watchAsync(watcherKey: string, targetKey: string, provenance?: string | undefined | null, scope?: string | undefined | null, refresh?: boolean | undefined | null): void
   /** Queues an `unwatch`; its value is the flag. */
@@ -93,7 +93,7 @@ export declare class NativeSessionState {
    * `onlyIfWatched` found nobody watching. The payload is its JSON text. Throws every
    * failure: the TypeScript layer reports it.
    */
-  record(sessionKey: string, agentId: string | undefined | null, sessionId: string | undefined | null, kind: string, actorType: string, actorId: string | undefined | null, runId: string | undefined | null, summary: string, payloadJson: string | undefined | null, occurredAt: number | undefined | null, dedupeKey: string | undefined | null, watchers: Array<string> | undefined | null, onlyIfWatched: boolean, watcherScopes?: Record<string, string> | undefined | null): string | PackedRows | null
+  record(text: string, occurredAt: number | undefined | null, onlyIfWatched: boolean, watchers?: Array<string> | undefined | null, watcherScopes?: Record<string, string> | undefined | null): string | PackedRows | null
   /**
    * The notice queue's three signal words as an `Int32Array` over the addon's own memory,
    * for the empty-drain answer and the listener's outbox check of the TypeScript layer;
@@ -418,6 +418,12 @@ export interface NativeError {
   message: string
 }
 
+/**
+ * Every code the addon can give: the core's (`Error::code`), then the binding's own. A test
+ * checks the TypeScript `ErrorCode` union against them.
+ */
+export declare function nativeErrorCodes(): Array<string>
+
 /** One row of the link table, OpenClaw's columns as stored. */
 export interface NativeLinkRow {
   /** The linked session. */
@@ -554,9 +560,11 @@ export interface PackedLayout {
   signalEmpty: number
   /**
    * UTF-16 units before each ref of a packed `stateVersions` input
-   * ([`crate::versions::REF_SLOTS`]).
+   * ([`REF_SLOTS`]).
    */
   refSlots: number
+  /** The string fields of a packed record input ([`RECORD_STRINGS`]). */
+  recordStrings: number
 }
 
 /** Rows packed as text and numbers; what each row holds depends on the call. */

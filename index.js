@@ -841,6 +841,7 @@ module.exports.encodeNoticeContextKey = nativeBinding.encodeNoticeContextKey
 module.exports.importStateDatabase = nativeBinding.importStateDatabase
 module.exports.inspectDatabase = nativeBinding.inspectDatabase
 module.exports.metricsLayout = nativeBinding.metricsLayout
+module.exports.nativeErrorCodes = nativeBinding.nativeErrorCodes
 module.exports.openNativeSessionState = nativeBinding.openNativeSessionState
 module.exports.packedLayout = nativeBinding.packedLayout
 module.exports.readEvents = nativeBinding.readEvents

@@ -6,7 +6,8 @@ import * as fs from 'node:fs'
 import * as path from 'node:path'
 
 import { SessionStateError } from '../lib'
-import { isErrorCode } from '../lib/errors'
+import * as native from '../index.js'
+import { ERROR_CODES, LAYER_CODES, isErrorCode } from '../lib/errors'
 import { SessionState, errorSink, fixture } from './helpers'
 
 const fx = fixture('errors')
@@ -137,4 +138,22 @@ test('every code the Rust side can produce is one of ErrorCode, and nothing else
   expect(codes.size).toBeGreaterThanOrEqual(8)
   for (const code of codes) expect([code, isErrorCode(code)]).toEqual([code, true])
   expect(isErrorCode('ERR_NOT_A_CODE')).toBe(false)
+})
+
+test('the ErrorCode union is exactly the addon\'s codes (the core\'s, then the binding\'s) and the TypeScript layer\'s own', () => {
+  const nativeCodes = native.nativeErrorCodes()
+  expect(nativeCodes.slice(0, 8)).toEqual([
+    'ERR_INVALID_ARG',
+    'ERR_CLOSED',
+    'ERR_DB',
+    'ERR_UPSTREAM_PARSE',
+    'ERR_NOT_SQLITE',
+    'ERR_FILE_SHARED',
+    'ERR_FOREIGN_SCHEMA',
+    'ERR_IMPORT_DIVERGED',
+  ])
+  expect(nativeCodes.slice(8)).toEqual(['ERR_WAKE_CALLBACK', 'ERR_PROGRESS_CALLBACK'])
+  const all = [...nativeCodes, ...LAYER_CODES]
+  expect(new Set(all).size).toBe(all.length)
+  expect([...all].sort()).toEqual([...ERROR_CODES].sort())
 })

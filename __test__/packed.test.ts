@@ -3,6 +3,7 @@
 import * as native from '../index.js'
 import * as packed from '../lib/packed'
 import * as versions from '../lib/versions'
+import { RECORD_STRINGS } from '../lib/call-args'
 import { errorSink, fixture, must } from './helpers'
 
 const fx = fixture('packed')
@@ -19,6 +20,7 @@ test('the TypeScript layout constants are the addon’s', () => {
     eventFieldOrder: [...packed.EVENT_FIELD_ORDER],
     signalEmpty: packed.SIGNAL_EMPTY,
     refSlots: versions.REF_SLOTS,
+    recordStrings: RECORD_STRINGS,
   })
 })
 

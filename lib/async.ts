@@ -8,7 +8,18 @@
  */
 import type { NativeSessionState } from '../index.js'
 import * as a from './args'
-import { recordArgs, remoteCheck, stored, upstreamLink } from './call-args'
+import {
+  acknowledgeArgs,
+  adoptArgs,
+  agentArgs,
+  changesSinceArgs,
+  checkUpstreamArgs,
+  recordArgs,
+  stored,
+  unwatchArgs,
+  watchArgs,
+  watcherExists,
+} from './call-args'
 import { SessionStateError, fromCode, fromNative } from './errors'
 import * as packed from './packed'
 import * as versions from './versions'
@@ -221,24 +232,12 @@ export class Lane {
 
   /** `watchAsync`. */
   watch(watcherKey: string, targetKey: string, options?: WatchOptions | null): Promise<boolean> {
-    return this.run(() => {
-      a.str(watcherKey, 'watcherKey')
-      a.str(targetKey, 'targetKey')
-      const o = a.opts(options, 'options', 'watch')
-      const provenance = a.optStr(o?.provenance, 'provenance')
-      const scope = a.optStr(o?.scope, 'scope')
-      const refresh = a.optBool(o?.refresh, 'refresh')
-      this.#native.watchAsync(watcherKey, targetKey, provenance, scope, refresh)
-    }, Boolean)
+    return this.run(() => this.#native.watchAsync(...watchArgs(watcherKey, targetKey, options)), Boolean)
   }
 
   /** `unwatchAsync`. */
   unwatch(watcherKey: string, targetKey: string): Promise<boolean> {
-    return this.run(() => {
-      a.str(watcherKey, 'watcherKey')
-      a.str(targetKey, 'targetKey')
-      this.#native.unwatchAsync(watcherKey, targetKey)
-    }, Boolean)
+    return this.run(() => this.#native.unwatchAsync(...unwatchArgs(watcherKey, targetKey)), Boolean)
   }
 
   /** `drainAsync`: the notices, acknowledged on the writer thread. */
@@ -251,21 +250,14 @@ export class Lane {
 
   /** `acknowledgeAsync`. */
   acknowledge(watcherKey: string, targetKeys: string[], options?: AcknowledgeOptions | null): Promise<number> {
-    return this.run(() => {
-      a.str(watcherKey, 'watcherKey')
-      a.strArray(targetKeys, 'targetKeys')
-      const o = a.opts(options, 'options', 'acknowledge')
-      const scope = a.optStr(o?.scope, 'scope')
-      const through = a.optNum(o?.through, 'through')
-      this.#native.acknowledgeAsync(watcherKey, targetKeys, scope, through)
-    }, Number)
+    return this.run(() => this.#native.acknowledgeAsync(...acknowledgeArgs(watcherKey, targetKeys, options)), Number)
   }
 
   /** `sweepAsync`: with `watcherExists`, the candidates are read, asked here, then swept. */
   async sweep(options?: SweepOptions | null): Promise<SweepReport> {
     let exists: ((watcherKey: string) => boolean) | undefined
     try {
-      exists = a.optPredicate<string>(a.opts(options, 'options', 'sweep')?.watcherExists, 'watcherExists')
+      exists = watcherExists(options)
     } catch (e) {
       throw fromNative(e)
     }
@@ -294,38 +286,23 @@ export class Lane {
 
   /** `deleteSessionAsync`. */
   deleteSession(sessionKey: string, options?: AgentOptions | null): Promise<void> {
-    return this.run(() => {
-      a.str(sessionKey, 'sessionKey')
-      this.#native.deleteSessionAsync(sessionKey, a.optStr(a.opts(options, 'options', 'agent')?.agentId, 'agentId'))
-    }, nothing)
+    return this.run(() => this.#native.deleteSessionAsync(...agentArgs(sessionKey, options)), nothing)
   }
 
   /** `adoptAsync`: best-effort. */
   adopt(sessionKey: string, link: UpstreamLink): Promise<StateEvent | null> {
-    return this.runBestEffort(() => {
-      a.str(sessionKey, 'sessionKey')
-      this.#native.adoptAsync(sessionKey, upstreamLink(link))
-    }, eventOrNull)
+    return this.runBestEffort(() => this.#native.adoptAsync(...adoptArgs(sessionKey, link)), eventOrNull)
   }
 
   /** `checkUpstreamAsync`: best-effort. */
   checkUpstream(sessionKey: string, result: RemoteCheckResult): Promise<StateEvent | null> {
-    return this.runBestEffort(() => {
-      a.str(sessionKey, 'sessionKey')
-      const [found, items] = remoteCheck(result)
-      this.#native.checkUpstreamAsync(sessionKey, found, items)
-    }, eventOrNull)
+    return this.runBestEffort(() => this.#native.checkUpstreamAsync(...checkUpstreamArgs(sessionKey, result)), eventOrNull)
   }
 
   /** `changesSinceAsync`. */
   changesSince(sessionKey: string, after: number, options?: ChangesSinceOptions | null): Promise<ChangesSince> {
     return this.run(
-      () => {
-        a.str(sessionKey, 'sessionKey')
-        a.num(after, 'after')
-        const o = a.opts(options, 'options', 'changesSince')
-        this.#native.changesSinceAsync(sessionKey, after, a.optStr(o?.agentId, 'agentId'), a.optNum(o?.limit, 'limit'))
-      },
+      () => this.#native.changesSinceAsync(...changesSinceArgs(sessionKey, after, options)),
       (v) => {
         const c = v as packed.PackedChanges
         return { stateVersion: c.stateVersion, stateChanges: packed.stateChanges(c) }

@@ -37,8 +37,19 @@ export type ErrorCode =
   /** A host service given to the OpenClaw adapter threw; the call returned OpenClaw's default. */
   | 'ERR_HOST_CALLBACK'
 
-/** The codes of {@link ErrorCode}, for checking a native code at run time. */
-const CODES: ReadonlySet<string> = new Set<ErrorCode>([
+/**
+ * The codes the TypeScript layer gives itself: every other code of {@link ErrorCode} comes
+ * from the addon (its `nativeErrorCodes()`: the core's, then the binding's). A test checks
+ * that the two lists together are exactly the union.
+ * @internal
+ */
+export const LAYER_CODES = ['ERR_NOTICE_CALLBACK', 'ERR_HOST_CALLBACK'] as const satisfies readonly ErrorCode[]
+
+/**
+ * Every code of {@link ErrorCode}, once each.
+ * @internal
+ */
+export const ERROR_CODES = [
   'ERR_INVALID_ARG',
   'ERR_CLOSED',
   'ERR_DB',
@@ -51,7 +62,14 @@ const CODES: ReadonlySet<string> = new Set<ErrorCode>([
   'ERR_WAKE_CALLBACK',
   'ERR_NOTICE_CALLBACK',
   'ERR_HOST_CALLBACK',
-])
+] as const satisfies readonly ErrorCode[]
+
+// Every member of the union is listed: a code added to the union and not here fails to compile.
+type Unlisted = Exclude<ErrorCode, (typeof ERROR_CODES)[number]>
+const everyCodeListed: [Unlisted] extends [never] ? true : Unlisted = true
+
+/** The codes of {@link ErrorCode}, for checking a native code at run time. */
+const CODES: ReadonlySet<string> = everyCodeListed && new Set<string>(ERROR_CODES)
 
 /** The error thrown by every call of the package and passed to every `onError`. */
 export class SessionStateError extends Error {

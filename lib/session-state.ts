@@ -5,15 +5,26 @@
  * @packageDocumentation
  */
 import { NativeSessionState, openNativeSessionState } from '../index.js'
-import type { MeterProvider } from '@opentelemetry/api'
+import type { CursorRow as NativeCursorRow } from '../index.js'
 import * as a from './args'
 import { Lane } from './async'
 import type { Report } from './async'
-import { recordArgs, remoteCheck, stored, sweepPredicate, upstreamLink } from './call-args'
-import { SessionStateError, fromCode, fromNative } from './errors'
-import { StoreMetrics, optMeterProvider } from './metrics'
+import {
+  acknowledgeArgs,
+  adoptArgs,
+  agentArgs,
+  changesSinceArgs,
+  checkUpstreamArgs,
+  recordArgs,
+  stored,
+  sweepPredicate,
+  unwatchArgs,
+  watchArgs,
+} from './call-args'
+import { fromCode, fromNative } from './errors'
+import { StoreMetrics } from './metrics'
 import type { SessionStateStats } from './metrics'
-import { type Gate, gate as newGate, isOpen } from './gate'
+import type { Gate } from './gate'
 import { NoticeListener } from './notice-listener'
 import * as packed from './packed'
 import * as versions from './versions'
@@ -24,10 +35,8 @@ import type {
   ChangesSinceOptions,
   CursorRow,
   CursorRowFilter,
-  EventKind,
   Notice,
   PruneReport,
-  QueuedNotice,
   RecordInput,
   RemoteCheckResult,
   SessionRef,
@@ -37,77 +46,11 @@ import type {
   SweepReport,
   UpstreamLink,
   UpstreamMonitorOptions,
-  WakeRequest,
   WatchOptions,
 } from './types'
+import { type Prepared, type SessionStateOptions, prepare } from './store-options'
 
-/** Options of the `SessionState` constructor. Every field is optional; null is absent. */
-export interface SessionStateOptions {
-  /** Events and cursors older than this are pruned. Default 30 days; an integer in [1, 9e12]. */
-  retentionMs?: number | null
-  /** At most this many events are kept. Default 50,000; a positive safe integer. */
-  maxEvents?: number | null
-  /** How long a write waits for another process's lock. Default 30,000; [0, 2^31 - 1]. */
-  busyTimeoutMs?: number | null
-  /** Called on the JS thread, after the call that made it due, to wake a main-like watcher. */
-  wake?: ((req: WakeRequest) => void) | null
-  /** How long a due wake waits to coalesce with others for the same watcher. Default 250; [0, 60000]. */
-  wakeCoalesceMs?: number | null
-  /**
-   * Receives best-effort failures (a `record` that returned null, a throwing `wake`, a
-   * background prune). Default: one line on stderr.
-   */
-  onError?: ((err: SessionStateError) => void) | null
-  /** The clock, in epoch ms. Default: the system clock. Tests use it to travel in time. */
-  clock?: (() => number) | null
-  /** `record` and `adopt` throw instead of reporting. For tests and development. */
-  strict?: boolean | null
-  /**
-   * How often, in ms, this process looks for notices opened by other processes sharing the
-   * database file: a poll of `PRAGMA data_version`, nearly free when nothing changed. The
-   * poll also renews this process's leases on the watchers it serves, which last
-   * max(3 × syncIntervalMs, 1 s) (semantics.md#processes).
-   * Default 100; an integer in [0, 60000]; 0 turns cross-process delivery off.
-   */
-  syncIntervalMs?: number | null
-  /**
-   * Watchers this process serves from the start: notices opened for them by other processes
-   * reach this process's `drain`/`peek` and `wake`, and a record in another process leaves
-   * them to the processes that serve them (semantics.md#processes). A watcher is also served
-   * once this process drains, peeks or acknowledges for it, watches for it, or names it in a
-   * record's `watchers`; its first drain or peek reads what is pending for it from the file.
-   * Bare keys are ignored; a blank entry (empty or whitespace-only) is `ERR_INVALID_ARG`
-   * naming its index.
-   */
-  serveWatchers?: string[] | null
-  /**
-   * The event kinds that notify watchers (semantics.md#api-options). Default
-   * `['human_direct_message', 'goal_changed', 'upstream_missing']`; `child_spawned` (a seed
-   * kind) is `ERR_INVALID_ARG`. A gateway that wants `run_completed` and `run_failed` to
-   * notify names them here.
-   */
-  notifyKinds?: EventKind[] | null
-  /**
-   * A `child_spawned` re-seed of an existing cursor makes it `explicit` instead of keeping its
-   * provenance, as OpenClaw does (semantics.md#cursors-scope). Default false.
-   */
-  seedResetsProvenance?: boolean | null
-  /**
-   * Called on the JS thread once per notice entering the queue (semantics.md#notices-listener):
-   * opened, reopened by an acknowledge, re-queued by a sweep, healed, or arrived from another
-   * process for a served watcher. For a call on the JS thread it runs after the commit and
-   * before that call returns, in queue order; notices queued by background work (the poll
-   * for other processes, the upstream monitor) arrive on the next call or a timer tick. A throwing listener is reported to `onError` as
-   * `ERR_NOTICE_CALLBACK`, never thrown into the caller.
-   */
-  onNotice?: ((notice: QueuedNotice) => void) | null
-  /**
-   * The OpenTelemetry `MeterProvider` the store's instruments are created on when it opens
-   * (docs/metrics.md). Default: the global provider of `@opentelemetry/api` at that moment;
-   * a provider installed later is not seen by a store already open.
-   */
-  meterProvider?: MeterProvider | null
-}
+export type { SessionStateOptions } from './store-options'
 
 /**
  * Each store's native object, for the package's own modules that reach calls the class does
@@ -115,67 +58,6 @@ export interface SessionStateOptions {
  * @internal
  */
 export const natives = new WeakMap<SessionState, NativeSessionState>()
-
-/**
- * The reporter of one store. It holds the host's callback only, never the store: the addon
- * keeps a strong reference to it, which must not keep the store alive.
- */
-function reporter(onError: Report | undefined): Report {
-  return (err) => {
-    if (onError !== undefined) {
-      try {
-        onError(err)
-        return
-      } catch {
-        // A throwing onError must not turn a best-effort report into a throw.
-      }
-    }
-    process.stderr.write(`session-awareness: ${err.code}: ${err.message}\n`)
-  }
-}
-
-/** The constructor's options, checked: what the native store takes, the reporter, `strict`. */
-interface Prepared {
-  native: ConstructorParameters<typeof NativeSessionState>[1]
-  report: Report
-  strict: boolean
-  onNotice: ((notice: QueuedNotice) => void) | undefined
-  meterProvider: MeterProvider | undefined
-  gate: Gate
-}
-
-function prepare(path: string, options: SessionStateOptions | null | undefined): Prepared {
-  a.str(path, 'path')
-  const o = a.opts(options, 'options', 'store') ?? {}
-  const onError = a.optFn<Report>(o.onError, 'onError')
-  const report = reporter(onError)
-  const gate = newGate()
-  const wake = a.optFn<(req: WakeRequest) => void>(o.wake, 'wake')
-  const native = {
-    retentionMs: a.optNum(o.retentionMs, 'retentionMs'),
-    maxEvents: a.optNum(o.maxEvents, 'maxEvents'),
-    busyTimeoutMs: a.optNum(o.busyTimeoutMs, 'busyTimeoutMs'),
-    wakeCoalesceMs: a.optNum(o.wakeCoalesceMs, 'wakeCoalesceMs'),
-    wake:
-      wake === undefined
-        ? undefined
-        : (req: WakeRequest) => {
-            if (isOpen(gate)) wake(req)
-          },
-    clock: a.optFn<() => number>(o.clock, 'clock'),
-    syncIntervalMs: a.optNum(o.syncIntervalMs, 'syncIntervalMs'),
-    serveWatchers: a.optStrArray(o.serveWatchers, 'serveWatchers'),
-    notifyKinds: a.optStrArray(o.notifyKinds, 'notifyKinds'),
-    seedResetsProvenance: a.optBool(o.seedResetsProvenance, 'seedResetsProvenance'),
-    noticeOutbox: o.onNotice !== undefined && o.onNotice !== null,
-    onError: (err: { code: string; message: string }) => {
-      if (isOpen(gate)) report(fromCode(err.code, err.message))
-    },
-  }
-  const onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')
-  const meterProvider = optMeterProvider(o.meterProvider)
-  return { native, report, strict: a.optBool(o.strict, 'strict') ?? false, onNotice, meterProvider, gate }
-}
 
 /**
  * Session state awareness over one SQLite file: a durable signal log, watch cursors with one
@@ -269,6 +151,31 @@ export class SessionState {
     if (this.#lane.pending > 0) this.#native.settle()
   }
 
+  /**
+   * A synchronous call into the addon after the Promise API's earlier calls: its failure is
+   * thrown as a {@link SessionStateError}.
+   */
+  #call<T>(f: (native: NativeSessionState) => T): T {
+    try {
+      this.#settle()
+      return f(this.#native)
+    } catch (e) {
+      throw fromNative(e)
+    }
+  }
+
+  /** {@link SessionState.#call} for a call that may queue notices: the listener hears of them. */
+  #notify<T>(f: (native: NativeSessionState) => T): T {
+    try {
+      this.#settle()
+      return f(this.#native)
+    } catch (e) {
+      throw fromNative(e)
+    } finally {
+      this.#notices?.deliver()
+    }
+  }
+
   /** A best-effort failure: thrown with `strict`, else reported; null either way. */
   #failed(e: unknown): null {
     const err = fromNative(e)
@@ -305,32 +212,14 @@ export class SessionState {
    * refreshed. Returns false for a bare watcher or target, or watcher == target.
    */
   watch(watcherKey: string, targetKey: string, options?: WatchOptions | null): boolean {
-    a.str(watcherKey, 'watcherKey')
-    a.str(targetKey, 'targetKey')
-    const o = a.opts(options, 'options', 'watch')
-    const provenance = a.optStr(o?.provenance, 'provenance')
-    const scope = a.optStr(o?.scope, 'scope')
-    const refresh = a.optBool(o?.refresh, 'refresh')
-    try {
-      this.#settle()
-      return this.#native.watch(watcherKey, targetKey, provenance, scope, refresh)
-    } catch (e) {
-      throw fromNative(e)
-    } finally {
-      this.#notices?.deliver()
-    }
+    const args = watchArgs(watcherKey, targetKey, options)
+    return this.#notify((n) => n.watch(...args))
   }
 
   /** Removes the cursor and its pending notice. True if a cursor was removed. */
   unwatch(watcherKey: string, targetKey: string): boolean {
-    a.str(watcherKey, 'watcherKey')
-    a.str(targetKey, 'targetKey')
-    try {
-      this.#settle()
-      return this.#native.unwatch(watcherKey, targetKey)
-    } catch (e) {
-      throw fromNative(e)
-    }
+    const args = unwatchArgs(watcherKey, targetKey)
+    return this.#call((n) => n.unwatch(...args))
   }
 
   /**
@@ -351,26 +240,15 @@ export class SessionState {
 
   /** The session's state version: the largest sequence recorded for it, 0 when none. */
   stateVersion(sessionKey: string, options?: AgentOptions | null): number {
-    a.str(sessionKey, 'sessionKey')
-    const agentId = a.optStr(a.opts(options, 'options', 'agent')?.agentId, 'agentId')
-    try {
-      this.#settle()
-      return this.#native.stateVersion(sessionKey, agentId)
-    } catch (e) {
-      throw fromNative(e)
-    }
+    const args = agentArgs(sessionKey, options)
+    return this.#call((n) => n.stateVersion(...args))
   }
 
   /** The state versions of many sessions, in the order given; sessions at 0 are left out. */
   stateVersions(refs: SessionRef[]): SessionVersion[] {
     const keys: string[] = []
     const refsText = versions.packRefs(refs, keys)
-    try {
-      this.#settle()
-      return versions.versionsOf(keys, this.#native.stateVersions(refsText))
-    } catch (e) {
-      throw fromNative(e)
-    }
+    return this.#call((n) => versions.versionsOf(keys, n.stateVersions(refsText)))
   }
 
   /**
@@ -379,18 +257,8 @@ export class SessionState {
    * predates retained history. Moves no cursor.
    */
   changesSince(sessionKey: string, after: number, options?: ChangesSinceOptions | null): ChangesSince {
-    a.str(sessionKey, 'sessionKey')
-    a.num(after, 'after')
-    const o = a.opts(options, 'options', 'changesSince')
-    const agentId = a.optStr(o?.agentId, 'agentId')
-    const limit = a.optNum(o?.limit, 'limit')
-    let c: packed.PackedChanges
-    try {
-      this.#settle()
-      c = this.#native.changesSince(sessionKey, after, agentId, limit)
-    } catch (e) {
-      throw fromNative(e)
-    }
+    const args = changesSinceArgs(sessionKey, after, options)
+    const c = this.#call((n) => n.changesSince(...args))
     return { stateVersion: c.stateVersion, stateChanges: packed.stateChanges(c) }
   }
 
@@ -409,15 +277,7 @@ export class SessionState {
       return []
     }
     a.str(watcherKey, 'watcherKey')
-    let rows: packed.PackedRows | null
-    try {
-      this.#settle()
-      rows = this.#native.drain(watcherKey)
-    } catch (e) {
-      throw fromNative(e)
-    } finally {
-      this.#notices?.deliver()
-    }
+    const rows = this.#notify((n) => n.drain(watcherKey))
     this.#servedNow(watcherKey)
     return rows === null ? [] : packed.notices(stored(watcherKey), rows)
   }
@@ -460,14 +320,7 @@ export class SessionState {
   /** The watcher's pending notices in queue order, nothing acknowledged. */
   peek(watcherKey: string): Notice[] {
     a.str(watcherKey, 'watcherKey')
-    try {
-      this.#settle()
-      return packed.notices(stored(watcherKey), this.#native.peek(watcherKey))
-    } catch (e) {
-      throw fromNative(e)
-    } finally {
-      this.#notices?.deliver()
-    }
+    return this.#notify((n) => packed.notices(stored(watcherKey), n.peek(watcherKey)))
   }
 
   /**
@@ -477,19 +330,8 @@ export class SessionState {
    * wake. Returns how many pending notices were acknowledged (a repeated target counts once).
    */
   acknowledge(watcherKey: string, targetKeys: string[], options?: AcknowledgeOptions | null): number {
-    a.str(watcherKey, 'watcherKey')
-    a.strArray(targetKeys, 'targetKeys')
-    const o = a.opts(options, 'options', 'acknowledge')
-    const scope = a.optStr(o?.scope, 'scope')
-    const through = a.optNum(o?.through, 'through')
-    try {
-      this.#settle()
-      return this.#native.acknowledge(watcherKey, targetKeys, scope, through)
-    } catch (e) {
-      throw fromNative(e)
-    } finally {
-      this.#notices?.deliver()
-    }
+    const args = acknowledgeArgs(watcherKey, targetKeys, options)
+    return this.#notify((n) => n.acknowledge(...args))
   }
 
   /**
@@ -514,23 +356,13 @@ export class SessionState {
    * (watermarks raised first, heads kept), and cursors not updated within `retentionMs`.
    */
   prune(): PruneReport {
-    try {
-      this.#settle()
-      return this.#native.prune()
-    } catch (e) {
-      throw fromNative(e)
-    }
+    return this.#call((n) => n.prune())
   }
 
   /** The watcher session was reset: its cursors and pending notices go; its history stays. */
   resetSession(sessionKey: string): void {
     a.str(sessionKey, 'sessionKey')
-    try {
-      this.#settle()
-      this.#native.resetSession(sessionKey)
-    } catch (e) {
-      throw fromNative(e)
-    }
+    this.#call((n) => n.resetSession(sessionKey))
   }
 
   /**
@@ -539,14 +371,8 @@ export class SessionState {
    * pending notices, and its upstream link.
    */
   deleteSession(sessionKey: string, options?: AgentOptions | null): void {
-    a.str(sessionKey, 'sessionKey')
-    const agentId = a.optStr(a.opts(options, 'options', 'agent')?.agentId, 'agentId')
-    try {
-      this.#settle()
-      this.#native.deleteSession(sessionKey, agentId)
-    } catch (e) {
-      throw fromNative(e)
-    }
+    const args = agentArgs(sessionKey, options)
+    this.#call((n) => n.deleteSession(...args))
   }
 
   /**
@@ -586,10 +412,9 @@ export class SessionState {
   adopt(sessionKey: string, link: UpstreamLink): StateEvent | null {
     let p: packed.PackedEvent | null
     try {
-      a.str(sessionKey, 'sessionKey')
-      const l = upstreamLink(link)
+      const args = adoptArgs(sessionKey, link)
       this.#settle()
-      p = this.#native.adopt(sessionKey, l)
+      p = this.#native.adopt(...args)
     } catch (e) {
       return this.#failed(e)
     }
@@ -605,12 +430,7 @@ export class SessionState {
   noteOwnUserMessage(sessionKey: string, text: string): void {
     a.str(sessionKey, 'sessionKey')
     a.str(text, 'text')
-    try {
-      this.#settle()
-      this.#native.noteOwnUserMessage(sessionKey, text)
-    } catch (e) {
-      throw fromNative(e)
-    }
+    this.#call((n) => n.noteOwnUserMessage(sessionKey, text))
   }
 
   /**
@@ -623,10 +443,9 @@ export class SessionState {
   checkUpstream(sessionKey: string, result: RemoteCheckResult): StateEvent | null {
     let p: packed.PackedEvent | null
     try {
-      a.str(sessionKey, 'sessionKey')
-      const [found, items] = remoteCheck(result)
+      const args = checkUpstreamArgs(sessionKey, result)
       this.#settle()
-      p = this.#native.checkUpstream(sessionKey, found, items)
+      p = this.#native.checkUpstream(...args)
     } catch (e) {
       return this.#failed(e)
     } finally {
@@ -640,14 +459,7 @@ export class SessionState {
    * recorded. The monitor does the same on its interval.
    */
   scanUpstream(): StateEvent[] {
-    try {
-      this.#settle()
-      return packed.events(this.#native.scanUpstream()) as StateEvent[]
-    } catch (e) {
-      throw fromNative(e)
-    } finally {
-      this.#notices?.deliver()
-    }
+    return this.#notify((n) => packed.events(n.scanUpstream()) as StateEvent[])
   }
 
   /**
@@ -782,16 +594,7 @@ export class SessionState {
 }
 
 /** A native cursor row in the public shape: an absent scope is left out. */
-function cursorRow(r: {
-  watcherKey: string
-  targetKey: string
-  lastSeen: number
-  notified: number
-  material: number
-  provenance: string
-  scope?: string | null
-  updatedAt: number
-}): CursorRow {
+function cursorRow(r: NativeCursorRow): CursorRow {
   const { scope, ...rest } = r
   return scope === undefined || scope === null ? rest : { ...rest, scope }
 }

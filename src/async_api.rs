@@ -5,71 +5,25 @@
 //! results on its own thread and hands each batch to the TypeScript layer in one call of a
 //! weak threadsafe function, which settles the batch's promises in order.
 
-use std::sync::OnceLock;
-
 use napi::bindgen_prelude::{AsyncTask, Either, Either7, Env, FnArgs, Function, Task, Utf16String};
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
 };
 use napi::{Result, Status};
 use napi_derive::napi;
-use session_awareness_core::upstream::AdoptInput;
-use session_awareness_core::{
-    self as core, Done, Error as CoreError, Job, Provenance, RecordInput, Store, Writer,
-};
+use session_awareness_core::{self as core, Done, Error as CoreError, Job, Store, Writer};
 
-use crate::error::{to_js, Code, IntoJs, JsResult};
-use crate::packed::{self, PackedChanges, PackedEvent, PackedRows};
+use crate::calls::{adopt_input, record_input, remote_check, watch_options, UpstreamLink};
+use crate::error::{to_js, Code, IntoJs};
+use crate::packed;
 use crate::session_state::{NativeSessionState, Prepared};
 use crate::types::{NativeError, NativeOptions, PruneReport, SweepReport};
-use crate::upstream::{remote_check, UpstreamLink};
+use crate::writer::{Out, Value};
 
-/// A settled job's value, packed for the TypeScript layer, which knows what each job returns:
-/// an event or null, a flag, a count, packed rows, a packed delta, a report, or watcher keys.
-pub type Value = Either7<
-    Option<PackedEvent>,
-    bool,
-    i64,
-    PackedRows,
-    PackedChanges,
-    Either<SweepReport, PruneReport>,
-    Vec<String>,
->;
-type Out = core::Result<Value>;
 /// One batch: the values in call order, and the failures (null where a job succeeded), or
 /// null when none failed.
 type Batch = (Vec<Value>, Option<Vec<Option<NativeError>>>);
 type BatchTsfn = ThreadsafeFunction<Batch, UnknownReturnValue, FnArgs<Batch>, Status, false, true>;
-
-/// The writer thread of one native store, started by the first call of the Promise API.
-#[derive(Default)]
-pub(crate) struct Lane {
-    writer: OnceLock<Writer<Out>>,
-}
-
-impl Lane {
-    fn push(&self, job: Job<Out>) -> JsResult<()> {
-        match self.writer.get() {
-            Some(w) => w.push(job).js(),
-            None => Err(to_js(CoreError::Closed)),
-        }
-    }
-
-    /// Waits until the jobs queued so far have run.
-    pub(crate) fn settle(&self) {
-        if let Some(w) = self.writer.get() {
-            w.settle();
-        }
-    }
-
-    /// Waits for the jobs queued so far, then takes no more: the thread ends.
-    pub(crate) fn finish(&self) {
-        if let Some(w) = self.writer.get() {
-            w.settle();
-            w.stop();
-        }
-    }
-}
 
 /// A core failure as the TypeScript layer takes it.
 fn native_error(e: CoreError) -> NativeError {
@@ -101,50 +55,6 @@ fn batch(done: Vec<Done<Out>>) -> Batch {
         }
     }
     (values, errors)
-}
-
-/// The record input of the arguments `record` and `recordAsync` take; the payload is its
-/// JSON text.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn record_input(
-    session_key: String,
-    agent_id: Option<String>,
-    session_id: Option<String>,
-    kind: String,
-    actor_type: String,
-    actor_id: Option<String>,
-    run_id: Option<String>,
-    summary: String,
-    payload_json: Option<String>,
-    occurred_at: Option<f64>,
-    dedupe_key: Option<String>,
-    watchers: Option<Vec<String>>,
-    only_if_watched: bool,
-    watcher_scopes: Option<std::collections::HashMap<String, String>>,
-) -> JsResult<RecordInput> {
-    let payload = payload_json
-        .map(|j| {
-            serde_json::from_str(&j)
-                .map_err(|e| CoreError::invalid(format!("payload is not JSON: {e}")))
-        })
-        .transpose()
-        .js()?;
-    Ok(RecordInput {
-        session_key,
-        agent_id,
-        session_id,
-        kind,
-        actor_type,
-        actor_id,
-        run_id,
-        summary,
-        payload,
-        occurred_at,
-        dedupe_key,
-        watchers: watchers.unwrap_or_default(),
-        only_if_watched,
-        watcher_scopes: watcher_scopes.unwrap_or_default(),
-    })
 }
 
 fn task(f: impl FnOnce(&Store) -> Out + Send + 'static) -> Job<Out> {
@@ -190,39 +100,20 @@ impl NativeSessionState {
 
     /// Queues a record (see `record`).
     #[napi]
-    #[allow(clippy::too_many_arguments)]
     pub fn record_async(
         &self,
         env: Env,
-        session_key: String,
-        agent_id: Option<String>,
-        session_id: Option<String>,
-        kind: String,
-        actor_type: String,
-        actor_id: Option<String>,
-        run_id: Option<String>,
-        summary: String,
-        payload_json: Option<String>,
+        text: Utf16String,
         occurred_at: Option<f64>,
-        dedupe_key: Option<String>,
-        watchers: Option<Vec<String>>,
         only_if_watched: bool,
+        watchers: Option<Vec<String>>,
         watcher_scopes: Option<std::collections::HashMap<String, String>>,
     ) -> Result<(), Code> {
         let input = record_input(
-            session_key,
-            agent_id,
-            session_id,
-            kind,
-            actor_type,
-            actor_id,
-            run_id,
-            summary,
-            payload_json,
+            &text,
             occurred_at,
-            dedupe_key,
-            watchers,
             only_if_watched,
+            watchers,
             watcher_scopes,
         )?;
         let now = self.now(&env).js()?;
@@ -240,12 +131,7 @@ impl NativeSessionState {
         scope: Option<String>,
         refresh: Option<bool>,
     ) -> Result<(), Code> {
-        let p = provenance.map_or(Ok(Provenance::Explicit), |p| Provenance::parse(&p));
-        let o = session_awareness_core::WatchOptions {
-            provenance: p.js()?,
-            scope,
-            refresh: refresh.unwrap_or(true),
-        };
+        let o = watch_options(provenance, scope, refresh)?;
         let now = self.now(&env).js()?;
         self.writer.push(task(move |s| {
             s.watch_with(&watcher_key, &target_key, &o, now)
@@ -353,13 +239,7 @@ impl NativeSessionState {
         link: UpstreamLink,
     ) -> Result<(), Code> {
         let now = self.now(&env).js()?;
-        let input = AdoptInput {
-            source: link.source,
-            transcript_path: link.transcript_path,
-            remote_id: link.remote_id,
-            agent_id: link.agent_id,
-            host_id: link.host_id,
-        };
+        let input = adopt_input(link);
         self.writer.push(task(move |s| {
             s.adopt(&session_key, input, now)
                 .map(|e| Either7::A(e.as_ref().map(packed::event)))
@@ -376,7 +256,7 @@ impl NativeSessionState {
         items_json: Option<String>,
     ) -> Result<(), Code> {
         let now = self.now(&env).js()?;
-        let check = remote_check(&found, items_json).js()?;
+        let check = remote_check(&found, items_json)?;
         self.writer.push(task(move |s| {
             s.check_upstream(&session_key, check, now)
                 .map(|e| Either7::A(e.as_ref().map(packed::event)))

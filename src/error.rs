@@ -2,7 +2,26 @@
 //! napi status, so JS sees it as `err.code`.
 
 use napi::Status;
-use session_awareness_core::Error as CoreError;
+use napi_derive::napi;
+use session_awareness_core::{Error as CoreError, FAILURE_CODES};
+
+/// The `wake` callback threw; reported through `onError`.
+pub const ERR_WAKE_CALLBACK: &str = "ERR_WAKE_CALLBACK";
+/// The import's `onProgress` callback threw; reported once the import has finished.
+pub const ERR_PROGRESS_CALLBACK: &str = "ERR_PROGRESS_CALLBACK";
+/// The codes the binding reports itself, besides the core's.
+pub const BINDING_CODES: [&str; 2] = [ERR_WAKE_CALLBACK, ERR_PROGRESS_CALLBACK];
+
+/// Every code the addon can give: the core's (`Error::code`), then the binding's own. A test
+/// checks the TypeScript `ErrorCode` union against them.
+#[napi]
+pub fn native_error_codes() -> Vec<String> {
+    FAILURE_CODES
+        .iter()
+        .chain(BINDING_CODES.iter())
+        .map(|c| (*c).to_owned())
+        .collect()
+}
 
 /// A stable error code (`ERR_INVALID_ARG`, `ERR_CLOSED`, `ERR_DB`, …), shown to JS as `code`.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use napi::ValueType;
 use napi_derive::napi;
 use session_awareness_core::import as core;
 
-use crate::error::{coded, from_napi, Code, IntoJs};
+use crate::error::{coded, from_napi, Code, IntoJs, ERR_PROGRESS_CALLBACK};
 
 /// Options of `importStateDatabase`.
 #[napi(object, object_to_js = false)]
@@ -150,7 +150,7 @@ pub fn import_state_database(
     let s = result.js()?;
     if let Some(e) = failed {
         return Err(coded(
-            "ERR_PROGRESS_CALLBACK",
+            ERR_PROGRESS_CALLBACK,
             format!("onProgress threw (the import finished): {}", e.reason),
         ));
     }

@@ -3,6 +3,7 @@
 #![deny(clippy::all)]
 
 mod async_api;
+mod calls;
 mod error;
 mod import;
 mod inspect;
@@ -14,10 +15,12 @@ mod signal;
 mod types;
 mod upstream;
 mod versions;
+mod writer;
 
 use napi_derive::napi;
 
 pub use async_api::open_native_session_state;
+pub use error::native_error_codes;
 pub use import::import_state_database;
 pub use inspect::{inspect_database, read_events};
 pub use metrics::metrics_layout;

@@ -17,6 +17,13 @@ use session_awareness_core::{ChangeEvent, Changes, ForeignPayload, Notice, State
 pub const EVENT_STRIDE: u32 = 12;
 /// Numbers per `stateVersions` row (`src/versions.rs`).
 pub const VERSION_STRIDE: u32 = 4;
+/// The record input's string fields in its packed text (`src/calls.rs`), in order:
+/// `sessionKey`, `agentId`, `sessionId`, `kind`, `actorType`, `actorId`, `runId`, `summary`,
+/// the payload's JSON text and `dedupeKey`.
+pub const RECORD_STRINGS: u32 = 10;
+/// UTF-16 units before each ref's strings in the refs string of `stateVersions`
+/// (`src/versions.rs`).
+pub const REF_SLOTS: u32 = 4;
 /// Numbers per notice row.
 pub const NOTICE_STRIDE: u32 = 5;
 /// A length slot of a row: the field is absent.
@@ -50,8 +57,10 @@ pub struct PackedLayout {
     /// The first signal word when nothing is queued ([`QueueSignal::EMPTY`]).
     pub signal_empty: i32,
     /// UTF-16 units before each ref of a packed `stateVersions` input
-    /// ([`crate::versions::REF_SLOTS`]).
+    /// ([`REF_SLOTS`]).
     pub ref_slots: u32,
+    /// The string fields of a packed record input ([`RECORD_STRINGS`]).
+    pub record_strings: u32,
 }
 
 /// The slots of a packed single event: session key, agent, kind, actor type, actor id, run
@@ -72,7 +81,8 @@ pub fn packed_layout() -> PackedLayout {
         event_slot_absent: EVENT_SLOT_ABSENT,
         event_field_order: EVENT_FIELD_ORDER.iter().map(|&i| i as u32).collect(),
         signal_empty: QueueSignal::EMPTY,
-        ref_slots: crate::versions::REF_SLOTS,
+        ref_slots: REF_SLOTS,
+        record_strings: RECORD_STRINGS,
     }
 }
 

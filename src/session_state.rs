@@ -13,10 +13,11 @@ use napi::{Result, Status};
 use napi_derive::napi;
 use session_awareness_core::{
     self as core, system_now, Error as CoreError, ErrorSink, EventKind, Hooks, NotifyKinds,
-    Options, Provenance, Store, WakeSink, WatchOptions,
+    Options, Store, WakeSink,
 };
 
-use crate::error::{coded, to_js, Code, IntoJs, JsResult};
+use crate::calls::{record_input, watch_options};
+use crate::error::{coded, to_js, Code, IntoJs, JsResult, ERR_WAKE_CALLBACK};
 use crate::packed::{self, PackedChanges, PackedEvent, PackedRows};
 use crate::signal;
 use crate::types::*;
@@ -94,7 +95,7 @@ impl WakeSink for JsWake {
             move |result, env| {
                 if let Err(e) = result {
                     let message = format!("the wake callback threw: {}", e.reason);
-                    reporter.report_sync(&env, "ERR_WAKE_CALLBACK", message);
+                    reporter.report_sync(&env, ERR_WAKE_CALLBACK, message);
                 }
                 Ok(())
             },
@@ -111,7 +112,7 @@ pub struct NativeSessionState {
     // JS clock minus system clock at the last JS read, so background work follows clock travel.
     clock_offset: Arc<AtomicI64>,
     /// The writer thread of the Promise API, started by its first call.
-    pub(crate) writer: crate::async_api::Lane,
+    pub(crate) writer: crate::writer::Lane,
 }
 
 fn opt_int(v: Option<f64>, name: &str) -> JsResult<Option<i64>> {
@@ -267,7 +268,7 @@ impl Prepared {
             store,
             clock: self.clock,
             clock_offset: self.clock_offset,
-            writer: crate::async_api::Lane::default(),
+            writer: crate::writer::Lane::default(),
         }
     }
 }
@@ -305,39 +306,20 @@ impl NativeSessionState {
     /// `onlyIfWatched` found nobody watching. The payload is its JSON text. Throws every
     /// failure: the TypeScript layer reports it.
     #[napi(ts_return_type = "string | PackedRows | null")]
-    #[allow(clippy::too_many_arguments)]
     pub fn record(
         &self,
         env: Env,
-        session_key: String,
-        agent_id: Option<String>,
-        session_id: Option<String>,
-        kind: String,
-        actor_type: String,
-        actor_id: Option<String>,
-        run_id: Option<String>,
-        summary: String,
-        payload_json: Option<String>,
+        text: Utf16String,
         occurred_at: Option<f64>,
-        dedupe_key: Option<String>,
-        watchers: Option<Vec<String>>,
         only_if_watched: bool,
+        watchers: Option<Vec<String>>,
         watcher_scopes: Option<HashMap<String, String>>,
     ) -> Result<Option<PackedEvent>, Code> {
-        let input = crate::async_api::record_input(
-            session_key,
-            agent_id,
-            session_id,
-            kind,
-            actor_type,
-            actor_id,
-            run_id,
-            summary,
-            payload_json,
+        let input = record_input(
+            &text,
             occurred_at,
-            dedupe_key,
-            watchers,
             only_if_watched,
+            watchers,
             watcher_scopes,
         )?;
         let now = self.now(&env).js()?;
@@ -369,12 +351,7 @@ impl NativeSessionState {
         scope: Option<String>,
         refresh: Option<bool>,
     ) -> Result<bool, Code> {
-        let p = provenance.map_or(Ok(Provenance::Explicit), |p| Provenance::parse(&p));
-        let o = WatchOptions {
-            provenance: p.js()?,
-            scope,
-            refresh: refresh.unwrap_or(true),
-        };
+        let o = watch_options(provenance, scope, refresh)?;
         let now = self.now(&env).js()?;
         self.store
             .watch_with(&watcher_key, &target_key, &o, now)

@@ -4,47 +4,13 @@
 use napi::bindgen_prelude::Env;
 use napi::Result;
 use napi_derive::napi;
-use serde_json::Value;
 use session_awareness_core::upstream::DEFAULT_INTERVAL_MS;
-use session_awareness_core::upstream::{AdoptInput, RemoteCheck};
 use session_awareness_core::Error as CoreError;
 
+use crate::calls::{adopt_input, remote_check, UpstreamLink};
 use crate::error::{to_js, Code, IntoJs};
 use crate::packed::{self, PackedEvent, PackedRows};
 use crate::session_state::NativeSessionState;
-
-/// Where an adopted session lives upstream.
-#[napi(object, object_to_js = false)]
-pub struct UpstreamLink {
-    /// The catalog it came from, such as `claude`.
-    pub source: String,
-    /// A local JSONL transcript, scanned by the upstream monitor.
-    pub transcript_path: Option<String>,
-    /// A session on a paired node, checked by the host and reported with `checkUpstream`.
-    pub remote_id: Option<String>,
-    /// The agent of the session; defaults to the key's own, else `main`.
-    pub agent_id: Option<String>,
-    /// Where the upstream session lives, in OpenClaw's terms: `gateway:local` (the default with
-    /// `transcriptPath`) or `node:<id>` for a paired node (`remote` when not given).
-    pub host_id: Option<String>,
-}
-
-pub(crate) fn remote_check(
-    found: &str,
-    items_json: Option<String>,
-) -> session_awareness_core::Result<RemoteCheck> {
-    match found {
-        "false" => Ok(RemoteCheck::Missing),
-        "unknown" => Ok(RemoteCheck::Unknown),
-        "true" => {
-            let json = items_json.ok_or_else(|| CoreError::invalid("items are required"))?;
-            let items: Vec<Value> = serde_json::from_str(&json)
-                .map_err(|e| CoreError::invalid(format!("items are not a JSON array: {e}")))?;
-            Ok(RemoteCheck::Found(items))
-        }
-        _ => Err(CoreError::invalid("found must be true, false or 'unknown'")),
-    }
-}
 
 #[napi]
 impl NativeSessionState {
@@ -58,14 +24,10 @@ impl NativeSessionState {
         link: UpstreamLink,
     ) -> Result<Option<PackedEvent>, Code> {
         let now = self.now(&env).js()?;
-        let input = AdoptInput {
-            source: link.source,
-            transcript_path: link.transcript_path,
-            remote_id: link.remote_id,
-            agent_id: link.agent_id,
-            host_id: link.host_id,
-        };
-        let event = self.store.adopt(&session_key, input, now).js()?;
+        let event = self
+            .store
+            .adopt(&session_key, adopt_input(link), now)
+            .js()?;
         Ok(event.as_ref().map(packed::event))
     }
 
@@ -95,7 +57,7 @@ impl NativeSessionState {
         items_json: Option<String>,
     ) -> Result<Option<PackedEvent>, Code> {
         let now = self.now(&env).js()?;
-        let check = remote_check(&found, items_json).js()?;
+        let check = remote_check(&found, items_json)?;
         let event = self.store.check_upstream(&session_key, check, now).js()?;
         Ok(event.as_ref().map(packed::event))
     }

@@ -21,10 +21,8 @@ use std::ops::Range;
 use napi::bindgen_prelude::Utf16String;
 use session_awareness_core::Error as CoreError;
 
+pub use crate::packed::REF_SLOTS;
 use crate::packed::{PackedRows, Packer, ABSENT, SAME, VERSION_STRIDE};
-
-/// UTF-16 units before each ref's strings in the refs string.
-pub const REF_SLOTS: u32 = 4;
 
 /// The refs read from the refs string: their strings back to back in one buffer (one
 /// allocation for the batch, not one per key) and where each ref's strings are.
@@ -57,7 +55,7 @@ impl Refs {
 }
 
 /// Appends `units` to `text`, each lone surrogate as U+FFFD; true if there was one.
-fn decode_into(text: &mut String, units: &[u16]) -> bool {
+pub(crate) fn decode_into(text: &mut String, units: &[u16]) -> bool {
     if units.iter().all(|&u| u < 0x80) {
         text.extend(units.iter().map(|&u| char::from(u as u8)));
         return false;

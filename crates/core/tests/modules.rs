@@ -1,6 +1,9 @@
 //! The module graph of the crate has no cycle: reading the sources, every `crate::` and
 //! `super::` path outside the inline test modules is an edge from the file's module to the
-//! module it names, and following the edges never comes back to where it started.
+//! module it names, and following the edges never comes back to where it started. The same
+//! holds for the napi binding above the core (`src/`, read the same way) and for the
+//! TypeScript layer (`lib/`), where every relative `import`/`export … from` (types included)
+//! is an edge from the file to the file it names.
 //!
 //! What counts: every file is a node (`store`, `upstream::monitor`, `exclusive::linux`); a path
 //! `crate::a::b::Item` names the longest known module prefix (`a::b`); a group
@@ -175,11 +178,92 @@ fn cycle(g: &Graph) -> Option<Vec<String>> {
         .find_map(|u| visit(g, u, &mut done, &mut Vec::new()))
 }
 
-fn sources() -> BTreeMap<String, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+fn sources_of(root: &Path) -> BTreeMap<String, String> {
     let mut files = BTreeMap::new();
-    collect(&root, &root, &mut files);
+    collect(root, root, &mut files);
     files
+}
+
+fn sources() -> BTreeMap<String, String> {
+    sources_of(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+/// The repository's root, two levels above this crate.
+fn repo() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The TypeScript files under `dir` (module -> source text), each named by its path under
+/// `root` without the extension: `session-state`, `openclaw/host`.
+fn collect_ts(dir: &Path, root: &Path, out: &mut BTreeMap<String, String>) {
+    for entry in std::fs::read_dir(dir).expect("lib readable") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            collect_ts(&path, root, out);
+        } else if path.extension().is_some_and(|e| e == "ts" || e == "mts") {
+            let rel = path
+                .strip_prefix(root)
+                .expect("under lib")
+                .with_extension("");
+            let name = rel.to_string_lossy().replace('\\', "/");
+            let text = std::fs::read_to_string(&path).expect("source readable");
+            // `index.ts` and `index.mts` are one module to the graph.
+            out.entry(name).or_default().push_str(&text);
+        }
+    }
+}
+
+/// The edges of TypeScript sources: `from '<relative path>'` and `import('<relative path>')`
+/// resolved against the importing file, kept when they name a file of the set (`../index.js`,
+/// the generated loader outside `lib/`, is not one).
+fn ts_graph(files: &BTreeMap<String, String>) -> Graph {
+    let mut g = Graph::new();
+    for (me, text) in files {
+        let code: String = text
+            .lines()
+            .filter(|l| {
+                let t = l.trim_start();
+                !(t.starts_with("//") || t.starts_with('*') || t.starts_with("/*"))
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        for (kw, close) in [("from '", '\''), ("import('", '\'')] {
+            for (i, _) in code.match_indices(kw) {
+                let rest = &code[i + kw.len()..];
+                let Some(end) = rest.find(close) else {
+                    continue;
+                };
+                let spec = &rest[..end];
+                if !spec.starts_with("./") && !spec.starts_with("../") {
+                    continue;
+                }
+                let mut parts: Vec<&str> = me.split('/').collect();
+                parts.pop();
+                let mut outside = false;
+                for seg in spec.split('/') {
+                    match seg {
+                        "." => {}
+                        // Above `lib/`: the generated loader, not a file of the set.
+                        ".." => outside |= parts.pop().is_none(),
+                        s => parts.push(s),
+                    }
+                }
+                if outside {
+                    continue;
+                }
+                let target = parts.join("/");
+                let target = target
+                    .strip_suffix(".js")
+                    .or_else(|| target.strip_suffix(".mjs"))
+                    .unwrap_or(&target)
+                    .to_owned();
+                if files.contains_key(&target) && &target != me {
+                    g.entry(me.clone()).or_default().insert(target);
+                }
+            }
+        }
+    }
+    g
 }
 
 #[test]
@@ -260,5 +344,66 @@ fn a_cycle_and_a_root_re_export_are_found() {
             "sync".to_owned(),
             "store".to_owned()
         ])
+    );
+}
+
+#[test]
+fn the_binding_module_graph_is_acyclic() {
+    let files = sources_of(&repo().join("src"));
+    assert!(files.contains_key("session_state") && files.contains_key("async_api"));
+    let g = graph(&files);
+    assert_eq!(cycle(&g), None);
+    // The store's native object holds the writer; the Promise API uses both, never the reverse.
+    let deps = |m: &str| -> Vec<&str> {
+        g.get(m)
+            .map(|s| s.iter().map(String::as_str).collect())
+            .unwrap_or_default()
+    };
+    assert!(!deps("session_state").contains(&"async_api"));
+    assert!(deps("async_api").contains(&"session_state"));
+}
+
+#[test]
+fn the_typescript_import_graph_is_acyclic() {
+    let mut files = BTreeMap::new();
+    let lib = repo().join("lib");
+    collect_ts(&lib, &lib, &mut files);
+    assert!(files.contains_key("session-state") && files.contains_key("openclaw/host"));
+    let g = ts_graph(&files);
+    assert!(g["session-state"].contains("async"));
+    assert!(g["openclaw/host"].contains("session-state"));
+    assert_eq!(cycle(&g), None);
+}
+
+#[test]
+fn a_typescript_import_cycle_is_found() {
+    let files: BTreeMap<String, String> = [
+        ("a", "import { b } from './b'\nimport x from 'node:fs'\n"),
+        (
+            "b",
+            "import type { C } from './sub/c'\n// import { a } from './a'\n",
+        ),
+        (
+            "sub/c",
+            "export { a } from '../a.js'\nimport { y } from '../../index.js'\n",
+        ),
+        ("d", "const m = await import('./a')\n"),
+    ]
+    .into_iter()
+    .map(|(m, t)| (m.to_owned(), t.to_owned()))
+    .collect();
+    let g = ts_graph(&files);
+    let edges: Vec<(String, String)> = g
+        .iter()
+        .flat_map(|(m, to)| to.iter().map(move |t| (m.clone(), t.clone())))
+        .collect();
+    let want = [("a", "b"), ("b", "sub/c"), ("d", "a"), ("sub/c", "a")];
+    assert_eq!(
+        edges,
+        want.map(|(a, b)| (a.to_owned(), b.to_owned())).to_vec()
+    );
+    assert_eq!(
+        cycle(&g),
+        Some(["a", "b", "sub/c", "a"].map(str::to_owned).to_vec())
     );
 }

@@ -1,0 +1,151 @@
+/**
+ * The options of the `SessionState` constructor and `SessionState.open`: their public shape,
+ * and their check into what the native store takes, the reporter of best-effort failures and
+ * the store's close gate.
+ * @packageDocumentation
+ */
+import type { NativeSessionState } from '../index.js'
+import type { MeterProvider } from '@opentelemetry/api'
+import * as a from './args'
+import type { Report } from './async'
+import { type SessionStateError, fromCode } from './errors'
+import { optMeterProvider } from './metrics'
+import { type Gate, gate as newGate, isOpen } from './gate'
+import type { EventKind, QueuedNotice, WakeRequest } from './types'
+
+/** Options of the `SessionState` constructor. Every field is optional; null is absent. */
+export interface SessionStateOptions {
+  /** Events and cursors older than this are pruned. Default 30 days; an integer in [1, 9e12]. */
+  retentionMs?: number | null
+  /** At most this many events are kept. Default 50,000; a positive safe integer. */
+  maxEvents?: number | null
+  /** How long a write waits for another process's lock. Default 30,000; [0, 2^31 - 1]. */
+  busyTimeoutMs?: number | null
+  /** Called on the JS thread, after the call that made it due, to wake a main-like watcher. */
+  wake?: ((req: WakeRequest) => void) | null
+  /** How long a due wake waits to coalesce with others for the same watcher. Default 250; [0, 60000]. */
+  wakeCoalesceMs?: number | null
+  /**
+   * Receives best-effort failures (a `record` that returned null, a throwing `wake`, a
+   * background prune). Default: one line on stderr.
+   */
+  onError?: ((err: SessionStateError) => void) | null
+  /** The clock, in epoch ms. Default: the system clock. Tests use it to travel in time. */
+  clock?: (() => number) | null
+  /** `record` and `adopt` throw instead of reporting. For tests and development. */
+  strict?: boolean | null
+  /**
+   * How often, in ms, this process looks for notices opened by other processes sharing the
+   * database file: a poll of `PRAGMA data_version`, nearly free when nothing changed. The
+   * poll also renews this process's leases on the watchers it serves, which last
+   * max(3 × syncIntervalMs, 1 s) (semantics.md#processes).
+   * Default 100; an integer in [0, 60000]; 0 turns cross-process delivery off.
+   */
+  syncIntervalMs?: number | null
+  /**
+   * Watchers this process serves from the start: notices opened for them by other processes
+   * reach this process's `drain`/`peek` and `wake`, and a record in another process leaves
+   * them to the processes that serve them (semantics.md#processes). A watcher is also served
+   * once this process drains, peeks or acknowledges for it, watches for it, or names it in a
+   * record's `watchers`; its first drain or peek reads what is pending for it from the file.
+   * Bare keys are ignored; a blank entry (empty or whitespace-only) is `ERR_INVALID_ARG`
+   * naming its index.
+   */
+  serveWatchers?: string[] | null
+  /**
+   * The event kinds that notify watchers (semantics.md#api-options). Default
+   * `['human_direct_message', 'goal_changed', 'upstream_missing']`; `child_spawned` (a seed
+   * kind) is `ERR_INVALID_ARG`. A gateway that wants `run_completed` and `run_failed` to
+   * notify names them here.
+   */
+  notifyKinds?: EventKind[] | null
+  /**
+   * A `child_spawned` re-seed of an existing cursor makes it `explicit` instead of keeping its
+   * provenance, as OpenClaw does (semantics.md#cursors-scope). Default false.
+   */
+  seedResetsProvenance?: boolean | null
+  /**
+   * Called on the JS thread once per notice entering the queue (semantics.md#notices-listener):
+   * opened, reopened by an acknowledge, re-queued by a sweep, healed, or arrived from another
+   * process for a served watcher. For a call on the JS thread it runs after the commit and
+   * before that call returns, in queue order; notices queued by background work (the poll
+   * for other processes, the upstream monitor) arrive on the next call or a timer tick. A throwing listener is reported to `onError` as
+   * `ERR_NOTICE_CALLBACK`, never thrown into the caller.
+   */
+  onNotice?: ((notice: QueuedNotice) => void) | null
+  /**
+   * The OpenTelemetry `MeterProvider` the store's instruments are created on when it opens
+   * (docs/metrics.md). Default: the global provider of `@opentelemetry/api` at that moment;
+   * a provider installed later is not seen by a store already open.
+   */
+  meterProvider?: MeterProvider | null
+}
+
+/**
+ * The reporter of one store. It holds the host's callback only, never the store: the addon
+ * keeps a strong reference to it, which must not keep the store alive.
+ */
+function reporter(onError: Report | undefined): Report {
+  return (err) => {
+    if (onError !== undefined) {
+      try {
+        onError(err)
+        return
+      } catch {
+        // A throwing onError must not turn a best-effort report into a throw.
+      }
+    }
+    process.stderr.write(`session-awareness: ${err.code}: ${err.message}\n`)
+  }
+}
+
+/** The constructor's options, checked: what the native store takes, the reporter, `strict`. */
+export interface Prepared {
+  /** What the native store takes. */
+  native: ConstructorParameters<typeof NativeSessionState>[1]
+  /** Where best-effort failures go: `onError`, else one stderr line. */
+  report: Report
+  /** `record` and `adopt` throw instead of reporting. */
+  strict: boolean
+  /** The `onNotice` listener, if any. */
+  onNotice: ((notice: QueuedNotice) => void) | undefined
+  /** The provider the store's instruments are created on. */
+  meterProvider: MeterProvider | undefined
+  /** The store's close gate: nothing reaches the host once it closes. */
+  gate: Gate
+}
+
+/** Checks the options of the store at `path`: throws `ERR_INVALID_ARG` for a bad or unknown one. */
+export function prepare(path: string, options: SessionStateOptions | null | undefined): Prepared {
+  a.str(path, 'path')
+  const o = a.opts(options, 'options', 'store') ?? {}
+  const onError = a.optFn<Report>(o.onError, 'onError')
+  const report = reporter(onError)
+  const gate = newGate()
+  const wake = a.optFn<(req: WakeRequest) => void>(o.wake, 'wake')
+  const native = {
+    retentionMs: a.optNum(o.retentionMs, 'retentionMs'),
+    maxEvents: a.optNum(o.maxEvents, 'maxEvents'),
+    busyTimeoutMs: a.optNum(o.busyTimeoutMs, 'busyTimeoutMs'),
+    wakeCoalesceMs: a.optNum(o.wakeCoalesceMs, 'wakeCoalesceMs'),
+    wake:
+      wake === undefined
+        ? undefined
+        : (req: WakeRequest) => {
+            if (isOpen(gate)) wake(req)
+          },
+    clock: a.optFn<() => number>(o.clock, 'clock'),
+    syncIntervalMs: a.optNum(o.syncIntervalMs, 'syncIntervalMs'),
+    serveWatchers: a.optStrArray(o.serveWatchers, 'serveWatchers'),
+    notifyKinds: a.optStrArray(o.notifyKinds, 'notifyKinds'),
+    seedResetsProvenance: a.optBool(o.seedResetsProvenance, 'seedResetsProvenance'),
+    noticeOutbox: o.onNotice !== undefined && o.onNotice !== null,
+    onError: (err: { code: string; message: string }) => {
+      if (isOpen(gate)) report(fromCode(err.code, err.message))
+    },
+  }
+  const onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')
+  const meterProvider = optMeterProvider(o.meterProvider)
+  return { native, report, strict: a.optBool(o.strict, 'strict') ?? false, onNotice, meterProvider, gate }
+}
+
