@@ -9,9 +9,9 @@ use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
-use crate::inert::{self, live_cursor, within_head};
 use crate::keys::{self, SessionKey};
 use crate::log;
+use crate::sqlite::inert::{self, live_cursor, within_head};
 
 mod write;
 pub use write::{material_insert, material_update, seed, watch, WatchOptions};
@@ -446,7 +446,7 @@ pub fn expire_chunk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema;
+    use crate::sqlite::schema;
 
     #[test]
     fn expiry_walks_the_table_in_chunks() -> Result<()> {

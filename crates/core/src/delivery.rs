@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::conn::Db;
 use crate::cursors::{self, Pending, Provenance};
 use crate::error::Result;
 use crate::keys::SessionKey;
 use crate::metrics::{Count, Metrics};
 use crate::queue::{Notice, NoticeQueue, QueueSignal, QueuedNotice};
-use crate::tx::Tx;
+use crate::sqlite::conn::Db;
+use crate::sqlite::tx::Tx;
 use crate::wake::{WakeRequest, WakeScheduler, WakeSink};
 
 /// A watcher to wake and the target whose notice made the wake due.

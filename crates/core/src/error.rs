@@ -22,7 +22,7 @@ pub enum Error {
     NotSqlite(String),
     /// Another SQLite library (or any other code) of this process has the database file, its
     /// `-wal`, `-shm` or `-journal` open: POSIX locks belong to the process, so the two would
-    /// break each other's locks ([`crate::exclusive`]). Nothing was done.
+    /// break each other's locks ([`crate::sqlite::exclusive`]). Nothing was done.
     FileShared(String),
     /// The file holds a table of this schema's name that no known generation wrote (a column
     /// the store cannot add is missing); opening it changes nothing.

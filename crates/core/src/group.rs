@@ -11,7 +11,7 @@ use crate::event::{self, RecordInput, StateEvent, ValidEvent};
 use crate::keys;
 use crate::metrics::Hist;
 use crate::record::{Recorder, Written};
-use crate::tx::Tx;
+use crate::sqlite::tx::Tx;
 
 /// One record of a group: the input and the caller's clock at the call.
 pub type GroupItem = (RecordInput, i64);

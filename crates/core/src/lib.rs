@@ -36,7 +36,6 @@
 // what this file re-exports, plus the `import`, `inspect`, `keys` and `upstream` modules.
 // With the `test-hooks` feature (the workspace's tests and benches turn it on) the modules
 // that benchmarks and integration tests open directly are public too.
-pub(crate) mod conn;
 pub(crate) mod cursor_rows;
 pub(crate) mod delivery;
 mod error;
@@ -44,9 +43,8 @@ pub(crate) mod event;
 pub(crate) mod group;
 pub(crate) mod heads;
 pub(crate) mod hooks;
-pub mod import;
-pub(crate) mod inert;
-pub mod inspect;
+pub use sqlite::import;
+pub use sqlite::inspect;
 pub mod keys;
 pub(crate) mod lease;
 pub(crate) mod log;
@@ -58,6 +56,7 @@ pub(crate) mod queue;
 pub(crate) mod read_event;
 pub(crate) mod record;
 pub(crate) mod runtime;
+pub(crate) mod sqlite;
 pub(crate) mod store;
 pub(crate) mod sync;
 pub mod upstream;
@@ -65,25 +64,17 @@ pub(crate) mod wake;
 pub(crate) mod writer;
 
 #[cfg(feature = "test-hooks")]
-pub mod checkpoint;
-#[cfg(not(feature = "test-hooks"))]
-pub(crate) mod checkpoint;
+pub use sqlite::checkpoint;
 #[cfg(feature = "test-hooks")]
 pub mod cursors;
 #[cfg(not(feature = "test-hooks"))]
 pub(crate) mod cursors;
 #[cfg(feature = "test-hooks")]
-pub mod exclusive;
-#[cfg(not(feature = "test-hooks"))]
-pub(crate) mod exclusive;
+pub use sqlite::exclusive;
 #[cfg(feature = "test-hooks")]
-pub mod schema;
-#[cfg(not(feature = "test-hooks"))]
-pub(crate) mod schema;
+pub use sqlite::schema;
 #[cfg(feature = "test-hooks")]
-pub mod tx;
-#[cfg(not(feature = "test-hooks"))]
-pub(crate) mod tx;
+pub use sqlite::tx;
 
 pub use cursor_rows::CursorRow;
 pub use cursors::{Cursor, Provenance, WatchOptions};

@@ -4,9 +4,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
 use crate::event::{StateEvent, ValidEvent};
-use crate::inert;
 use crate::read_event::{self, ChangeEvent};
-use crate::tx::Tx;
+use crate::sqlite::inert;
+use crate::sqlite::tx::Tx;
 
 /// The largest `limit` of `changesSince`, and its default.
 pub const MAX_CHANGES: u32 = 200;

@@ -1,0 +1,26 @@
+//! SQLite's own parts of the store: the connection and its pragmas, the transactions, the
+//! schema and OpenClaw's generations, the same-process guard, the WAL checkpointer, the
+//! inert-row SQL functions, and the inspect and import readers. A second store provides its
+//! own connection, transactions and schema, and may leave the rest out (docs/architecture.md,
+//! "The storage seam").
+
+#[cfg(feature = "test-hooks")]
+pub mod checkpoint;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod checkpoint;
+pub(crate) mod conn;
+#[cfg(feature = "test-hooks")]
+pub mod exclusive;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod exclusive;
+pub mod import;
+pub(crate) mod inert;
+pub mod inspect;
+#[cfg(feature = "test-hooks")]
+pub mod schema;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod schema;
+#[cfg(feature = "test-hooks")]
+pub mod tx;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod tx;
