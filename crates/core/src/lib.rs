@@ -78,7 +78,7 @@ pub use sqlite::tx;
 
 pub use cursor_rows::CursorRow;
 pub use cursors::{Cursor, Provenance, WatchOptions};
-pub use error::{Error, Result};
+pub use error::{DbFailure, Error, Result};
 pub use event::{ActorType, EventKind, NotifyKinds, RecordInput, Scopes, StateEvent};
 pub use hooks::{system_now, Clock, ErrorSink, Hooks};
 pub use keys::{decode_notice_context_key, encode_notice_context_key, MAX_SCOPE_BYTES};

@@ -62,7 +62,7 @@ pub fn insert_event(conn: &Connection, v: &ValidEvent) -> Result<Inserted> {
                 .query_row([&v.dedupe_key], inert::event_of)?;
             // A row the store would never write (semantics.md#storage) holds the key: it cannot be returned.
             first.map(Inserted::Duplicate).ok_or_else(|| {
-                Error::Db(rusqlite::Error::InvalidColumnType(
+                Error::from(rusqlite::Error::InvalidColumnType(
                     0,
                     "dedupe_key is held by a row this store did not write".into(),
                     rusqlite::types::Type::Text,

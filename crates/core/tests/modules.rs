@@ -294,7 +294,6 @@ fn only_the_sqlite_folder_names_rusqlite() {
         "cursor_rows",
         "cursors",
         "cursors::write",
-        "error",
         "group",
         "heads",
         "lease",
@@ -307,7 +306,6 @@ fn only_the_sqlite_folder_names_rusqlite() {
         "upstream::links",
         "upstream::monitor",
         "upstream::rows",
-        "writer",
     ];
     assert_eq!(naming_rusqlite(&sources()), still);
 }

@@ -40,7 +40,7 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
-use crate::error::{Error, Result};
+use crate::error::{DbFailure, Error, Result};
 use crate::sqlite::inspect::{db_error, open_read_only};
 use rows::{Cell, Kind};
 
@@ -236,7 +236,10 @@ fn same_file(a: &str, b: &str) -> bool {
 /// A source read error names the source file.
 fn relabel(source: &str, e: Error) -> Error {
     match e {
-        Error::Db(e) => db_error(source, e),
+        Error::Db {
+            kind: DbFailure::NotADatabase,
+            ..
+        } => Error::NotSqlite(format!("{source} is not a SQLite database")),
         e => e,
     }
 }

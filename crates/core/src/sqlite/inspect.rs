@@ -404,7 +404,7 @@ pub(crate) fn db_error(path: &str, e: rusqlite::Error) -> Error {
         rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
             Error::NotSqlite(format!("{path} is not a SQLite database"))
         }
-        e => Error::Db(e),
+        e => Error::from(e),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod checkpoint;
 #[cfg(not(feature = "test-hooks"))]
 pub(crate) mod checkpoint;
 pub(crate) mod conn;
+mod error;
 #[cfg(feature = "test-hooks")]
 pub mod exclusive;
 #[cfg(not(feature = "test-hooks"))]
