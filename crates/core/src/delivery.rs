@@ -71,9 +71,11 @@ impl Delivery {
     pub(crate) fn enqueue(&self, pending: &[Pending]) -> Vec<Wake> {
         let mut q = self.queue.lock();
         let mut wakes = Vec::new();
+        // Without a wake sink no wake is scheduled: none is collected.
+        let collect = self.wake.is_some();
         for p in pending {
             let wake = wakes_for(p);
-            if q.enter(p, wake) && wake {
+            if q.enter(p, wake) && wake && collect {
                 wakes.push((p.watcher.clone(), p.target.to_string()));
             }
         }
