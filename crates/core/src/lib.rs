@@ -36,12 +36,10 @@
 // what this file re-exports, plus the `import`, `inspect`, `keys` and `upstream` modules.
 // With the `test-hooks` feature (the workspace's tests and benches turn it on) the modules
 // that benchmarks and integration tests open directly are public too.
-pub(crate) mod cursor_rows;
 pub(crate) mod delivery;
 mod error;
 pub(crate) mod event;
 pub(crate) mod group;
-pub(crate) mod heads;
 pub(crate) mod hooks;
 pub use sqlite::import;
 pub use sqlite::inspect;
@@ -76,7 +74,6 @@ pub use sqlite::schema;
 #[cfg(feature = "test-hooks")]
 pub use sqlite::tx;
 
-pub use cursor_rows::CursorRow;
 pub use cursors::{Cursor, Provenance, WatchOptions};
 pub use error::{DbFailure, Error, Result};
 pub use event::{ActorType, EventKind, NotifyKinds, RecordInput, Scopes, StateEvent};
@@ -89,6 +86,7 @@ pub use options::{Options, MAX_RETENTION_MS, MAX_SYNC_INTERVAL_MS, MAX_WAKE_COAL
 pub use prune::PruneReport;
 pub use queue::{Notice, QueueSignal, QueuedNotice};
 pub use read_event::{ChangeEvent, ForeignEvent, ForeignFields, ForeignPayload};
+pub use sqlite::cursor_rows::CursorRow;
 pub use store::{Store, VersionRef};
 pub use wake::{WakeRequest, WakeSink};
 pub use writer::{Done, Job, Sink, Writer};

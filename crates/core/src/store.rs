@@ -10,12 +10,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::cursor_rows::{self, CursorRow};
 use crate::cursors::{self, Provenance};
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
 use crate::event::{RecordInput, StateEvent};
-use crate::heads::{self, HeadCache};
 use crate::hooks::{Hooks, Host};
 use crate::keys::{self, SessionKey};
 use crate::log::{self, Changes};
@@ -27,7 +25,9 @@ use crate::queue::{Notice, QueueSignal};
 use crate::record::Recorder;
 use crate::sqlite::checkpoint::Checkpointer;
 use crate::sqlite::conn::Db;
+use crate::sqlite::cursor_rows::{self, CursorRow};
 use crate::sqlite::exclusive::FileGuard;
+use crate::sqlite::heads::{self, HeadCache};
 use crate::sqlite::schema;
 use crate::sqlite::tx::Tx;
 use crate::sync::SyncState;

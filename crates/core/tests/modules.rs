@@ -291,11 +291,9 @@ fn only_the_sqlite_folder_names_rusqlite() {
     // when its statements move under `sqlite/` (docs/architecture.md, "The storage seam").
     // A module that starts naming rusqlite fails here.
     let still = [
-        "cursor_rows",
         "cursors",
         "cursors::write",
         "group",
-        "heads",
         "lease",
         "log",
         "prune",
