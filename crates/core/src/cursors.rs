@@ -9,9 +9,9 @@ use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
-use crate::inert::{self, live_cursor, within_head};
 use crate::keys::{self, SessionKey};
 use crate::log;
+use crate::sqlite::inert::{self, live_cursor, within_head};
 
 mod write;
 pub use write::{material_insert, material_update, seed, watch, WatchOptions};
@@ -231,6 +231,10 @@ pub fn watchers_behind(conn: &Connection) -> Result<Vec<String>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// A target key as a sweep found it: its shared string and head, or `None` when no cursor on
+/// it is live (not UTF-8 text, or not agent-qualified).
+type LiveTarget = Option<(Arc<str>, i64)>;
+
 /// Sweep (semantics.md#cursors): re-freezes N = M on every live cursor with M > L, for all watchers or for
 /// `only`. Returns the pending cursors in ascending order of N. Inert rows (semantics.md#storage) are neither
 /// written nor returned.
@@ -243,48 +247,70 @@ pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pendin
     const COLUMNS: &str = "SELECT rowid, watcher_session_key, target_session_key, \
          last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
          watcher_store_path FROM session_watch_cursors WHERE material_sequence > last_seen_sequence";
-    // The cursors of one target share one string, as they do when a record queues them.
-    let mut targets: HashMap<String, (Arc<str>, i64), foldhash::fast::RandomState> =
+    // The cursors of one target share one string, as they do when a record queues them; the
+    // target's checks and head are read once per target, keyed by its stored bytes (`None`:
+    // no cursor of it is live). Rows come in rowid order, mostly a watcher's at a time, so the
+    // last watcher's checks are kept too.
+    let mut targets: HashMap<Box<[u8]>, LiveTarget, foldhash::fast::RandomState> =
         HashMap::default();
+    let mut last_watcher: Option<(Box<[u8]>, Option<String>)> = None;
     let mut out = Vec::new();
     let mut moved = Vec::new();
     let mut visit = |r: &rusqlite::Row<'_>| -> Result<()> {
         let (watcher, target) = (r.get_ref(1)?, r.get_ref(2)?);
-        let Some(t) = inert::text(target) else {
+        let (ValueRef::Text(w), ValueRef::Text(t)) = (watcher, target) else {
             return Ok(());
         };
-        let (shared, head) = match targets.get(t) {
-            Some((shared, head)) => (Arc::clone(shared), *head),
+        if w == t {
+            return Ok(());
+        }
+        let known = match targets.get(t) {
+            Some(known) => known.clone(),
             None => {
-                let head = match SessionKey::classify(t).agent() {
-                    Some(agent) => log::head(conn, t, agent)?.last_sequence,
-                    None => 0,
+                let known = match inert::text(target) {
+                    Some(key) if keys::is_watchable(key) => {
+                        let head = match SessionKey::classify(key).agent() {
+                            Some(agent) => log::head(conn, key, agent)?.last_sequence,
+                            None => 0,
+                        };
+                        Some((Arc::from(key), head))
+                    }
+                    _ => None,
                 };
-                let shared: Arc<str> = Arc::from(t);
-                targets.insert(t.to_owned(), (Arc::clone(&shared), head));
-                (shared, head)
+                targets.insert(t.into(), known.clone());
+                known
             }
+        };
+        let Some((shared, head)) = known else {
+            return Ok(());
         };
         let positions = [r.get_ref(3)?, r.get_ref(4)?, r.get_ref(5)?];
         let provenance = r.get_ref(6)?;
-        if !inert::live(
-            [watcher, target],
-            positions,
-            provenance,
-            r.get_ref(7)?,
-            head,
-        ) {
+        if !inert::live_fields(positions, provenance, r.get_ref(7)?, head) {
             return Ok(());
         }
-        let (notified, material): (i64, i64) = (r.get(4)?, r.get(5)?);
+        let watcher = match &last_watcher {
+            Some((bytes, key)) if **bytes == *w => key.clone(),
+            _ => {
+                let key = inert::text(watcher)
+                    .filter(|k| keys::is_watchable(k))
+                    .map(str::to_owned);
+                last_watcher = Some((w.into(), key.clone()));
+                key
+            }
+        };
+        let Some(watcher) = watcher else {
+            return Ok(());
+        };
+        // Integers: `live_fields` checked them.
+        let [last_seen, notified, material] = positions.map(|p| inert::integer(p).unwrap_or(0));
         if notified != material {
             moved.push(r.get::<_, i64>(0)?);
         }
         out.push(Pending {
-            // Valid UTF-8: `live` checked it.
-            watcher: inert::text(watcher).unwrap_or_default().to_owned(),
+            watcher,
             target: shared,
-            last_seen: r.get(3)?,
+            last_seen,
             notified: material,
             provenance: match provenance {
                 ValueRef::Text(b"ambient-group") => Provenance::AmbientGroup,
@@ -446,7 +472,7 @@ pub fn expire_chunk(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema;
+    use crate::sqlite::schema;
 
     #[test]
     fn expiry_walks_the_table_in_chunks() -> Result<()> {

@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::conn::Db;
 use crate::cursors::{self, Pending, Provenance};
 use crate::error::Result;
 use crate::keys::SessionKey;
 use crate::metrics::{Count, Metrics};
 use crate::queue::{Notice, NoticeQueue, QueueSignal, QueuedNotice};
-use crate::tx::Tx;
+use crate::sqlite::conn::Db;
+use crate::sqlite::tx::Tx;
 use crate::wake::{WakeRequest, WakeScheduler, WakeSink};
 
 /// A watcher to wake and the target whose notice made the wake due.
@@ -71,9 +71,11 @@ impl Delivery {
     pub(crate) fn enqueue(&self, pending: &[Pending]) -> Vec<Wake> {
         let mut q = self.queue.lock();
         let mut wakes = Vec::new();
+        // Without a wake sink no wake is scheduled: none is collected.
+        let collect = self.wake.is_some();
         for p in pending {
             let wake = wakes_for(p);
-            if q.enter(p, wake) && wake {
+            if q.enter(p, wake) && wake && collect {
                 wakes.push((p.watcher.clone(), p.target.to_string()));
             }
         }

@@ -11,8 +11,14 @@ pub enum Error {
     InvalidArg(String),
     /// The store was closed; nothing was done.
     Closed,
-    /// SQLite failed (busy beyond the busy timeout, read-only file, disk full, corrupt file, …).
-    Db(rusqlite::Error),
+    /// The database failed (busy beyond the busy timeout, read-only file, disk full, corrupt
+    /// file, …): the kind of failure, whatever the store, and the store's own message.
+    Db {
+        /// What kind of failure it was.
+        kind: DbFailure,
+        /// The store's description of it.
+        message: String,
+    },
     /// A file-system operation around the database failed (creating its directory, its mode).
     Io(std::io::Error),
     /// A line of an upstream transcript could not be classified (semantics.md#upstream); the scan goes on.
@@ -22,7 +28,7 @@ pub enum Error {
     NotSqlite(String),
     /// Another SQLite library (or any other code) of this process has the database file, its
     /// `-wal`, `-shm` or `-journal` open: POSIX locks belong to the process, so the two would
-    /// break each other's locks ([`crate::exclusive`]). Nothing was done.
+    /// break each other's locks ([`crate::sqlite::exclusive`]). Nothing was done.
     FileShared(String),
     /// The file holds a table of this schema's name that no known generation wrote (a column
     /// the store cannot add is missing); opening it changes nothing.
@@ -37,6 +43,25 @@ pub enum Error {
     SourceChanged(String),
 }
 
+/// The kind of an [`Error::Db`], the same for every store (SQLite's result codes map to it in
+/// `sqlite/error.rs`).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbFailure {
+    /// A lock was not granted within the busy timeout.
+    Busy,
+    /// The disk (or the database's size limit) is full.
+    Full,
+    /// The file or the connection is read-only.
+    ReadOnly,
+    /// The file is damaged.
+    Corrupt,
+    /// The file is not a database of this store.
+    NotADatabase,
+    /// Any other failure.
+    Other,
+}
+
 /// The result type of the core.
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -46,12 +71,20 @@ impl Error {
         match self {
             Error::InvalidArg(_) => "ERR_INVALID_ARG",
             Error::Closed => "ERR_CLOSED",
-            Error::Db(_) | Error::Io(_) | Error::SourceChanged(_) => "ERR_DB",
+            Error::Db { .. } | Error::Io(_) | Error::SourceChanged(_) => "ERR_DB",
             Error::UpstreamParse(_) => "ERR_UPSTREAM_PARSE",
             Error::NotSqlite(_) => "ERR_NOT_SQLITE",
             Error::FileShared(_) => "ERR_FILE_SHARED",
             Error::ForeignSchema(_) => "ERR_FOREIGN_SCHEMA",
             Error::ImportDiverged(_) => "ERR_IMPORT_DIVERGED",
+        }
+    }
+
+    /// Shorthand for an [`Error::Db`] of `kind` with a message.
+    pub fn db(kind: DbFailure, message: impl Into<String>) -> Self {
+        Error::Db {
+            kind,
+            message: message.into(),
         }
     }
 
@@ -69,30 +102,26 @@ impl Error {
             Error::Io(e) if !e.to_string().contains(path) => {
                 Error::Io(std::io::Error::new(e.kind(), format!("{path}: {e}")))
             }
-            Error::Db(rusqlite::Error::SqliteFailure(f, _))
-                if f.code == rusqlite::ErrorCode::NotADatabase =>
-            {
-                Error::NotSqlite(format!("{path} is not a SQLite database"))
-            }
-            Error::Db(rusqlite::Error::SqliteFailure(f, msg)) => {
-                let msg = msg.unwrap_or_else(|| f.to_string());
-                let msg = if msg.contains(path) {
-                    msg
-                } else {
-                    format!("{path}: {msg}")
-                };
-                Error::Db(rusqlite::Error::SqliteFailure(f, Some(msg)))
-            }
+            Error::Db {
+                kind: DbFailure::NotADatabase,
+                ..
+            } => Error::NotSqlite(format!("{path} is not a SQLite database")),
+            Error::Db { kind, message } if !message.contains(path) => Error::Db {
+                kind,
+                message: format!("{path}: {message}"),
+            },
             other => other,
         }
     }
 
-    /// True when SQLite gave up waiting for a lock (`SQLITE_BUSY` / `SQLITE_LOCKED`).
+    /// True when the store gave up waiting for a lock (SQLite's `SQLITE_BUSY` / `SQLITE_LOCKED`).
     pub fn is_busy(&self) -> bool {
         matches!(
             self,
-            Error::Db(rusqlite::Error::SqliteFailure(e, _))
-                if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            Error::Db {
+                kind: DbFailure::Busy,
+                ..
+            }
         )
     }
 }
@@ -102,7 +131,7 @@ impl fmt::Display for Error {
         match self {
             Error::InvalidArg(msg) => write!(f, "invalid argument: {msg}"),
             Error::Closed => f.write_str("the session state store is closed"),
-            Error::Db(e) => write!(f, "database error: {e}"),
+            Error::Db { message, .. } => write!(f, "database error: {message}"),
             Error::Io(e) => write!(f, "file error: {e}"),
             Error::UpstreamParse(msg) => write!(f, "upstream transcript: {msg}"),
             Error::NotSqlite(msg) | Error::FileShared(msg) => f.write_str(msg),
@@ -116,16 +145,9 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Db(e) => Some(e),
             Error::Io(e) => Some(e),
             _ => None,
         }
-    }
-}
-
-impl From<rusqlite::Error> for Error {
-    fn from(e: rusqlite::Error) -> Self {
-        Error::Db(e)
     }
 }
 
@@ -147,10 +169,7 @@ mod tests {
             Error::ForeignSchema("x".into()).code(),
             "ERR_FOREIGN_SCHEMA"
         );
-        assert_eq!(
-            Error::Db(rusqlite::Error::QueryReturnedNoRows).code(),
-            "ERR_DB"
-        );
+        assert_eq!(Error::db(DbFailure::Other, "x").code(), "ERR_DB");
         assert_eq!(Error::Io(std::io::Error::other("x")).code(), "ERR_DB");
         assert_eq!(Error::SourceChanged("x".into()).code(), "ERR_DB");
         assert_eq!(
@@ -169,14 +188,14 @@ mod tests {
         let io = Error::Io(std::io::Error::from(std::io::ErrorKind::NotFound)).at_path("/a/b");
         assert_eq!(io.code(), "ERR_DB");
         assert!(io.to_string().contains("/a/b"), "{io}");
-        let not_db = rusqlite::ffi::Error::new(26); // SQLITE_NOTADB
-        let e = Error::Db(rusqlite::Error::SqliteFailure(not_db, None)).at_path("/a/b");
+        let e = Error::db(DbFailure::NotADatabase, "file is not a database").at_path("/a/b");
         assert_eq!(e.code(), "ERR_NOT_SQLITE");
         assert!(e.to_string().contains("/a/b"), "{e}");
-        let busy = rusqlite::ffi::Error::new(5); // SQLITE_BUSY
-        let e = Error::Db(rusqlite::Error::SqliteFailure(busy, None)).at_path("/a/b");
+        let e = Error::db(DbFailure::Busy, "database is locked").at_path("/a/b");
         assert!(e.is_busy());
-        assert!(e.to_string().contains("/a/b"), "{e}");
+        assert_eq!(e.to_string(), "database error: /a/b: database is locked");
+        let e = Error::db(DbFailure::Busy, "/a/b is locked").at_path("/a/b");
+        assert_eq!(e.to_string(), "database error: /a/b is locked");
         assert_eq!(
             Error::Closed.at_path("/a/b").to_string(),
             Error::Closed.to_string()

@@ -11,7 +11,7 @@ use crate::event::{self, RecordInput, StateEvent, ValidEvent};
 use crate::keys;
 use crate::metrics::Hist;
 use crate::record::{Recorder, Written};
-use crate::tx::Tx;
+use crate::sqlite::tx::Tx;
 
 /// One record of a group: the input and the caller's clock at the call.
 pub type GroupItem = (RecordInput, i64);
@@ -134,13 +134,7 @@ pub(crate) fn copy(e: &Error) -> Error {
     match e {
         Error::InvalidArg(m) => Error::InvalidArg(m.clone()),
         Error::Closed => Error::Closed,
-        Error::Db(rusqlite::Error::SqliteFailure(f, m)) => {
-            Error::Db(rusqlite::Error::SqliteFailure(*f, m.clone()))
-        }
-        Error::Db(other) => Error::Db(rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
-            Some(other.to_string()),
-        )),
+        Error::Db { kind, message } => Error::db(*kind, message.clone()),
         Error::Io(io) => Error::Io(std::io::Error::new(io.kind(), io.to_string())),
         Error::UpstreamParse(m) => Error::UpstreamParse(m.clone()),
         Error::NotSqlite(m) => Error::NotSqlite(m.clone()),

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rusqlite::{params, Connection};
 
 use crate::error::Result;
-use crate::tx::Tx;
+use crate::sqlite::tx::Tx;
 
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS session_awareness_served (
   watcher_key TEXT NOT NULL,

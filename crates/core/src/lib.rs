@@ -36,17 +36,13 @@
 // what this file re-exports, plus the `import`, `inspect`, `keys` and `upstream` modules.
 // With the `test-hooks` feature (the workspace's tests and benches turn it on) the modules
 // that benchmarks and integration tests open directly are public too.
-pub(crate) mod conn;
-pub(crate) mod cursor_rows;
 pub(crate) mod delivery;
 mod error;
 pub(crate) mod event;
 pub(crate) mod group;
-pub(crate) mod heads;
 pub(crate) mod hooks;
-pub mod import;
-pub(crate) mod inert;
-pub mod inspect;
+pub use sqlite::import;
+pub use sqlite::inspect;
 pub mod keys;
 pub(crate) mod lease;
 pub(crate) mod log;
@@ -58,6 +54,7 @@ pub(crate) mod queue;
 pub(crate) mod read_event;
 pub(crate) mod record;
 pub(crate) mod runtime;
+pub(crate) mod sqlite;
 pub(crate) mod store;
 pub(crate) mod sync;
 pub mod upstream;
@@ -65,29 +62,20 @@ pub(crate) mod wake;
 pub(crate) mod writer;
 
 #[cfg(feature = "test-hooks")]
-pub mod checkpoint;
-#[cfg(not(feature = "test-hooks"))]
-pub(crate) mod checkpoint;
+pub use sqlite::checkpoint;
 #[cfg(feature = "test-hooks")]
 pub mod cursors;
 #[cfg(not(feature = "test-hooks"))]
 pub(crate) mod cursors;
 #[cfg(feature = "test-hooks")]
-pub mod exclusive;
-#[cfg(not(feature = "test-hooks"))]
-pub(crate) mod exclusive;
+pub use sqlite::exclusive;
 #[cfg(feature = "test-hooks")]
-pub mod schema;
-#[cfg(not(feature = "test-hooks"))]
-pub(crate) mod schema;
+pub use sqlite::schema;
 #[cfg(feature = "test-hooks")]
-pub mod tx;
-#[cfg(not(feature = "test-hooks"))]
-pub(crate) mod tx;
+pub use sqlite::tx;
 
-pub use cursor_rows::CursorRow;
 pub use cursors::{Cursor, Provenance, WatchOptions};
-pub use error::{Error, Result};
+pub use error::{DbFailure, Error, Result};
 pub use event::{ActorType, EventKind, NotifyKinds, RecordInput, Scopes, StateEvent};
 pub use hooks::{system_now, Clock, ErrorSink, Hooks};
 pub use keys::{decode_notice_context_key, encode_notice_context_key, MAX_SCOPE_BYTES};
@@ -98,6 +86,7 @@ pub use options::{Options, MAX_RETENTION_MS, MAX_SYNC_INTERVAL_MS, MAX_WAKE_COAL
 pub use prune::PruneReport;
 pub use queue::{Notice, QueueSignal, QueuedNotice};
 pub use read_event::{ChangeEvent, ForeignEvent, ForeignFields, ForeignPayload};
+pub use sqlite::cursor_rows::CursorRow;
 pub use store::{Store, VersionRef};
 pub use wake::{WakeRequest, WakeSink};
 pub use writer::{Done, Job, Sink, Writer};

@@ -4,9 +4,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
 use crate::event::{StateEvent, ValidEvent};
-use crate::inert;
 use crate::read_event::{self, ChangeEvent};
-use crate::tx::Tx;
+use crate::sqlite::inert;
+use crate::sqlite::tx::Tx;
 
 /// The largest `limit` of `changesSince`, and its default.
 pub const MAX_CHANGES: u32 = 200;
@@ -62,7 +62,7 @@ pub fn insert_event(conn: &Connection, v: &ValidEvent) -> Result<Inserted> {
                 .query_row([&v.dedupe_key], inert::event_of)?;
             // A row the store would never write (semantics.md#storage) holds the key: it cannot be returned.
             first.map(Inserted::Duplicate).ok_or_else(|| {
-                Error::Db(rusqlite::Error::InvalidColumnType(
+                Error::from(rusqlite::Error::InvalidColumnType(
                     0,
                     "dedupe_key is held by a row this store did not write".into(),
                     rusqlite::types::Type::Text,

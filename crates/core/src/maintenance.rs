@@ -6,8 +6,6 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::checkpoint::Checkpointer;
-use crate::conn::Db;
 use crate::cursors;
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
@@ -16,7 +14,9 @@ use crate::metrics::Count;
 use crate::options::Options;
 use crate::prune::{self, PruneReport};
 use crate::runtime;
-use crate::tx::Tx;
+use crate::sqlite::checkpoint::Checkpointer;
+use crate::sqlite::conn::Db;
+use crate::sqlite::tx::Tx;
 
 /// An hour: a record prunes when this long has passed since the last prune (semantics.md#recording).
 pub(crate) const AUTO_PRUNE_INTERVAL_MS: i64 = 60 * 60 * 1000;

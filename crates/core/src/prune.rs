@@ -121,7 +121,7 @@ const RAISE_UP_TO: &str = raise!("e.sequence <= ?1");
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema;
+    use crate::sqlite::schema;
 
     /// `n` events: sequence i + 1 belongs to session `s{i % 3}` and occurred at `i`; each
     /// session's head is its last sequence.

@@ -13,8 +13,8 @@ use rusqlite::types::ValueRef;
 use rusqlite::Row;
 
 use crate::event::{normalize_summary, ActorType, EventKind, StateEvent};
-use crate::inert::{self, integer, lossy_opt_text, lossy_text, text};
 use crate::keys;
+use crate::sqlite::inert::{self, integer, lossy_opt_text, lossy_text, text};
 
 /// One event row of a read, in sequence order.
 #[derive(Debug, Clone, PartialEq)]

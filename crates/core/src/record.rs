@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 
-use crate::conn::Db;
 use crate::cursors::{self, Pending};
 use crate::delivery::{Delivery, Wake};
 use crate::error::Result;
@@ -14,8 +13,9 @@ use crate::keys;
 use crate::log::{self, Inserted};
 use crate::maintenance::Maintenance;
 use crate::metrics::{Count, Hist};
+use crate::sqlite::conn::Db;
+use crate::sqlite::tx::Tx;
 use crate::sync::SyncState;
-use crate::tx::Tx;
 
 /// The parts of a store a write goes through. Cheap to clone: clones share everything.
 #[derive(Clone)]

@@ -1,6 +1,6 @@
 //! [`Store`]: the public façade of a session-state store over one SQLite connection. It
 //! composes the parts that do the work, each in its own module: the guarded connection
-//! ([`crate::conn`]), the write path of a record ([`crate::record`]), the notice queue and the
+//! ([`crate::sqlite::conn`]), the write path of a record ([`crate::record`]), the notice queue and the
 //! wakes ([`crate::delivery`]), prunes and checkpoints ([`crate::maintenance`]), cross-process
 //! delivery ([`crate::sync`]) and the upstream monitor ([`crate::upstream::monitor`]). Every
 //! method that needs the time takes `now` (epoch ms) from the caller, so the host's clock
@@ -10,15 +10,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::checkpoint::Checkpointer;
-use crate::conn::Db;
-use crate::cursor_rows::{self, CursorRow};
 use crate::cursors::{self, Provenance};
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
 use crate::event::{RecordInput, StateEvent};
-use crate::exclusive::FileGuard;
-use crate::heads::{self, HeadCache};
 use crate::hooks::{Hooks, Host};
 use crate::keys::{self, SessionKey};
 use crate::log::{self, Changes};
@@ -28,9 +23,14 @@ use crate::options::Options;
 use crate::prune::PruneReport;
 use crate::queue::{Notice, QueueSignal};
 use crate::record::Recorder;
-use crate::schema;
+use crate::sqlite::checkpoint::Checkpointer;
+use crate::sqlite::conn::Db;
+use crate::sqlite::cursor_rows::{self, CursorRow};
+use crate::sqlite::exclusive::FileGuard;
+use crate::sqlite::heads::{self, HeadCache};
+use crate::sqlite::schema;
+use crate::sqlite::tx::Tx;
 use crate::sync::SyncState;
-use crate::tx::Tx;
 use crate::upstream::links::Link;
 use crate::upstream::monitor::{AdoptInput, Monitor, RemoteCheck};
 

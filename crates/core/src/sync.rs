@@ -29,16 +29,16 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use tokio::task::AbortHandle;
 use tokio::time::MissedTickBehavior;
 
-use crate::conn::Db;
 use crate::cursors::{self, Pending};
 use crate::delivery::{wakes_for, Delivery, Wake};
 use crate::error::{Error, Result};
 use crate::hooks::Host;
-use crate::inert;
 use crate::keys;
 use crate::lease;
 use crate::metrics::Count;
 use crate::runtime;
+use crate::sqlite::conn::Db;
+use crate::sqlite::inert;
 
 /// How long the reader waits for a lock before it gives up until the next poll. Readers of a
 /// WAL database never wait for writers; this only matters for rollback-journal files.
@@ -86,9 +86,9 @@ pub(crate) struct SyncState {
 
 /// Opens the read-only connection the poller uses, beside the store's own.
 fn open_reader(path: &str) -> Result<Connection> {
-    crate::exclusive::install();
+    crate::sqlite::exclusive::install();
     let conn = Connection::open_with_flags(
-        crate::schema::sqlite_name(path).as_ref(),
+        crate::sqlite::schema::sqlite_name(path).as_ref(),
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.busy_timeout(Duration::from_millis(READER_BUSY_MS))?;
@@ -96,7 +96,7 @@ fn open_reader(path: &str) -> Result<Connection> {
     // Every commit elsewhere empties this connection's page cache before its next read, so a
     // large one would only hold memory.
     conn.pragma_update(None, "cache_size", -256)?;
-    crate::inert::register(&conn)?;
+    crate::sqlite::inert::register(&conn)?;
     Ok(conn)
 }
 

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::error::{Error, Result};
+use crate::error::{DbFailure, Error, Result};
 use crate::event::{RecordInput, StateEvent};
 use crate::group::GroupItem;
 use crate::store::Store;
@@ -208,10 +208,10 @@ fn guarded<O>(n: usize, f: impl FnOnce() -> Vec<Done<O>>) -> Vec<Done<O>> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
         (0..n)
             .map(|_| {
-                Done::Lost(Error::Db(rusqlite::Error::SqliteFailure(
-                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERNAL),
-                    Some("the call panicked inside the store".into()),
-                )))
+                Done::Lost(Error::db(
+                    DbFailure::Other,
+                    "the call panicked inside the store",
+                ))
             })
             .collect()
     })

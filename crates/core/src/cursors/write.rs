@@ -8,7 +8,7 @@ use rusqlite::{params, Connection};
 
 use super::{exists, provenance_col, scope_col, Pending, Provenance};
 use crate::error::{Error, Result};
-use crate::inert::{live_cursor, within_head};
+use crate::sqlite::inert::{live_cursor, within_head};
 
 /// How `watch` registers a cursor (semantics.md#cursors-seed, semantics.md#cursors-scope).
 #[derive(Debug, Clone, PartialEq, Eq)]

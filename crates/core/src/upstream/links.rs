@@ -330,7 +330,10 @@ pub fn get(conn: &Connection, session_key: &str) -> Result<Option<Link>> {
 }
 
 /// The condition that a cursor of `watched_local`'s subquery is one the store could have written.
-const LIVE_TARGET: &str = concat!(crate::inert::live_cursor!(), crate::inert::within_head!());
+const LIVE_TARGET: &str = concat!(
+    crate::sqlite::inert::live_cursor!(),
+    crate::sqlite::inert::within_head!()
+);
 
 /// The links with a local transcript whose session is watched (a live cursor targets it),
 /// each session key linked once. A row the store would never write (NULL where it writes a

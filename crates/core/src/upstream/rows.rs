@@ -6,7 +6,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::Result;
-use crate::inert;
+use crate::sqlite::inert;
 use crate::store::Store;
 
 /// One row of `session_upstream_links`, OpenClaw's columns as stored.

@@ -17,11 +17,11 @@ use std::path::Path;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 
 use crate::error::{Error, Result};
-use crate::inert::{lossy_integer, lossy_opt_text, lossy_text};
 use crate::keys;
 use crate::log::check_after;
 use crate::queue::Notice;
 use crate::read_event::{self, ChangeEvent};
+use crate::sqlite::inert::{lossy_integer, lossy_opt_text, lossy_text};
 
 /// The tables of the schema (semantics.md#storage), in the order the report names them.
 pub const TABLES: [&str; 4] = [
@@ -338,8 +338,8 @@ pub(crate) fn open_read_only(path: &str) -> Result<(Connection, u64, bool)> {
     }
     // Another library of this process on the file: the read-only connection's close would
     // drop that library's locks (and this one's would be invisible to it).
-    let family = crate::exclusive::Family::of(Path::new(path))?;
-    let found = crate::exclusive::check(&family)?;
+    let family = crate::sqlite::exclusive::Family::of(Path::new(path))?;
+    let found = crate::sqlite::exclusive::check(&family)?;
     // SQLite treats an empty file as an empty database; anything else must carry the header.
     // Read through a handle of our own only when no store of this process has the file open:
     // closing it would drop that store's locks (a store's file passed the check at its open).
@@ -356,7 +356,7 @@ pub(crate) fn open_read_only(path: &str) -> Result<(Connection, u64, bool)> {
         }
     }
     let wal = Path::new(&format!("{path}-wal")).exists();
-    crate::exclusive::install();
+    crate::sqlite::exclusive::install();
     let conn = Connection::open_with_flags(
         uri(path, !wal)?,
         OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -368,7 +368,7 @@ pub(crate) fn open_read_only(path: &str) -> Result<(Connection, u64, bool)> {
         .map_err(|e| db_error(path, e))?;
     conn.execute_batch("PRAGMA query_only = ON")
         .map_err(|e| db_error(path, e))?;
-    crate::inert::register(&conn).map_err(|e| db_error(path, e))?;
+    crate::sqlite::inert::register(&conn).map_err(|e| db_error(path, e))?;
     Ok((conn, meta.len(), wal))
 }
 
@@ -404,7 +404,7 @@ pub(crate) fn db_error(path: &str, e: rusqlite::Error) -> Error {
         rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
             Error::NotSqlite(format!("{path} is not a SQLite database"))
         }
-        e => Error::Db(e),
+        e => Error::from(e),
     }
 }
 
@@ -498,7 +498,7 @@ fn sessions(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SessionRow>> {
 const CURSORS: &str = concat!(
     "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
      notified_sequence, material_sequence, provenance, updated_at, coalesce((",
-    crate::inert::live_cursor!(),
+    crate::sqlite::inert::live_cursor!(),
     "9223372036854775807)), 0) \
      FROM session_watch_cursors ORDER BY watcher_session_key, target_session_key"
 );

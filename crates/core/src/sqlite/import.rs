@@ -40,8 +40,8 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
-use crate::error::{Error, Result};
-use crate::inspect::{db_error, open_read_only};
+use crate::error::{DbFailure, Error, Result};
+use crate::sqlite::inspect::{db_error, open_read_only};
 use rows::{Cell, Kind};
 
 /// How the import runs.
@@ -180,7 +180,7 @@ fn attempt_import(
         plan.stamp = (!wal).then_some((source.to_owned(), stamp));
     }
     let plan = plan.map_err(|e| stamp.overtaken(source, e))?;
-    let dst = crate::schema::open(dest, opts.busy_timeout_ms)?;
+    let dst = crate::sqlite::schema::open(dest, opts.busy_timeout_ms)?;
     let mut summary = ImportSummary {
         source_last_sequence: plan.last_sequence,
         source_wal: wal,
@@ -236,7 +236,10 @@ fn same_file(a: &str, b: &str) -> bool {
 /// A source read error names the source file.
 fn relabel(source: &str, e: Error) -> Error {
     match e {
-        Error::Db(e) => db_error(source, e),
+        Error::Db {
+            kind: DbFailure::NotADatabase,
+            ..
+        } => Error::NotSqlite(format!("{source} is not a SQLite database")),
         e => e,
     }
 }

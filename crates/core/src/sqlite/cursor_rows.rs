@@ -5,7 +5,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
 use crate::error::Result;
-use crate::inert;
+use crate::sqlite::inert;
 
 /// One cursor row, every column as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -176,7 +176,7 @@ mod tests {
 
     #[test]
     fn the_fingerprint_moves_with_every_change_the_classification_reads() -> Result<()> {
-        let dst = crate::schema::open(":memory:", 1000)?;
+        let dst = crate::sqlite::schema::open(":memory:", 1000)?;
         let mut last = fingerprint(&dst)?;
         assert_eq!(last, [0; 6]);
         for (sql, want) in [

@@ -58,7 +58,7 @@ impl Deref for Tx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema;
+    use crate::sqlite::schema;
 
     fn count(conn: &Connection) -> Result<i64> {
         Ok(

@@ -76,7 +76,7 @@ pub fn prepare(path: &str) -> Result<()> {
 
 /// Opens the connection of [`open`] on a file [`prepare`] made ready.
 pub fn connect(path: &str, busy_timeout_ms: u32) -> Result<Connection> {
-    crate::exclusive::install();
+    crate::sqlite::exclusive::install();
     let conn = Connection::open_with_flags(
         sqlite_name(path).as_ref(),
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -84,7 +84,7 @@ pub fn connect(path: &str, busy_timeout_ms: u32) -> Result<Connection> {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     configure(&conn, busy_timeout_ms)?;
-    crate::inert::register(&conn)?;
+    crate::sqlite::inert::register(&conn)?;
     Ok(conn)
 }
 
@@ -192,7 +192,7 @@ fn prepare_file(path: &Path) -> Result<()> {
         // it: closing a handle on the file would drop the locks this process's connections
         // (another store on it) hold there.
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            Ok(crate::exclusive::check_writable(path)?)
+            Ok(crate::sqlite::exclusive::check_writable(path)?)
         }
         Err(e) => Err(e.into()),
     }

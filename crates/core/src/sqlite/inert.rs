@@ -71,12 +71,24 @@ pub fn live(
     updated_at: ValueRef<'_>,
     bound: i64,
 ) -> bool {
+    live_fields(positions, provenance, updated_at, bound)
+        && keys[0] != keys[1]
+        && keys.into_iter().all(watchable)
+}
+
+/// The checks of [`live`] but the keys': integer positions in `[0, bound]`, a known
+/// provenance and an integer `updated_at`. For a reader that checks each key once for many
+/// rows.
+pub fn live_fields(
+    positions: [ValueRef<'_>; 3],
+    provenance: ValueRef<'_>,
+    updated_at: ValueRef<'_>,
+    bound: i64,
+) -> bool {
     let in_range = |p: ValueRef<'_>| integer(p).is_some_and(|p| (0..=bound).contains(&p));
     positions.into_iter().all(in_range)
         && matches!(provenance, ValueRef::Text(b"explicit" | b"ambient-group"))
         && matches!(updated_at, ValueRef::Integer(_))
-        && keys[0] != keys[1]
-        && keys.into_iter().all(watchable)
 }
 
 /// True when a stored key may hold a cursor: valid UTF-8 text, agent-qualified.

@@ -9,7 +9,7 @@ use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
-use crate::exclusive::FileGuard;
+use crate::sqlite::exclusive::FileGuard;
 
 /// The store's connection, locked: derefs to the open [`Connection`].
 pub(crate) type ConnGuard<'a> = MappedMutexGuard<'a, Connection>;
@@ -116,7 +116,7 @@ impl Db {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema;
+    use crate::sqlite::schema;
 
     #[test]
     fn a_closed_connection_answers_closed() -> Result<()> {

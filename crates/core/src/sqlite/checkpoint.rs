@@ -23,9 +23,9 @@ use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Error, Result};
-use crate::exclusive::FileGuard;
 use crate::hooks::ErrorSink;
 use crate::runtime;
+use crate::sqlite::exclusive::FileGuard;
 
 /// New WAL frames after which a background checkpoint is due: SQLite's own default for its
 /// automatic one.
@@ -186,7 +186,7 @@ impl Inner {
         let conn = match &mut *guard {
             Some(conn) => conn,
             slot @ None => {
-                crate::exclusive::install();
+                crate::sqlite::exclusive::install();
                 let conn = Connection::open_with_flags(
                     &self.path,
                     OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -209,7 +209,7 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema;
+    use crate::sqlite::schema;
     use std::time::{Duration, Instant};
 
     fn file_pages(path: &std::path::Path) -> u64 {

@@ -15,7 +15,7 @@ use foldhash::fast::RandomState;
 use rusqlite::Connection;
 
 use crate::error::Result;
-use crate::inert;
+use crate::sqlite::inert;
 
 /// The most versions the cache holds; past it, it starts again empty.
 pub const MAX_CACHED: usize = 20_000;
