@@ -3,12 +3,12 @@
 // when no live process serves it; a crashed server's lease expires; a watcher's first drain
 // in a new process reads what is pending. Real child processes (__test__/fixtures/gateway.js),
 // each pushing its wakes and the notices entering its queue; waits poll with generous limits.
-import { ChildProcess, fork } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import type { Notice, QueuedNotice, WakeRequest } from '../lib'
+import { GatewayProcess, until, type GatewayMessage } from './gateway-process'
 
 // better-sqlite3 reads the rows directly, as a third party to the file.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -16,80 +16,38 @@ const Database = require('better-sqlite3')
 
 jest.setTimeout(120_000)
 
-const FIXTURE = join(__dirname, 'fixtures', 'gateway.js')
 const W = 'agent:main:main'
 const T = 'agent:main:subagent:research'
 const BARRIER_W = 'agent:qa:main'
 const BARRIER_T = 'agent:qa:barrier'
 
-type Reply = { type: 'reply'; id: number; result?: unknown; error?: { code: string; message: string } }
 type Message =
-  | Reply
-  | { type: 'ready' }
   | { type: 'wake'; req: WakeRequest }
   | { type: 'notice'; notice: QueuedNotice }
   | { type: 'error'; code: string }
 
-class Gateway {
+class Gateway extends GatewayProcess {
   readonly wakes: string[] = []
   readonly entered: Array<[string, string, number]> = []
   readonly errors: string[] = []
-  private nextId = 1
-  private readonly waiting = new Map<number, (r: Reply) => void>()
-  private readonly exited: Promise<void>
 
-  private constructor(private readonly child: ChildProcess) {
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()))
-    child.on('message', (m: Message) => {
-      if (m.type === 'reply') {
-        this.waiting.get(m.id)?.(m)
-        this.waiting.delete(m.id)
-      } else if (m.type === 'wake') this.wakes.push(m.req.sessionKey)
-      else if (m.type === 'notice') this.entered.push([m.notice.watcherKey, m.notice.targetKey, m.notice.changesSince])
-      else if (m.type === 'error') this.errors.push(m.code)
-    })
+  protected override onMessage(raw: GatewayMessage): void {
+    const m = raw as Message
+    if (m.type === 'wake') this.wakes.push(m.req.sessionKey)
+    else if (m.type === 'notice') this.entered.push([m.notice.watcherKey, m.notice.targetKey, m.notice.changesSince])
+    else if (m.type === 'error') this.errors.push(m.code)
   }
 
-  static async start(file: string, options: Record<string, unknown> = {}): Promise<Gateway> {
+  static start(file: string, options: Record<string, unknown> = {}): Promise<Gateway> {
     const opts = { syncIntervalMs: 20, wakeCoalesceMs: 50, listen: true, ...options }
-    const child = fork(FIXTURE, [file, JSON.stringify(opts)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    const g = new Gateway(child)
-    await new Promise<void>((resolve, reject) => {
-      child.once('error', reject)
-      child.on('message', (m: Message) => {
-        if (m.type === 'ready') resolve()
-      })
-    })
-    running.push(g)
-    return g
-  }
-
-  call<R>(cmd: string, args: Record<string, unknown> = {}): Promise<R> {
-    const id = this.nextId++
-    return new Promise<R>((resolve, reject) => {
-      this.waiting.set(id, (r) => (r.error ? reject(Object.assign(new Error(r.error.message), r.error)) : resolve(r.result as R)))
-      this.child.send({ id, cmd, args })
-    })
+    return GatewayProcess.fork((child) => new Gateway(child), file, opts)
   }
 
   record(sessionKey: string): Promise<{ sequence: number }> {
     return this.call('record', { input: human(sessionKey) })
   }
-
-  async kill(): Promise<void> {
-    this.child.kill('SIGKILL')
-    await this.exited
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      this.child.disconnect()
-      await this.exited
-    }
-  }
 }
 
-let running: Gateway[] = []
 let dir: string
 let file: string
 
@@ -99,20 +57,9 @@ beforeEach(() => {
 })
 
 afterEach(async () => {
-  await Promise.all(running.map((g) => g.stop()))
-  running = []
+  await GatewayProcess.stopAll()
   rmSync(dir, { recursive: true, force: true })
 })
-
-async function until<V>(read: () => Promise<V> | V, ok: (v: V) => boolean, what: string): Promise<V> {
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    const v = await read()
-    if (ok(v)) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
 
 function human(sessionKey: string) {
   return { sessionKey, kind: 'human_direct_message', actorType: 'human', summary: 'human message via telegram' }

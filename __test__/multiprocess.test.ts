@@ -1,12 +1,13 @@
 // Notices across gateway processes (semantics.md#processes): real child processes (__test__/fixtures/gateway.js)
 // share one database file. No assertion depends on timing: waits poll with generous limits,
 // and "only one wake" is proved with barrier wakes that the same process delivers later.
-import { ChildProcess, fork, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 import { Notice, SessionState, WakeRequest } from '../lib'
+import { GatewayProcess, until, type GatewayMessage } from './gateway-process'
 
 // better-sqlite3 reads the cursor rows directly, as a third party to the file.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -14,63 +15,32 @@ const Database = require('better-sqlite3')
 
 jest.setTimeout(120_000)
 
-const FIXTURE = join(__dirname, 'fixtures', 'gateway.js')
 const W = 'agent:main:main'
 const T = 'agent:main:subagent:research'
 
-type Reply = { type: 'reply'; id: number; result?: unknown; error?: { code: string; message: string } }
 type Message =
-  | Reply
-  | { type: 'ready' }
   | { type: 'wake'; req: WakeRequest }
   | { type: 'error'; code: string }
   | { type: 'recorded'; index: number; sequence: number | null }
 
-class Gateway {
+class Gateway extends GatewayProcess {
   readonly wakes: WakeRequest[] = []
   readonly errors: string[] = []
   readonly recorded: number[] = []
-  private nextId = 1
-  private readonly waiting = new Map<number, (r: Reply) => void>()
-  private readonly exited: Promise<void>
 
-  private constructor(private readonly child: ChildProcess) {
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()))
-    child.on('message', (m: Message) => {
-      if (m.type === 'reply') {
-        this.waiting.get(m.id)?.(m)
-        this.waiting.delete(m.id)
-      } else if (m.type === 'wake') {
-        this.wakes.push(m.req)
-      } else if (m.type === 'error') {
-        this.errors.push(m.code)
-      } else if (m.type === 'recorded' && m.sequence !== null) {
-        this.recorded.push(m.index)
-      }
-    })
+  protected override onMessage(raw: GatewayMessage): void {
+    const m = raw as Message
+    if (m.type === 'wake') {
+      this.wakes.push(m.req)
+    } else if (m.type === 'error') {
+      this.errors.push(m.code)
+    } else if (m.type === 'recorded' && m.sequence !== null) {
+      this.recorded.push(m.index)
+    }
   }
 
-  static async start(file: string, options: Record<string, unknown> = {}): Promise<Gateway> {
-    const child = fork(FIXTURE, [file, JSON.stringify({ syncIntervalMs: 20, wakeCoalesceMs: 50, ...options })], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    })
-    const g = new Gateway(child)
-    await new Promise<void>((resolve, reject) => {
-      child.once('error', reject)
-      child.on('message', (m: Message) => {
-        if (m.type === 'ready') resolve()
-      })
-    })
-    running.push(g)
-    return g
-  }
-
-  call<R>(cmd: string, args: Record<string, unknown> = {}): Promise<R> {
-    const id = this.nextId++
-    return new Promise<R>((resolve, reject) => {
-      this.waiting.set(id, (r) => (r.error ? reject(Object.assign(new Error(r.error.message), r.error)) : resolve(r.result as R)))
-      this.child.send({ id, cmd, args })
-    })
+  static start(file: string, options: Record<string, unknown> = {}): Promise<Gateway> {
+    return GatewayProcess.fork((child) => new Gateway(child), file, { syncIntervalMs: 20, wakeCoalesceMs: 50, ...options })
   }
 
   record(input: Record<string, unknown>): Promise<{ sequence: number }> {
@@ -84,21 +54,8 @@ class Gateway {
   drain(watcher: string): Promise<Notice[]> {
     return this.call('drain', { watcher })
   }
-
-  async kill(): Promise<void> {
-    this.child.kill('SIGKILL')
-    await this.exited
-  }
-
-  async stop(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      this.child.disconnect()
-      await this.exited
-    }
-  }
 }
 
-let running: Gateway[] = []
 let dir: string
 let file: string
 
@@ -108,20 +65,9 @@ beforeEach(() => {
 })
 
 afterEach(async () => {
-  await Promise.all(running.map((g) => g.stop()))
-  running = []
+  await GatewayProcess.stopAll()
   rmSync(dir, { recursive: true, force: true })
 })
-
-async function until<V>(read: () => Promise<V> | V, ok: (v: V) => boolean, what: string): Promise<V> {
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    const v = await read()
-    if (ok(v)) return v
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
 
 const human = (sessionKey: string, extra: Record<string, unknown> = {}) => ({
   sessionKey,
