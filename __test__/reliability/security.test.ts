@@ -89,9 +89,15 @@ test('nothing from payload, summary or the other fields reaches a notice or a wa
 })
 
 describe('SQL', () => {
+  // The folders checked: the core's top level and its SQLite folder (where the statements of
+  // the top-level modules moved), the store's parts, the schema, and the binding. Subfolders
+  // such as cursors/ and upstream/ are not checked yet: a recursive scan finds format! SQL
+  // there (the links table's added columns, the scope filter) that still needs this review.
   const SOURCES = [
     path.join(ROOT, 'crates', 'core', 'src'),
-    path.join(ROOT, 'crates', 'core', 'src', 'schema'),
+    path.join(ROOT, 'crates', 'core', 'src', 'sqlite'),
+    path.join(ROOT, 'crates', 'core', 'src', 'sqlite', 'schema'),
+    path.join(ROOT, 'crates', 'core', 'src', 'store'),
     path.join(ROOT, 'src'),
   ]
   const SQL_WORD = /\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|ROLLBACK|VALUES|WHERE)\b/
