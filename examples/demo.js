@@ -52,6 +52,10 @@ async function main() {
   const delta = state.changesSince(child, notices[0].changesSince)
   console.log('changesSince:')
   console.log(JSON.stringify(delta, null, 2))
+  // The turn has read the child up to the last event returned: a notice the drain reopened for
+  // those events is withdrawn with its wake (one notice and one wake per burst).
+  const last = delta.stateChanges.events.at(-1)
+  if (last) show('acknowledged through', state.acknowledge(parent, [child], { through: last.sequence }))
   show('stateVersions', state.stateVersions([{ sessionKey: child }, { sessionKey: parent }]))
   show('drain again', state.drain(parent))
 
