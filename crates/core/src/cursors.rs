@@ -11,6 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::error::{Error, Result};
 use crate::keys::{self, SessionKey};
 use crate::log;
+use crate::rules::Positions;
 use crate::sqlite::inert::{self, live_cursor, within_head};
 
 mod write;
@@ -190,16 +191,18 @@ pub fn acknowledge(
     let Some(c) = get(conn, watcher, target)? else {
         return Ok(None);
     };
-    if c.notified == c.last_seen || scope.is_some_and(|s| c.scope.as_deref() != Some(s)) {
+    if scope.is_some_and(|s| c.scope.as_deref() != Some(s)) {
         return Ok(None);
     }
-    let top = c.material.max(c.notified);
-    let (new_l, new_n) = match through {
-        None => (c.notified, top),
-        Some(t) if t >= top => (top, top),
-        Some(t) if t > c.last_seen => (t, top),
-        Some(_) => return Ok(None),
+    let at = Positions {
+        last_seen: c.last_seen,
+        notified: c.notified,
+        material: c.material,
     };
+    let Some(after) = at.after_acknowledge(through) else {
+        return Ok(None);
+    };
+    let (new_l, new_n) = (after.last_seen, after.notified);
     conn.prepare_cached(
         "UPDATE session_watch_cursors SET last_seen_sequence = ?3, notified_sequence = ?4, updated_at = ?5 \
          WHERE watcher_session_key = ?1 AND target_session_key = ?2",
@@ -304,14 +307,20 @@ pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pendin
         };
         // Integers: `live_fields` checked them.
         let [last_seen, notified, material] = positions.map(|p| inert::integer(p).unwrap_or(0));
-        if notified != material {
+        let at = Positions {
+            last_seen,
+            notified,
+            material,
+        };
+        let refrozen = at.refrozen();
+        if refrozen != at {
             moved.push(r.get::<_, i64>(0)?);
         }
         out.push(Pending {
             watcher,
             target: shared,
             last_seen,
-            notified: material,
+            notified: refrozen.notified,
             provenance: match provenance {
                 ValueRef::Text(b"ambient-group") => Provenance::AmbientGroup,
                 _ => Provenance::Explicit,

@@ -8,6 +8,7 @@ use rusqlite::{params, Connection};
 
 use super::{exists, provenance_col, scope_col, Pending, Provenance};
 use crate::error::{Error, Result};
+use crate::rules::Positions;
 use crate::sqlite::inert::{live_cursor, within_head};
 
 /// How `watch` registers a cursor (semantics.md#cursors-seed, semantics.md#cursors-scope).
@@ -49,10 +50,11 @@ pub fn seed(
     now: i64,
 ) -> Result<bool> {
     let existed = exists(conn, watcher, target)?;
+    let at = Positions::seeded(sequence);
     conn.prepare_cached(
         "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
          last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
-         watcher_store_path) VALUES (?1, ?2, ?3, ?3, ?3, 'explicit', ?4, ?5) \
+         watcher_store_path) VALUES (?1, ?2, ?3, ?7, ?8, 'explicit', ?4, ?5) \
          ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
          last_seen_sequence = excluded.last_seen_sequence, notified_sequence = excluded.notified_sequence, \
          material_sequence = excluded.material_sequence, updated_at = excluded.updated_at, \
@@ -60,7 +62,16 @@ pub fn seed(
          provenance = CASE WHEN ?6 = 0 AND provenance IN ('explicit', 'ambient-group') THEN provenance \
          ELSE 'explicit' END",
     )?
-    .execute(params![watcher, target, sequence, now, scope, reset_provenance])?;
+    .execute(params![
+        watcher,
+        target,
+        at.last_seen,
+        now,
+        scope,
+        reset_provenance,
+        at.notified,
+        at.material
+    ])?;
     Ok(existed)
 }
 
@@ -79,7 +90,7 @@ pub fn material_update(
 ) -> Result<Vec<Pending>> {
     const UPDATE: &str = concat!(
         "UPDATE session_watch_cursors SET \
-         notified_sequence = CASE WHEN notified_sequence = last_seen_sequence THEN ?2 ELSE notified_sequence END, \
+         notified_sequence = session_state_notified_after(last_seen_sequence, notified_sequence, ?2), \
          material_sequence = ?2, updated_at = ?4 \
          WHERE target_session_key = ?1 AND watcher_session_key IS NOT ?3 AND ",
         live_cursor!(),
@@ -136,19 +147,28 @@ pub fn material_insert(
     scope: Option<&str>,
     now: i64,
 ) -> Result<Option<Pending>> {
+    let at = Positions::named_at(sequence);
     let n = conn
         .prepare_cached(
             "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
              last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
-             watcher_store_path) VALUES (?1, ?2, 0, ?3, ?3, 'explicit', ?4, ?5) \
+             watcher_store_path) VALUES (?1, ?2, ?6, ?3, ?7, 'explicit', ?4, ?5) \
              ON CONFLICT (watcher_session_key, target_session_key) DO NOTHING",
         )?
-        .execute(params![watcher, &**target, sequence, now, scope])?;
-    Ok((n == 1 && sequence != 0).then(|| Pending {
+        .execute(params![
+            watcher,
+            &**target,
+            at.notified,
+            now,
+            scope,
+            at.last_seen,
+            at.material
+        ])?;
+    Ok((n == 1 && at.is_pending()).then(|| Pending {
         watcher: watcher.to_owned(),
         target: Arc::clone(target),
-        last_seen: 0,
-        notified: sequence,
+        last_seen: at.last_seen,
+        notified: at.notified,
         provenance: Provenance::Explicit,
         scope: scope.map(Arc::from),
     }))
@@ -189,10 +209,11 @@ pub fn watch(
     if updated == 1 {
         return Ok(false);
     }
+    let at = Positions::seeded(head);
     conn.prepare_cached(
         "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
          last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
-         watcher_store_path) VALUES (?1, ?2, ?3, ?3, ?3, ?4, ?5, ?6) \
+         watcher_store_path) VALUES (?1, ?2, ?3, ?7, ?8, ?4, ?5, ?6) \
          ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
          last_seen_sequence = excluded.last_seen_sequence, notified_sequence = excluded.notified_sequence, \
          material_sequence = excluded.material_sequence, provenance = excluded.provenance, \
@@ -201,10 +222,12 @@ pub fn watch(
     .execute(params![
         watcher,
         target,
-        head,
+        at.last_seen,
         o.provenance.as_str(),
         now,
-        o.scope
+        o.scope,
+        at.notified,
+        at.material
     ])?;
     Ok(true)
 }

@@ -14,6 +14,7 @@ use rusqlite::{Connection, Row};
 
 use crate::event::{ActorType, EventKind, StateEvent, PAYLOAD_MAX_BYTES, SUMMARY_MAX_CHARS};
 use crate::keys;
+use crate::rules;
 
 /// The SQL function `session_state_watchable(key)`: 1 when `key` is valid UTF-8 text that may
 /// hold a cursor (agent-qualified, semantics.md#keys), else 0 (bare, empty, NULL, a number or a blob).
@@ -47,8 +48,13 @@ macro_rules! within_head {
 }
 pub(crate) use within_head;
 
-/// Registers [`WATCHABLE_FN`] and [`LIVE_FN`] on `conn`. Every connection that runs the
-/// store's cursor queries needs them.
+/// The SQL function `session_state_notified_after(L, N, S)`: a cursor's N after a material event
+/// at S, as [`crate::rules::notified_after_material`] decides it, so the material update's one
+/// `UPDATE` moves columns and the rule is not spelled again in SQL.
+pub const NOTIFIED_AFTER_FN: &str = "session_state_notified_after";
+
+/// Registers [`WATCHABLE_FN`], [`LIVE_FN`] and [`NOTIFIED_AFTER_FN`] on `conn`. Every connection
+/// that runs the store's cursor queries needs them.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
     let flags = FunctionFlags::SQLITE_UTF8
         | FunctionFlags::SQLITE_DETERMINISTIC
@@ -58,6 +64,13 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
         let v = |i| ctx.get_raw(i);
         let bound = integer(v(7)).unwrap_or(-1);
         Ok(live([v(0), v(1)], [v(2), v(3), v(4)], v(5), v(6), bound))
+    })?;
+    conn.create_scalar_function(NOTIFIED_AFTER_FN, 3, flags, |ctx| {
+        Ok(rules::notified_after_material(
+            ctx.get(0)?,
+            ctx.get(1)?,
+            ctx.get(2)?,
+        ))
     })
 }
 
