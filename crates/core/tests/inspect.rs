@@ -384,3 +384,35 @@ fn reads_a_sessions_events_after_a_version_with_the_gap_flag() {
         );
     }
 }
+
+#[test]
+fn a_row_without_an_integer_sequence_cannot_be_answered_and_is_a_gap() {
+    // semantics.md#reading-foreign-events: a table another program made without OpenClaw's
+    // INTEGER PRIMARY KEY can hold a row with no place in the order. The store refuses to open
+    // such a table, but `readEvents` reads any file: it answers the rows it can, in order,
+    // and says historyGap for the one it cannot.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("foreign.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE session_state_events (sequence, dedupe_key TEXT, session_key TEXT,
+           session_id TEXT, agent_id TEXT, kind TEXT, actor_type TEXT, actor_id TEXT,
+           run_id TEXT, occurred_at INTEGER, summary TEXT, payload_json TEXT);
+         CREATE TABLE session_state_heads (session_key TEXT, agent_id TEXT, last_sequence INTEGER,
+           pruned_max_sequence INTEGER, updated_at INTEGER);
+         INSERT INTO session_state_heads VALUES ('agent:main:t', 'main', 3, 0, 1);
+         INSERT INTO session_state_events VALUES
+           (1, NULL, 'agent:main:t', NULL, 'main', 'created', 'system', NULL, NULL, 1, 'a', NULL),
+           ('two', NULL, 'agent:main:t', NULL, 'main', 'created', 'system', NULL, NULL, 1, 'b', NULL),
+           (3, NULL, 'agent:main:t', NULL, 'main', 'created', 'system', NULL, NULL, 1, 'c', NULL);",
+    )
+    .unwrap();
+    drop(conn);
+    let r = inspect::read_events(path.to_str().unwrap(), "agent:main:t", None, 0.0).unwrap();
+    let seqs: Vec<i64> = r.events.iter().map(|e| e.sequence()).collect();
+    assert_eq!(seqs, [1, 3]);
+    assert!(r.history_gap);
+    let clean = inspect::read_events(path.to_str().unwrap(), "agent:main:t", None, 3.0).unwrap();
+    // The text sequence sorts after every integer (SQLite's order), so it is after 3 too.
+    assert!(clean.events.is_empty() && clean.history_gap);
+}
