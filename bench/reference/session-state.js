@@ -475,6 +475,13 @@ class ReferenceSessionState {
     const { count, reopened } = this._acknowledgeTx.immediate(watcher, targets, this._now());
     for (const t of targets) this._dropNotice(watcher, t);
     for (const r of reopened) this._enqueue(watcher, r.target, r.since, r.provenance);
+    // A drain or acknowledge that leaves the watcher nothing queued withdraws its scheduled
+    // wake (semantics.md#wake).
+    const timer = this._wakeTimers.get(watcher);
+    if (timer !== undefined && !this._queue.has(watcher)) {
+      clearTimeout(timer);
+      this._wakeTimers.delete(watcher);
+    }
     return count;
   }
 
