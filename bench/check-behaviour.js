@@ -251,7 +251,7 @@ async function checkRecordRules(makeStore, tmpDir) {
   // Spawn edge seeds the parent's cursor; bare, empty, self and duplicate watchers are dropped.
   const spawn = s.record({
     sessionKey: C1, kind: 'child_spawned', actorType: 'agent', actorId: P, summary: 'spawned',
-    watchers: [P, 'global', '', C1, 'agent:MAIN:x', P],
+    watchers: [P, 'global', C1, 'agent:MAIN:x', P], // a blank entry is refused (semantics.md#api-arguments)
   });
   assert.equal(spawn.sequence, 1);
   assert.deepEqual(s.peek(P), []);
@@ -293,7 +293,7 @@ async function checkRecordRules(makeStore, tmpDir) {
   // onlyIfWatched: silent null when nobody watches (bare watchers do not count).
   const lonely = { sessionKey: 'agent:ops:lonely', kind: 'goal_changed', actorType: 'human', summary: 'g', onlyIfWatched: true };
   assert.equal(s.record(lonely), null);
-  assert.equal(s.record({ ...lonely, watchers: ['global', ''] }), null);
+  assert.equal(s.record({ ...lonely, watchers: ['global', 'main'] }), null);
   assert.equal(s.stateVersion('agent:ops:lonely'), 0);
   assert.equal(s.record({ ...lonely, watchers: [P] }).sequence, 13);
   assert.equal(s.record({ sessionKey: C1, kind: 'run_completed', actorType: 'agent', summary: 'w', onlyIfWatched: true }).sequence, 14);
@@ -587,7 +587,9 @@ async function checkSweepAfterReopen(makeStore, tmpDir) {
   await sleep(WAKE_WAIT_MS);
   assert.deepEqual(h1.wakes, []);
 
-  const h2 = openStore(makeStore, file, clock);
+  // Without the cross-process poll, a first peek reads nothing from the file either
+  // (semantics.md#processes): only the sweep re-queues.
+  const h2 = openStore(makeStore, file, clock, { syncIntervalMs: 0 });
   s = h2.store;
   assert.deepEqual(s.peek(W), [], 'the queue is memory only');
   assert.deepEqual(s.sweep({ watcherExists: (w) => w !== WG }), { notices: 3, prune: { eventsDeleted: 0, cursorsDeleted: 0 } });
