@@ -192,10 +192,10 @@ pub fn changes_since(
     events.truncate(limit as usize);
     let earliest: Option<i64> = tx
         .prepare_cached(
-            "SELECT min(sequence) FROM session_state_events \
-             WHERE session_key = ?1 AND agent_id = ?2 AND typeof(sequence) = 'integer'",
+            "SELECT min(sequence) FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2",
         )?
-        .query_row(params![session_key, agent_id], |r| r.get(0))?;
+        // SQLite orders integers before text: the minimum is an integer whenever one is stored.
+        .query_row(params![session_key, agent_id], |r| Ok(inert::integer(r.get_ref(0)?)))?;
     tx.commit()?;
     Ok(Changes {
         state_version: head.last_sequence,
