@@ -20,7 +20,10 @@ pub(crate) mod heads;
 pub mod import;
 pub(crate) mod inert;
 pub mod inspect;
+pub(crate) mod log;
+pub(crate) mod read_event;
 pub(crate) mod rows;
+mod rows_cursors;
 #[cfg(feature = "test-hooks")]
 pub mod schema;
 #[cfg(not(feature = "test-hooks"))]
