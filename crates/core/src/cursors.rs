@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::keys;
-pub use crate::rows::{Cursor, Pair, Pending, Provenance};
+pub use crate::rows::{Cursor, Pending, Provenance};
 use crate::rows::{Expired, Rows};
 use crate::rules::Positions;
 

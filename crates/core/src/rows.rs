@@ -241,7 +241,7 @@ pub trait Rows {
     /// each such cursor as it is after it (pending, naming L), in no particular order.
     fn refreeze(&mut self, only: Option<&[String]>) -> Result<Vec<Pending>>;
 
-    /// Deletes cursors not updated since `cutoff` (a row without an integer `updated_at`
+    /// Deletes cursors not updated since `cutoff` (a row without a numeric `updated_at`
     /// counts as never updated), in chunks: a call deletes those among about `span` rows
     /// from resume point `after` (0 for the first call) and says where the next call resumes.
     /// A store may delete every such row in one call and answer `next: None`.
