@@ -1,98 +1,14 @@
-//! The durable signal log (semantics.md#storage, semantics.md#recording-dedupe, semantics.md#reading): events, per-session heads, and reading them.
-
-use rusqlite::{params, Connection, OptionalExtension};
+//! The durable signal log (semantics.md#storage, semantics.md#recording-dedupe, semantics.md#reading): a session's head, a read's
+//! answer and the checks of its arguments. The SQLite store reads and deletes them in
+//! `sqlite/log.rs`; a record writes them through [`crate::rows::Rows`].
 
 use crate::error::{Error, Result};
-use crate::event::{StateEvent, ValidEvent};
-use crate::read_event::{self, ChangeEvent};
-use crate::sqlite::inert;
-use crate::sqlite::tx::Tx;
+use crate::read_event::ChangeEvent;
 
 /// The largest `limit` of `changesSince`, and its default.
 pub const MAX_CHANGES: u32 = 200;
 /// The largest integer a JS number holds exactly.
 pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
-
-const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, kind, actor_type, actor_id, run_id, \
-     session_id, occurred_at, summary, payload_json";
-
-/// The outcome of inserting an event.
-#[derive(Debug)]
-pub enum Inserted {
-    /// A new row with this sequence.
-    New(i64),
-    /// The dedupe key was taken: the first row with it.
-    Duplicate(StateEvent),
-}
-
-/// Inserts the event (semantics.md#recording-dedupe); on a dedupe conflict returns the existing row.
-pub fn insert_event(conn: &Connection, v: &ValidEvent) -> Result<Inserted> {
-    let e = &v.event;
-    let seq: Option<i64> = conn
-        .prepare_cached(
-            "INSERT INTO session_state_events (dedupe_key, session_key, session_id, agent_id, kind, \
-             actor_type, actor_id, run_id, occurred_at, summary, payload_json) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
-             ON CONFLICT (dedupe_key) DO NOTHING RETURNING sequence",
-        )?
-        .query_row(
-            params![
-                v.dedupe_key,
-                e.session_key,
-                e.session_id,
-                e.agent_id,
-                e.kind.as_str(),
-                e.actor_type.as_str(),
-                e.actor_id,
-                e.run_id,
-                e.occurred_at,
-                e.summary,
-                e.payload_json,
-            ],
-            |r| r.get(0),
-        )
-        .optional()?;
-    match seq {
-        Some(seq) => Ok(Inserted::New(seq)),
-        None => {
-            let sql =
-                format!("SELECT {EVENT_COLUMNS} FROM session_state_events WHERE dedupe_key = ?1");
-            let first = conn
-                .prepare_cached(&sql)?
-                .query_row([&v.dedupe_key], inert::event_of)?;
-            // A row the store would never write (semantics.md#storage) holds the key: it cannot be returned.
-            first.map(Inserted::Duplicate).ok_or_else(|| {
-                Error::from(rusqlite::Error::InvalidColumnType(
-                    0,
-                    "dedupe_key is held by a row this store did not write".into(),
-                    rusqlite::types::Type::Text,
-                ))
-            })
-        }
-    }
-}
-
-/// Moves the head of `(session_key, agent_id)` to `sequence` (semantics.md#recording-dedupe). Never lowers it; a
-/// head the store never wrote (no integer `last_sequence`, semantics.md#storage) is replaced.
-pub fn bump_head(
-    conn: &Connection,
-    session_key: &str,
-    agent_id: &str,
-    sequence: i64,
-    now: i64,
-) -> Result<()> {
-    conn.prepare_cached(
-        "INSERT INTO session_state_heads (session_key, agent_id, last_sequence, pruned_max_sequence, updated_at) \
-         VALUES (?1, ?2, ?3, 0, ?4) \
-         ON CONFLICT (session_key, agent_id) DO UPDATE SET \
-         last_sequence = CASE WHEN typeof(last_sequence) = 'integer' \
-         AND last_sequence > excluded.last_sequence THEN last_sequence ELSE excluded.last_sequence END, \
-         pruned_max_sequence = CASE WHEN typeof(pruned_max_sequence) = 'integer' \
-         THEN pruned_max_sequence ELSE 0 END, updated_at = excluded.updated_at",
-    )?
-    .execute(params![session_key, agent_id, sequence, now])?;
-    Ok(())
-}
 
 /// A session's head: its state version and pruned watermark.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -101,24 +17,6 @@ pub struct Head {
     pub last_sequence: i64,
     /// The largest sequence lost to pruning, 0 when none.
     pub pruned_max_sequence: i64,
-}
-
-/// Reads the head of `(session_key, agent_id)`; zeroes when there is none. A value that is
-/// not an integer (a head the store never wrote, semantics.md#storage) reads as 0.
-pub fn head(conn: &Connection, session_key: &str, agent_id: &str) -> Result<Head> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT last_sequence, pruned_max_sequence FROM session_state_heads \
-             WHERE session_key = ?1 AND agent_id = ?2",
-        )?
-        .query_row([session_key, agent_id], |r| {
-            Ok(Head {
-                last_sequence: inert::integer(r.get_ref(0)?).unwrap_or(0),
-                pruned_max_sequence: inert::integer(r.get_ref(1)?).unwrap_or(0),
-            })
-        })
-        .optional()?
-        .unwrap_or_default())
 }
 
 /// The result of `changesSince` (semantics.md#reading).
@@ -152,75 +50,6 @@ pub fn clamp_limit(limit: Option<f64>) -> Result<u32> {
         Some(l) if !l.is_finite() => Err(Error::invalid("limit must be a finite number")),
         Some(l) => Ok(l.floor().clamp(1.0, f64::from(MAX_CHANGES)) as u32),
     }
-}
-
-/// Reads the events of `(session_key, agent_id)` after `after` (semantics.md#reading), in one read transaction.
-///
-/// Every stored row of the session after `after` is answered, in sequence order: a row the
-/// store would never write itself (semantics.md#storage-foreign-rows) comes back as a
-/// [`ChangeEvent::Foreign`] and counts toward `limit` like any other. A row without an integer
-/// sequence cannot be placed in the order: it is left out and the answer says `historyGap`.
-pub fn changes_since(
-    conn: &Connection,
-    session_key: &str,
-    agent_id: &str,
-    after: i64,
-    limit: u32,
-) -> Result<Changes> {
-    let tx = Tx::read(conn)?;
-    let head = head(&tx, session_key, agent_id)?;
-    let sql = format!(
-        "SELECT {EVENT_COLUMNS} FROM session_state_events \
-         WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3 \
-         ORDER BY sequence"
-    );
-    let mut stmt = tx.prepare_cached(&sql)?;
-    let mut rows = stmt.query(params![session_key, agent_id, after])?;
-    let mut events = Vec::new();
-    let mut unanswerable = false;
-    // Rows are stepped only until one past the limit is found.
-    while events.len() <= limit as usize {
-        let Some(r) = rows.next()? else { break };
-        match read_event::read(r, head.last_sequence)? {
-            Some(e) => events.push(e),
-            None => unanswerable = true,
-        }
-    }
-    drop(rows);
-    drop(stmt);
-    let truncated = events.len() > limit as usize;
-    events.truncate(limit as usize);
-    let earliest: Option<i64> = tx
-        .prepare_cached(
-            "SELECT min(sequence) FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2",
-        )?
-        // SQLite orders integers before text: the minimum is an integer whenever one is stored.
-        .query_row(params![session_key, agent_id], |r| Ok(inert::integer(r.get_ref(0)?)))?;
-    tx.commit()?;
-    Ok(Changes {
-        state_version: head.last_sequence,
-        events,
-        truncated,
-        earliest_available_sequence: earliest.unwrap_or(if head.last_sequence > 0 {
-            head.last_sequence + 1
-        } else {
-            0
-        }),
-        history_gap: after < head.pruned_max_sequence || unanswerable,
-    })
-}
-
-/// Deletes the events and head of `(session_key, agent_id)`.
-pub fn delete_session(conn: &Connection, session_key: &str, agent_id: &str) -> Result<()> {
-    conn.prepare_cached(
-        "DELETE FROM session_state_events WHERE session_key = ?1 AND agent_id = ?2",
-    )?
-    .execute([session_key, agent_id])?;
-    conn.prepare_cached(
-        "DELETE FROM session_state_heads WHERE session_key = ?1 AND agent_id = ?2",
-    )?
-    .execute([session_key, agent_id])?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ use crate::metrics::Count;
 use crate::runtime;
 use crate::sqlite::conn::Db;
 use crate::sqlite::inert;
+use crate::sqlite::rows::SqliteRows;
 
 /// How long the reader waits for a lock before it gives up until the next poll. Readers of a
 /// WAL database never wait for writers; this only matters for rollback-journal files.
@@ -228,7 +229,7 @@ impl SyncState {
             return;
         }
         let read = self.db.lock().and_then(|conn| {
-            let pending = cursors::pending_of(&conn, watcher)?;
+            let pending = cursors::pending_of(&mut SqliteRows::new(&conn), watcher)?;
             Ok(self.delivery.enqueue(&pending))
         });
         match read {
@@ -439,7 +440,7 @@ impl SyncState {
         let mut rows: HashMap<(String, String), Option<Pending>> = HashMap::new();
         if !foreign {
             for w in fresh {
-                for c in cursors::pending_of(&tx, w)? {
+                for c in cursors::pending_of(&mut SqliteRows::new(&tx), w)? {
                     rows.insert((w.clone(), c.target.to_string()), Some(c));
                 }
             }
@@ -457,7 +458,7 @@ impl SyncState {
                 full.extend(self.served.lock().all.iter().cloned());
             }
             for target in sessions {
-                for c in cursors::on_target(&tx, &target)? {
+                for c in cursors::on_target(&mut SqliteRows::new(&tx), &target)? {
                     rows.insert((c.watcher.clone(), target.clone()), Some(c));
                 }
             }
@@ -467,7 +468,7 @@ impl SyncState {
         let held = self.delivery.queue().pairs();
         full.extend(held.iter().map(|(w, _)| w.clone()));
         for w in &full {
-            for c in cursors::pending_of(&tx, w)? {
+            for c in cursors::pending_of(&mut SqliteRows::new(&tx), w)? {
                 rows.insert((w.clone(), c.target.to_string()), Some(c));
             }
         }

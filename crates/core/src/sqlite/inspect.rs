@@ -20,8 +20,9 @@ use crate::error::{Error, Result};
 use crate::keys;
 use crate::log::check_after;
 use crate::queue::Notice;
-use crate::read_event::{self, ChangeEvent};
+use crate::read_event::ChangeEvent;
 use crate::sqlite::inert::{lossy_integer, lossy_opt_text, lossy_text};
+use crate::sqlite::read_event;
 
 /// The tables of the schema (semantics.md#storage), in the order the report names them.
 pub const TABLES: [&str; 4] = [
