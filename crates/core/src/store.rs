@@ -31,6 +31,7 @@ use crate::sqlite::heads::{self, HeadCache};
 use crate::sqlite::schema;
 use crate::sqlite::tx::Tx;
 use crate::sync::SyncState;
+use crate::upstream::links::LinkRows;
 use crate::upstream::monitor::Monitor;
 
 mod stats;
@@ -143,7 +144,7 @@ impl Store {
         })
     }
 
-    fn db(&self) -> &Db {
+    pub(crate) fn db(&self) -> &Db {
         &self.inner.recorder.db
     }
 
@@ -196,14 +197,6 @@ impl Store {
     /// Reports a failure of background work to the host.
     pub fn report(&self, error: Error) {
         self.inner.host.report(error);
-    }
-
-    /// Runs `f` with the connection, or fails with `ERR_CLOSED`.
-    pub(crate) fn with_conn<T>(
-        &self,
-        f: impl FnOnce(&mut rusqlite::Connection) -> Result<T>,
-    ) -> Result<T> {
-        self.db().with(f)
     }
 
     /// Records one event (semantics.md#recording). `Ok(None)` means `onlyIfWatched` found nobody watching.
@@ -292,7 +285,8 @@ impl Store {
                 SessionKey::check_named(k, name)?;
             }
         }
-        self.with_conn(|conn| cursor_rows::read(conn, watcher, target))
+        self.db()
+            .with(|conn| cursor_rows::read(conn, watcher, target))
     }
 
     /// Removes the cursor and its pending notice. True if a cursor was removed.
@@ -310,7 +304,8 @@ impl Store {
     pub fn state_version(&self, session_key: &str, agent_id: Option<&str>) -> Result<i64> {
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
-        self.with_conn(|conn| Ok(log::head(conn, session_key, &agent)?.last_sequence))
+        self.db()
+            .with(|conn| Ok(log::head(conn, session_key, &agent)?.last_sequence))
     }
 
     /// The state versions of many sessions, in the order given, leaving out those at 0.
@@ -344,7 +339,7 @@ impl Store {
                 Ok((key, keys::resolve_agent_ref(key, agent)?))
             })
             .collect::<Result<Vec<_>>>()?;
-        let found = self.with_conn(|conn| {
+        let found = self.db().with(|conn| {
             let tx = Tx::read(conn)?;
             let found = heads::versions(&tx, &mut self.inner.heads.lock(), &resolved)?;
             tx.commit()?;
@@ -369,7 +364,9 @@ impl Store {
         let after = log::check_after(after)?;
         let limit = log::clamp_limit(limit)?;
         let start = std::time::Instant::now();
-        let r = self.with_conn(|conn| log::changes_since(conn, session_key, &agent, after, limit));
+        let r = self
+            .db()
+            .with(|conn| log::changes_since(conn, session_key, &agent, after, limit));
         self.delivery().metrics.since(Hist::ChangesSince, start);
         r
     }
@@ -472,7 +469,7 @@ impl Store {
         let only = match watcher_exists {
             None => None,
             Some(exists) => {
-                let candidates = self.with_conn(|conn| cursors::watchers_behind(conn))?;
+                let candidates = self.db().with(|conn| cursors::watchers_behind(conn))?;
                 Some(
                     candidates
                         .into_iter()
@@ -494,7 +491,7 @@ impl Store {
     /// `watcher_exists` about. For a caller that asks elsewhere, then sweeps with the answer.
     pub fn sweep_candidates(&self) -> Result<Vec<String>> {
         self.check_open()?;
-        self.with_conn(|conn| cursors::watchers_behind(conn))
+        self.db().with(|conn| cursors::watchers_behind(conn))
     }
 
     /// The watcher session was reset: its cursors and pending notices go; its own history stays.
@@ -519,7 +516,7 @@ impl Store {
         let conn = self.db().lock()?;
         let tx = Tx::immediate(&conn)?;
         log::delete_session(&tx, session_key, &agent)?;
-        crate::upstream::links::delete(&tx, session_key, &agent)?;
+        tx.delete_link(session_key, &agent)?;
         if own {
             cursors::delete_watcher(&tx, session_key)?;
             cursors::delete_target(&tx, session_key)?;

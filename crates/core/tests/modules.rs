@@ -439,16 +439,9 @@ fn only_the_sqlite_folder_names_rusqlite() {
         "cursors",
         "cursors::write",
         "group",
-        "lease",
         "log",
-        "prune",
         "read_event",
         "record",
-        "store",
-        "sync",
-        "upstream::links",
-        "upstream::monitor",
-        "upstream::rows",
     ];
     assert_eq!(naming_rusqlite(&sources()), still);
 }

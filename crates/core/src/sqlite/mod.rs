@@ -20,6 +20,11 @@ pub(crate) mod heads;
 pub mod import;
 pub(crate) mod inert;
 pub mod inspect;
+pub(crate) mod lease;
+pub(crate) mod link_rows;
+pub(crate) mod links;
+pub(crate) mod poll;
+pub(crate) mod prune;
 #[cfg(feature = "test-hooks")]
 pub mod schema;
 #[cfg(not(feature = "test-hooks"))]
