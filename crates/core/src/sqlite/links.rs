@@ -6,7 +6,8 @@ use rusqlite::{params, Connection};
 
 use crate::error::Result;
 use crate::sqlite::tx::Tx;
-use crate::upstream::links::{Link, LinkColumns, LinkRows, EXTRA_COLUMNS};
+use crate::upstream::links::{Link, LinkRows, EXTRA_COLUMNS};
+use crate::upstream::LinkRow;
 
 /// OpenClaw 2026.9.6's table and index, as its schema declares them (the index is created once
 /// `catalog_id` is sure to exist).
@@ -114,19 +115,26 @@ const GET: &str = concat!(
 );
 
 fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<Link> {
-    Ok(Link::from_columns(LinkColumns {
+    // NULL only in the store's earlier table, in a row an earlier version wrote after the
+    // upgrade (the next open fills it): read as empty.
+    let text = |i: usize| -> rusqlite::Result<String> {
+        Ok(r.get::<_, Option<String>>(i)?.unwrap_or_default())
+    };
+    let row = LinkRow {
         session_key: r.get(0)?,
         agent_id: r.get(1)?,
-        catalog_id: r.get(2)?,
-        host_id: r.get(3)?,
-        thread_id: r.get(4)?,
-        upstream_kind: r.get(5)?,
+        catalog_id: text(2)?,
+        host_id: text(3)?,
+        thread_id: text(4)?,
+        upstream_kind: text(5)?,
         upstream_ref_json: r.get(6)?,
         last_marker_json: r.get(7)?,
         last_scanned_at: r.get(8)?,
-        failure_count: r.get(9)?,
-        own_messages_json: r.get(10)?,
-    }))
+        // The monitor does not use them.
+        created_at: 0,
+        updated_at: 0,
+    };
+    Ok(Link::from_row(row, r.get(9)?, r.get(10)?))
 }
 
 /// The links with a local transcript whose session is watched: a cursor the store could have

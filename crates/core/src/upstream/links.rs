@@ -29,6 +29,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
+use crate::upstream::LinkRow;
 
 /// How many of the gateway's own user messages are kept per session for self-echo checks.
 pub const OWN_MESSAGES_KEPT: usize = 10;
@@ -184,14 +185,16 @@ impl Link {
         self.own_messages.drain(..excess);
     }
 
-    /// The link a stored row reads as: the store's state from OpenClaw's columns, as stored
-    /// (`None` where the row has NULL).
-    pub(crate) fn from_columns(c: LinkColumns) -> Link {
-        let upstream_ref = parse(c.upstream_ref_json.clone());
-        let marker = parse(c.last_marker_json);
-        // NULL only in the store's earlier table, in a row an earlier version wrote after the
-        // upgrade (the next open fills it).
-        let thread_id = c.thread_id.unwrap_or_default();
+    /// The link a stored row reads as: the store's state from OpenClaw's columns, with the
+    /// store's own two (`failure_count`, `own_messages_json`; NULL reads as the default).
+    pub(crate) fn from_row(
+        row: LinkRow,
+        failure_count: Option<i64>,
+        own_messages_json: Option<String>,
+    ) -> Link {
+        let upstream_ref = parse(row.upstream_ref_json.clone());
+        let marker = parse(row.last_marker_json);
+        let thread_id = row.thread_id;
         let transcript_path = upstream_ref
             .as_ref()
             .and_then(|v| v.get("filePath"))
@@ -215,23 +218,22 @@ impl Link {
                 .map(str::to_owned),
         };
         Link {
-            session_key: c.session_key,
-            agent_id: c.agent_id,
-            source: c.catalog_id.unwrap_or_default(),
-            host_id: c.host_id.unwrap_or_default(),
+            session_key: row.session_key,
+            agent_id: row.agent_id,
+            source: row.catalog_id,
+            host_id: row.host_id,
             thread_id,
-            upstream_kind: c.upstream_kind.unwrap_or_default(),
+            upstream_kind: row.upstream_kind,
             transcript_path,
             remote_id,
             scan_offset,
-            failure_count: c.failure_count.unwrap_or(0),
-            own_messages: c
-                .own_messages_json
+            failure_count: failure_count.unwrap_or(0),
+            own_messages: own_messages_json
                 .and_then(|o| serde_json::from_str(&o).ok())
                 .unwrap_or_default(),
             remote_cursor,
-            last_scanned_at: c.last_scanned_at,
-            upstream_ref_json: c.upstream_ref_json,
+            last_scanned_at: row.last_scanned_at,
+            upstream_ref_json: row.upstream_ref_json,
             marker,
         }
     }
@@ -239,33 +241,6 @@ impl Link {
 
 fn parse(text: Option<String>) -> Option<Value> {
     text.and_then(|t| serde_json::from_str(&t).ok())
-}
-
-/// The columns of a link row the store reads, as stored.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct LinkColumns {
-    /// `session_key`.
-    pub(crate) session_key: String,
-    /// `agent_id`.
-    pub(crate) agent_id: String,
-    /// `catalog_id`.
-    pub(crate) catalog_id: Option<String>,
-    /// `host_id`.
-    pub(crate) host_id: Option<String>,
-    /// `thread_id`.
-    pub(crate) thread_id: Option<String>,
-    /// `upstream_kind`.
-    pub(crate) upstream_kind: Option<String>,
-    /// `upstream_ref_json`.
-    pub(crate) upstream_ref_json: Option<String>,
-    /// `last_marker_json`.
-    pub(crate) last_marker_json: Option<String>,
-    /// `last_scanned_at`.
-    pub(crate) last_scanned_at: Option<i64>,
-    /// `failure_count`.
-    pub(crate) failure_count: Option<i64>,
-    /// `own_messages_json`.
-    pub(crate) own_messages_json: Option<String>,
 }
 
 /// The link rows a store keeps (SQLite's are in `sqlite/links.rs`). The monitor's writes run
