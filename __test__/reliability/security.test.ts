@@ -183,6 +183,15 @@ describe('SQL', () => {
   }
 
   /**
+   * The sources where a constant `name` used in `src` may be declared: `src` itself, and, when
+   * `src` imports it (`use crate::…::NAME`), every product source of the core and the binding.
+   */
+  function declaredFor(src: string, name: string): string[] {
+    const imported = new RegExp(`^use crate::[\\w:]*\\{?[\\w, ]*\\b${name}\\b`, 'm').test(src)
+    return imported ? [src, ...files.map(productCode)] : [src]
+  }
+
+  /**
    * The fixed list that binds `name` at `start`: the nearest `for name in LIST` or
    * `for (name, …) in LIST` before it, where LIST is a constant array of string literals (or of
    * tuples of them) of the same file or of the one it imports it from. Undefined when there is none.
@@ -193,8 +202,7 @@ describe('SQL', () => {
     if (loop === undefined || !loop[1].split(',').map((v) => v.trim()).includes(name)) return undefined
     const declared = new RegExp(`const ${loop[2]}: \\[[^\\]]*\\] =\\s*\\[([^\\]]*)\\];`)
     // Declared in the file, or in the core file it imports the list from.
-    const imported = new RegExp(`^use crate::[\\w:]*\\{?[\\w, ]*\\b${loop[2]}\\b`, 'm').test(src)
-    const decl = [src, ...(imported ? files.map(productCode) : [])].map((t) => declared.exec(t)).find((d) => d !== null) ?? null
+    const decl = declaredFor(src, loop[2]).map((t) => declared.exec(t)).find((d) => d !== null) ?? null
     // Only literals, commas, parentheses and whitespace in the list.
     if (decl === null || !/^(\s|,|\(|\)|"[A-Za-z_][A-Za-z0-9_ ]*")*$/.test(decl[1])) return undefined
     return loop[2]
@@ -263,13 +271,13 @@ describe('SQL', () => {
         bad.push(`${at} (built some other way)`)
         continue
       }
-      // format!: only inline {NAME} of string constants of the same file, or {name} bound by a
-      // `for` over a fixed list of the same file (identifiers from KNOWN_LISTS); no other
-      // argument, so no value ever enters the text.
+      // format!: only inline {NAME} of string literal constants (of the same file, or imported
+      // from another), or {name} bound by a `for` over a fixed list of literals (identifiers
+      // from KNOWN_LISTS); no other argument, so no value ever enters the text.
       const holes = [...l.text.matchAll(/\{([^{}]*)\}/g)].map((m) => m[1])
       for (const h of holes) {
         const decl = new RegExp(`const ${h}: &str =\\s*"[^"{]*"\\s*;`)
-        if (/^[A-Z][A-Z0-9_]*$/.test(h) && decl.test(l.src)) {
+        if (/^[A-Z][A-Z0-9_]*$/.test(h) && declaredFor(l.src, h).some((t) => decl.test(t))) {
           spliced.add(h)
           continue
         }
@@ -332,6 +340,9 @@ describe('SQL', () => {
     expect(choiceOfConstants(src, 'if x { A } else { C };')).toBe(false)
     expect(choiceOfConstants(src, 'match (p, q) { (true, _) => A, (false, _) => B };')).toBe(true)
     expect(choiceOfConstants(src, 'match p { true => A, false => built };')).toBe(false)
+    // A constant is looked up beyond its file only where the file imports it.
+    expect(declaredFor('use crate::sqlite::rows::EVENT_COLUMNS;', 'EVENT_COLUMNS').length).toBeGreaterThan(1)
+    expect(declaredFor('fn f() {}', 'EVENT_COLUMNS')).toEqual(['fn f() {}'])
   })
 
   test('hostile text in every field is stored and read back exactly, and the tables survive', () => {

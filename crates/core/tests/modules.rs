@@ -435,13 +435,6 @@ fn only_the_sqlite_folder_names_rusqlite() {
     // The row operations still written in SQL where their rules are: each leaves this list
     // when its statements move under `sqlite/` (docs/architecture.md, "The storage seam").
     // A module that starts naming rusqlite fails here.
-    let still = [
-        "cursors",
-        "cursors::write",
-        "group",
-        "log",
-        "read_event",
-        "record",
-    ];
+    let still = ["cursors", "cursors::write", "log", "read_event", "record"];
     assert_eq!(naming_rusqlite(&sources()), still);
 }

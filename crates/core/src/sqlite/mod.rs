@@ -25,6 +25,7 @@ pub(crate) mod link_rows;
 pub(crate) mod links;
 pub(crate) mod poll;
 pub(crate) mod prune;
+pub(crate) mod rows;
 #[cfg(feature = "test-hooks")]
 pub mod schema;
 #[cfg(not(feature = "test-hooks"))]
