@@ -25,7 +25,7 @@ use crate::queue::{Notice, QueueSignal};
 use crate::record::Recorder;
 use crate::shapes::CursorRow;
 use crate::sqlite::checkpoint::Checkpointer;
-use crate::sqlite::conn::Db;
+use crate::sqlite::conn::{Connection, Db};
 use crate::sqlite::cursor_rows;
 use crate::sqlite::exclusive::FileGuard;
 use crate::sqlite::heads::{self, HeadCache};
@@ -145,7 +145,7 @@ impl Store {
         })
     }
 
-    pub(crate) fn db(&self) -> &Db {
+    fn db(&self) -> &Db {
         &self.inner.recorder.db
     }
 
@@ -198,6 +198,11 @@ impl Store {
     /// Reports a failure of background work to the host.
     pub fn report(&self, error: Error) {
         self.inner.host.report(error);
+    }
+
+    /// Runs `f` with the connection, or fails with `ERR_CLOSED`.
+    pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+        self.db().with(f)
     }
 
     /// Records one event (semantics.md#recording). `Ok(None)` means `onlyIfWatched` found nobody watching.
@@ -286,8 +291,7 @@ impl Store {
                 SessionKey::check_named(k, name)?;
             }
         }
-        self.db()
-            .with(|conn| cursor_rows::read(conn, watcher, target))
+        self.with_conn(|conn| cursor_rows::read(conn, watcher, target))
     }
 
     /// Removes the cursor and its pending notice. True if a cursor was removed.
@@ -305,8 +309,7 @@ impl Store {
     pub fn state_version(&self, session_key: &str, agent_id: Option<&str>) -> Result<i64> {
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
-        self.db()
-            .with(|conn| Ok(log::head(conn, session_key, &agent)?.last_sequence))
+        self.with_conn(|conn| Ok(log::head(conn, session_key, &agent)?.last_sequence))
     }
 
     /// The state versions of many sessions, in the order given, leaving out those at 0.
@@ -340,7 +343,7 @@ impl Store {
                 Ok((key, keys::resolve_agent_ref(key, agent)?))
             })
             .collect::<Result<Vec<_>>>()?;
-        let found = self.db().with(|conn| {
+        let found = self.with_conn(|conn| {
             let tx = Tx::read(conn)?;
             let found = heads::versions(&tx, &mut self.inner.heads.lock(), &resolved)?;
             tx.commit()?;
@@ -365,9 +368,7 @@ impl Store {
         let after = log::check_after(after)?;
         let limit = log::clamp_limit(limit)?;
         let start = std::time::Instant::now();
-        let r = self
-            .db()
-            .with(|conn| log::changes_since(conn, session_key, &agent, after, limit));
+        let r = self.with_conn(|conn| log::changes_since(conn, session_key, &agent, after, limit));
         self.delivery().metrics.since(Hist::ChangesSince, start);
         r
     }
@@ -470,7 +471,7 @@ impl Store {
         let only = match watcher_exists {
             None => None,
             Some(exists) => {
-                let candidates = self.db().with(|conn| cursors::watchers_behind(conn))?;
+                let candidates = self.with_conn(|conn| cursors::watchers_behind(conn))?;
                 Some(
                     candidates
                         .into_iter()
@@ -492,7 +493,7 @@ impl Store {
     /// `watcher_exists` about. For a caller that asks elsewhere, then sweeps with the answer.
     pub fn sweep_candidates(&self) -> Result<Vec<String>> {
         self.check_open()?;
-        self.db().with(|conn| cursors::watchers_behind(conn))
+        self.with_conn(|conn| cursors::watchers_behind(conn))
     }
 
     /// The watcher session was reset: its cursors and pending notices go; its own history stays.

@@ -42,14 +42,13 @@ impl Store {
     /// The link row of a session and agent, as stored.
     pub fn link_row(&self, session_key: &str, agent_id: &str) -> Result<Option<LinkRow>> {
         self.check_open()?;
-        self.db()
-            .with(|conn| link_rows::get(conn, session_key, agent_id))
+        self.with_conn(|conn| link_rows::get(conn, session_key, agent_id))
     }
 
     /// The link rows of watched sessions (some cursor targets them), by catalog, then key.
     pub fn watched_link_rows(&self) -> Result<Vec<LinkRow>> {
         self.check_open()?;
-        self.db().with(|conn| link_rows::watched(conn))
+        self.with_conn(|conn| link_rows::watched(conn))
     }
 
     /// Writes a link row with OpenClaw's conflict rule (a changed source takes the new marker
@@ -57,8 +56,7 @@ impl Store {
     /// a row was written.
     pub fn upsert_link_row(&self, row: &LinkRow, if_absent: bool, now: i64) -> Result<bool> {
         self.check_open()?;
-        self.db()
-            .with(|conn| link_rows::upsert(conn, row, if_absent, now))
+        self.with_conn(|conn| link_rows::upsert(conn, row, if_absent, now))
     }
 
     /// Sets a link's marker and last scan to `now`, only while its `updated_at` is
@@ -72,7 +70,7 @@ impl Store {
         expected_updated_at: Option<i64>,
     ) -> Result<bool> {
         self.check_open()?;
-        self.db().with(|conn| {
+        self.with_conn(|conn| {
             link_rows::set_marker(
                 conn,
                 session_key,
@@ -87,7 +85,6 @@ impl Store {
     /// Deletes the link row of a session and agent. True if there was one.
     pub fn delete_link_row(&self, session_key: &str, agent_id: &str) -> Result<bool> {
         self.check_open()?;
-        self.db()
-            .with(|conn| conn.delete_link(session_key, agent_id))
+        self.with_conn(|conn| conn.delete_link(session_key, agent_id))
     }
 }
