@@ -13,6 +13,7 @@ use crate::keys::SessionKey;
 use crate::metrics::{Count, Metrics};
 use crate::queue::{Notice, NoticeQueue, QueueSignal, QueuedNotice};
 use crate::sqlite::conn::Db;
+use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::tx::Tx;
 use crate::wake::{WakeRequest, WakeScheduler, WakeSink};
 
@@ -103,11 +104,13 @@ impl Delivery {
         let queued = self.queue().take(watcher);
         let outcome = (|| {
             let tx = Tx::immediate(&conn)?;
+            let mut rows = SqliteRows::new(&tx);
             let mut out = Vec::with_capacity(queued.len());
             let mut reopened = Vec::new();
             for n in &queued {
                 // The cursor row decides: a notice consumed elsewhere is not handed out again.
-                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, None, None, now)?
+                if let Some(acked) =
+                    cursors::acknowledge(&mut rows, watcher, &n.target, None, None, now)?
                 {
                     let scope = acked.after.scope.as_deref();
                     out.push(Notice::new(watcher, &n.target, acked.old_last_seen, scope));
@@ -155,10 +158,11 @@ impl Delivery {
     ) -> Result<u64> {
         let conn = db.lock()?;
         let tx = Tx::immediate(&conn)?;
+        let mut rows = SqliteRows::new(&tx);
         let mut count = 0;
         let mut acked = Vec::new();
         for &t in targets {
-            if let Some(a) = cursors::acknowledge(&tx, watcher, t, scope, through, now)? {
+            if let Some(a) = cursors::acknowledge(&mut rows, watcher, t, scope, through, now)? {
                 count += 1;
                 acked.push(a.after);
             }

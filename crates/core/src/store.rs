@@ -23,12 +23,15 @@ use crate::options::Options;
 use crate::prune::PruneReport;
 use crate::queue::{Notice, QueueSignal};
 use crate::record::Recorder;
+use crate::rows::Rows;
 use crate::shapes::CursorRow;
+use crate::sqlite;
 use crate::sqlite::checkpoint::Checkpointer;
 use crate::sqlite::conn::{Connection, Db};
 use crate::sqlite::cursor_rows;
 use crate::sqlite::exclusive::FileGuard;
 use crate::sqlite::heads::{self, HeadCache};
+use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::schema;
 use crate::sqlite::tx::Tx;
 use crate::sync::SyncState;
@@ -269,8 +272,9 @@ impl Store {
         self.mark_served(watcher);
         let conn = self.db().lock()?;
         let tx = Tx::immediate(&conn)?;
-        let head = log::head(&tx, target, agent)?.last_sequence;
-        let seeded = cursors::watch(&tx, watcher, target, head, o, now)?;
+        let mut rows = SqliteRows::new(&tx);
+        let head = rows.head(target, agent)?.last_sequence;
+        let seeded = cursors::watch(&mut rows, watcher, target, head, o, now)?;
         tx.commit()?;
         if seeded {
             self.delivery().queue().remove(watcher, target);
@@ -300,7 +304,7 @@ impl Store {
         SessionKey::parse_named(watcher, "watcherKey")?;
         SessionKey::parse_named(target, "targetKey")?;
         let conn = self.db().lock()?;
-        let removed = cursors::delete(&conn, watcher, target)?;
+        let removed = cursors::delete(&mut SqliteRows::new(&conn), watcher, target)?;
         self.delivery().queue().remove(watcher, target);
         Ok(removed)
     }
@@ -309,7 +313,7 @@ impl Store {
     pub fn state_version(&self, session_key: &str, agent_id: Option<&str>) -> Result<i64> {
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
-        self.with_conn(|conn| Ok(log::head(conn, session_key, &agent)?.last_sequence))
+        self.with_conn(|conn| Ok(sqlite::log::head(conn, session_key, &agent)?.last_sequence))
     }
 
     /// The state versions of many sessions, in the order given, leaving out those at 0.
@@ -368,7 +372,8 @@ impl Store {
         let after = log::check_after(after)?;
         let limit = log::clamp_limit(limit)?;
         let start = std::time::Instant::now();
-        let r = self.with_conn(|conn| log::changes_since(conn, session_key, &agent, after, limit));
+        let r = self
+            .with_conn(|conn| sqlite::log::changes_since(conn, session_key, &agent, after, limit));
         self.delivery().metrics.since(Hist::ChangesSince, start);
         r
     }
@@ -471,7 +476,8 @@ impl Store {
         let only = match watcher_exists {
             None => None,
             Some(exists) => {
-                let candidates = self.with_conn(|conn| cursors::watchers_behind(conn))?;
+                let candidates =
+                    self.with_conn(|conn| cursors::watchers_behind(&mut SqliteRows::new(conn)))?;
                 Some(
                     candidates
                         .into_iter()
@@ -493,7 +499,7 @@ impl Store {
     /// `watcher_exists` about. For a caller that asks elsewhere, then sweeps with the answer.
     pub fn sweep_candidates(&self) -> Result<Vec<String>> {
         self.check_open()?;
-        self.with_conn(|conn| cursors::watchers_behind(conn))
+        self.with_conn(|conn| cursors::watchers_behind(&mut SqliteRows::new(conn)))
     }
 
     /// The watcher session was reset: its cursors and pending notices go; its own history stays.
@@ -501,7 +507,7 @@ impl Store {
         self.check_open()?;
         SessionKey::parse(session_key)?;
         let conn = self.db().lock()?;
-        cursors::delete_watcher(&conn, session_key)?;
+        cursors::delete_watcher(&mut SqliteRows::new(&conn), session_key)?;
         self.delivery().queue().remove_watcher(session_key);
         drop(conn);
         self.delivery().cancel(session_key);
@@ -517,11 +523,12 @@ impl Store {
         let own = agent == keys::resolve_agent(session_key, None)?;
         let conn = self.db().lock()?;
         let tx = Tx::immediate(&conn)?;
-        log::delete_session(&tx, session_key, &agent)?;
+        let mut rows = SqliteRows::new(&tx);
+        rows.delete_events(session_key, &agent)?;
         tx.delete_link(session_key, &agent)?;
         if own {
-            cursors::delete_watcher(&tx, session_key)?;
-            cursors::delete_target(&tx, session_key)?;
+            cursors::delete_watcher(&mut rows, session_key)?;
+            cursors::delete_target(&mut rows, session_key)?;
         }
         tx.commit()?;
         if own {

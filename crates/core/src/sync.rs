@@ -38,6 +38,7 @@ use crate::metrics::Count;
 use crate::runtime;
 use crate::sqlite::conn::Db;
 use crate::sqlite::poll::{self, Reader};
+use crate::sqlite::rows::SqliteRows;
 
 #[derive(Default)]
 struct Served {
@@ -167,7 +168,7 @@ impl SyncState {
             return;
         }
         let read = self.db.lock().and_then(|conn| {
-            let pending = cursors::pending_of(&conn, watcher)?;
+            let pending = cursors::pending_of(&mut SqliteRows::new(&conn), watcher)?;
             Ok(self.delivery.enqueue(&pending))
         });
         match read {

@@ -20,9 +20,10 @@ use crate::error::{Error, Result};
 use crate::keys;
 use crate::log::check_after;
 use crate::queue::Notice;
-use crate::read_event::{self, ChangeEvent};
+use crate::read_event::ChangeEvent;
 use crate::shapes::CursorRow;
 use crate::sqlite::inert::{lossy_integer, lossy_opt_text, lossy_text};
+use crate::sqlite::read_event;
 
 mod cursors;
 use cursors::cursors;

@@ -23,9 +23,12 @@ pub mod inspect;
 pub(crate) mod lease;
 pub(crate) mod link_rows;
 pub(crate) mod links;
+pub(crate) mod log;
 pub(crate) mod poll;
 pub(crate) mod prune;
+pub(crate) mod read_event;
 pub(crate) mod rows;
+mod rows_cursors;
 #[cfg(feature = "test-hooks")]
 pub mod schema;
 #[cfg(not(feature = "test-hooks"))]

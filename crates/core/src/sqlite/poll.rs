@@ -10,6 +10,7 @@ use crate::cursors::{self, Pending};
 use crate::error::Result;
 use crate::keys;
 use crate::sqlite::inert;
+use crate::sqlite::rows::SqliteRows;
 
 /// How long the reader waits for a lock before it gives up until the next poll. Readers of a
 /// WAL database never wait for writers; this only matters for rollback-journal files.
@@ -102,12 +103,12 @@ impl Snapshot<'_> {
 
     /// The pending cursors of `watcher`.
     pub(crate) fn pending_of(&self, watcher: &str) -> Result<Vec<Pending>> {
-        cursors::pending_of(&self.tx, watcher)
+        cursors::pending_of(&mut SqliteRows::new(&self.tx), watcher)
     }
 
     /// The live cursors on `target`.
     pub(crate) fn on_target(&self, target: &str) -> Result<Vec<Pending>> {
-        cursors::on_target(&self.tx, target)
+        cursors::on_target(&mut SqliteRows::new(&self.tx), target)
     }
 
     /// Ends the snapshot.
