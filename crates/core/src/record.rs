@@ -105,6 +105,16 @@ impl Recorder {
     /// serve and another live process does (semantics.md#processes). Returns the wakes to
     /// schedule once every lock is released. Caller holds the connection lock, `conn`.
     pub(crate) fn enqueue(&self, conn: &ConnGuard<'_>, w: &Written) -> Vec<Wake> {
+        let elsewhere = match &self.sync {
+            Some(s) => s.served_elsewhere(&**conn, &w.pending),
+            None => Vec::new(),
+        };
+        self.enqueue_except(w, &elsewhere)
+    }
+
+    /// [`Recorder::enqueue`] with the watchers served by another live process given
+    /// (`elsewhere`, as the store found them): their notices are not queued here.
+    pub(crate) fn enqueue_except(&self, w: &Written, elsewhere: &[String]) -> Vec<Wake> {
         if w.fresh {
             let m = &self.delivery.metrics;
             m.recorded(w.event.kind);
@@ -118,10 +128,6 @@ impl Recorder {
                 q.remove(watcher, &w.event.session_key);
             }
         }
-        let elsewhere = match &self.sync {
-            Some(s) => s.served_elsewhere(&**conn, &w.pending),
-            None => Vec::new(),
-        };
         if elsewhere.is_empty() {
             return self.delivery.enqueue(&w.pending);
         }
@@ -142,9 +148,9 @@ pub(crate) struct Written {
     /// False for a repeated dedupe key: nothing was written.
     pub(crate) fresh: bool,
     /// The notices the write opened.
-    pending: Vec<Pending>,
+    pub(crate) pending: Vec<Pending>,
     /// The watchers whose cursor a `child_spawned` reseeded.
-    reseeded: Vec<String>,
+    pub(crate) reseeded: Vec<String>,
 }
 
 /// The store options the write path decides by.

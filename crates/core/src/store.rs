@@ -272,9 +272,7 @@ impl Store {
         self.mark_served(watcher);
         let conn = self.db().lock()?;
         let tx = Tx::immediate(&conn)?;
-        let mut rows = SqliteRows::new(&tx);
-        let head = rows.head(target, agent)?.last_sequence;
-        let seeded = cursors::watch(&mut rows, watcher, target, head, o, now)?;
+        let seeded = cursors::watch(&mut SqliteRows::new(&tx), watcher, target, agent, o, now)?;
         tx.commit()?;
         if seeded {
             self.delivery().queue().remove(watcher, target);

@@ -285,6 +285,7 @@ fn the_module_graph_is_acyclic() {
             "keys",
             "metrics",
             "queue",
+            "rows",
             "sqlite::conn",
             "sqlite::rows",
             "sqlite::tx",

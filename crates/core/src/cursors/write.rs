@@ -104,9 +104,9 @@ pub(crate) fn material_insert<R: Rows + ?Sized>(
     }))
 }
 
-/// `watch` (semantics.md#cursors-seed, semantics.md#cursors-scope): seeds at `head` when there
-/// is no cursor, or when `o.scope` is given and the cursor is bound to another scope (or none);
-/// otherwise refreshes `updated_at` (unless `o.refresh` is false) and promotes `ambient-group`
+/// `watch` (semantics.md#cursors-seed, semantics.md#cursors-scope) of `target`, whose own
+/// agent is `agent`: seeds at the target's head when there is no cursor, or when `o.scope` is
+/// given and the cursor is bound to another scope (or none); otherwise refreshes `updated_at` (unless `o.refresh` is false) and promotes `ambient-group`
 /// to `explicit` (never the reverse). Returns true when it seeded: a notice the pair had
 /// pending must then be dropped. The call names the pair explicitly, so an inert row of the
 /// pair (semantics.md#storage) is replaced by a seeded cursor, as if there were none.
@@ -114,7 +114,7 @@ pub(crate) fn watch<R: Rows + ?Sized>(
     rows: &mut R,
     watcher: &str,
     target: &str,
-    head: i64,
+    agent: &str,
     o: &WatchOptions,
     now: i64,
 ) -> Result<bool> {
@@ -131,6 +131,7 @@ pub(crate) fn watch<R: Rows + ?Sized>(
             return Ok(false);
         }
     }
+    let head = rows.head(target, agent)?.last_sequence;
     let at = Positions::seeded(head);
     rows.put_cursor(watcher, target, at, o.provenance, o.scope.as_deref(), now)?;
     Ok(true)
