@@ -106,7 +106,7 @@ impl Recorder {
     /// schedule once every lock is released. Caller holds the connection lock, `conn`.
     pub(crate) fn enqueue(&self, conn: &ConnGuard<'_>, w: &Written) -> Vec<Wake> {
         let elsewhere = match &self.sync {
-            Some(s) => s.served_elsewhere(&**conn, &w.pending),
+            Some(s) => s.served_elsewhere(conn, &w.pending),
             None => Vec::new(),
         };
         self.enqueue_except(w, &elsewhere)

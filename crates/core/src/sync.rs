@@ -341,7 +341,7 @@ impl SyncState {
         // Holding the store's connection lock from the read to the queue update means no
         // local write lands in between: the queue ends up matching one consistent snapshot.
         let guard = self.db.lock()?;
-        self.renew(&*guard)?;
+        self.renew(&guard)?;
         let (version, own_top) = poll::own_view(&guard)?;
         let fresh = std::mem::take(&mut self.served.lock().fresh);
         // No other connection committed since the last poll: every event up to `own_top` is

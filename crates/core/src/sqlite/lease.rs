@@ -5,6 +5,7 @@ use rusqlite::{params, Connection};
 
 use crate::error::Result;
 use crate::lease::{Lease, LeaseRows, Renewal};
+use crate::sqlite::conn::ConnGuard;
 use crate::sqlite::tx::Tx;
 
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS session_awareness_served (
@@ -84,5 +85,20 @@ impl LeaseRows for Connection {
         self.prepare_cached("DELETE FROM session_awareness_served WHERE instance_id = ?1")?
             .execute([instance])?;
         Ok(())
+    }
+}
+
+/// The store's connection under its lock reads the leases as the connection does.
+impl LeaseRows for ConnGuard<'_> {
+    fn leases_of(&self, watcher: &str) -> Result<Vec<Lease>> {
+        (**self).leases_of(watcher)
+    }
+
+    fn renew(&self, r: &Renewal<'_>) -> Result<()> {
+        (**self).renew(r)
+    }
+
+    fn release_all(&self, instance: &str) -> Result<()> {
+        (**self).release_all(instance)
     }
 }
