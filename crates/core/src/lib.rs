@@ -56,6 +56,7 @@ pub(crate) mod record;
 pub(crate) mod rows;
 pub(crate) mod rules;
 pub(crate) mod runtime;
+pub(crate) mod shapes;
 pub(crate) mod sqlite;
 pub(crate) mod store;
 pub(crate) mod sync;
@@ -88,7 +89,7 @@ pub use options::{Options, MAX_RETENTION_MS, MAX_SYNC_INTERVAL_MS, MAX_WAKE_COAL
 pub use prune::PruneReport;
 pub use queue::{Notice, QueueSignal, QueuedNotice};
 pub use read_event::{ChangeEvent, ForeignEvent, ForeignFields, ForeignPayload};
-pub use sqlite::cursor_rows::CursorRow;
+pub use shapes::CursorRow;
 pub use store::{Store, VersionRef};
 pub use wake::{WakeRequest, WakeSink};
 pub use writer::{Done, Job, Sink, Writer};

@@ -163,7 +163,7 @@ impl Maintenance {
             } else {
                 prune::SYNC_BATCH
             };
-            let n = prune::events_batch(&tx, age_cutoff, opts.max_events, batch)?;
+            let n = prune::events_batch(&*tx, age_cutoff, opts.max_events, batch)?;
             tx.commit()?;
             drop(conn);
             if background {

@@ -24,16 +24,18 @@ use crate::prune::PruneReport;
 use crate::queue::{Notice, QueueSignal};
 use crate::record::Recorder;
 use crate::rows::Rows;
+use crate::shapes::CursorRow;
 use crate::sqlite;
 use crate::sqlite::checkpoint::Checkpointer;
-use crate::sqlite::conn::Db;
-use crate::sqlite::cursor_rows::{self, CursorRow};
+use crate::sqlite::conn::{Connection, Db};
+use crate::sqlite::cursor_rows;
 use crate::sqlite::exclusive::FileGuard;
 use crate::sqlite::heads::{self, HeadCache};
 use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::schema;
 use crate::sqlite::tx::Tx;
 use crate::sync::SyncState;
+use crate::upstream::links::LinkRows;
 use crate::upstream::monitor::Monitor;
 
 mod stats;
@@ -202,10 +204,7 @@ impl Store {
     }
 
     /// Runs `f` with the connection, or fails with `ERR_CLOSED`.
-    pub(crate) fn with_conn<T>(
-        &self,
-        f: impl FnOnce(&mut rusqlite::Connection) -> Result<T>,
-    ) -> Result<T> {
+    pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
         self.db().with(f)
     }
 
@@ -524,7 +523,7 @@ impl Store {
         let tx = Tx::immediate(&conn)?;
         let mut rows = SqliteRows::new(&tx);
         rows.delete_events(session_key, &agent)?;
-        crate::upstream::links::delete(&tx, session_key, &agent)?;
+        tx.delete_link(session_key, &agent)?;
         if own {
             cursors::delete_watcher(&mut rows, session_key)?;
             cursors::delete_target(&mut rows, session_key)?;
