@@ -1,96 +1,18 @@
 //! A small in-memory model of semantics.md#recording–semantics.md#retention, written from the SPEC's words: plain maps and
 //! vectors, no SQL, no shortcuts. Section references point at the sentence each rule follows.
+//!
+//! The rules for single values (kinds, keys, agents, summary, notice text): `rules.rs`; the
+//! reads: `reads.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-/// semantics.md#recording: "When more than an hour (on `clock`) has passed since this instance last pruned".
-pub const HOUR: i64 = 60 * 60 * 1000;
-/// semantics.md#api `occurredAt`: "clamped to [now - 24h, now]".
-pub const DAY: i64 = 24 * HOUR;
+mod reads;
+mod rules;
 
-pub const INVALID: &str = "ERR_INVALID_ARG";
-
-const NOTIFY: [&str; 3] = ["human_direct_message", "goal_changed", "upstream_missing"];
-const LOG_ONLY: [&str; 5] = [
-    "run_completed",
-    "run_failed",
-    "compacted",
-    "adopted",
-    "created",
-];
-
-/// semantics.md#keys: `[a-z0-9][a-z0-9_-]{0,63}`.
-pub fn is_agent_id(s: &str) -> bool {
-    let ok_first = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    let ok_rest = |c: char| ok_first(c) || c == '_' || c == '-';
-    let mut chars = s.chars();
-    match chars.next() {
-        Some(c) if ok_first(c) => {}
-        _ => return false,
-    }
-    let rest: Vec<char> = chars.collect();
-    rest.len() <= 63 && rest.into_iter().all(ok_rest)
-}
-
-/// semantics.md#keys: the agent of an agent-qualified key `agent:<agentId>:<rest>`, else `None` (bare).
-pub fn own_agent(key: &str) -> Option<&str> {
-    let tail = key.strip_prefix("agent:")?;
-    let colon = tail.find(':')?;
-    let (agent, rest) = (&tail[..colon], &tail[colon + 1..]);
-    (is_agent_id(agent) && !rest.is_empty()).then_some(agent)
-}
-
-/// semantics.md#keys: a qualified key whose rest starts with `subagent:` in any ASCII case.
-pub fn is_nested(key: &str) -> bool {
-    own_agent(key).is_some_and(|a| {
-        key["agent:".len() + a.len() + 1..]
-            .to_ascii_lowercase()
-            .starts_with("subagent:")
-    })
-}
-
-/// semantics.md#keys: a blank string (empty or only whitespace) is no key.
-pub fn blank(key: &str) -> bool {
-    key.trim().is_empty()
-}
-
-/// semantics.md#keys: explicit agent validated (and equal to a qualified key's own), else the key's, else `main`.
-pub fn resolve_agent(key: &str, explicit: Option<&str>) -> Result<String, &'static str> {
-    if blank(key) {
-        return Err(INVALID);
-    }
-    match (explicit, own_agent(key)) {
-        (Some(a), _) if !is_agent_id(a) => Err(INVALID),
-        (Some(a), Some(own)) if a != own => Err(INVALID),
-        (Some(a), _) => Ok(a.to_owned()),
-        (None, Some(own)) => Ok(own.to_owned()),
-        (None, None) => Ok("main".to_owned()),
-    }
-}
-
-/// semantics.md#api `summary`: CRLF, CR, LF, U+2028, U+2029 each become one space; 240 scalars kept.
-pub fn one_line(s: &str) -> String {
-    let replaced = s
-        .replace("\r\n", " ")
-        .replace(['\r', '\n', '\u{2028}', '\u{2029}'], " ");
-    replaced.chars().take(240).collect()
-}
-
-/// semantics.md#cursors text, with the key as a JSON string literal.
-pub fn notice_text(target: &str, l: i64) -> String {
-    let t = Value::String(target.to_owned()).to_string();
-    format!(
-        "Session {t} changed (other actor). Reconcile before acting: session_status sessionKey {t} changesSince {l}."
-    )
-}
-
-/// semantics.md#cursors contextKey.
-pub fn context_key(target: &str) -> String {
-    let hex: String = target.bytes().map(|b| format!("{b:02x}")).collect();
-    format!("session-state:{hex}")
-}
+pub use reads::Delta;
+pub use rules::*;
 
 /// One stored event (semantics.md#storage `session_state_events`).
 #[derive(Debug, Clone, PartialEq)]
@@ -142,16 +64,6 @@ pub struct Cur {
     pub m: i64,
     pub explicit: bool,
     pub updated: i64,
-}
-
-/// `changesSince` (semantics.md#reading).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Delta {
-    pub state_version: i64,
-    pub events: Vec<Ev>,
-    pub truncated: bool,
-    pub earliest: i64,
-    pub gap: bool,
 }
 
 /// A queued notice: (watcher, target, L).
@@ -603,59 +515,6 @@ impl Model {
             self.wakes.remove(k);
         }
         Ok(())
-    }
-
-    /// semantics.md#api `stateVersion`.
-    pub fn state_version(&self, k: &str, agent: Option<&str>) -> Result<i64, &'static str> {
-        let agent = resolve_agent(k, agent)?;
-        Ok(self.heads.get(&(k.to_owned(), agent)).map_or(0, |h| h.last))
-    }
-
-    /// semantics.md#reading `changesSince`.
-    pub fn changes_since(
-        &self,
-        k: &str,
-        after: f64,
-        agent: Option<&str>,
-        limit: Option<f64>,
-    ) -> Result<Delta, &'static str> {
-        let agent = resolve_agent(k, agent)?;
-        if !(after >= 0.0 && after.fract() == 0.0 && after <= 9_007_199_254_740_991.0) {
-            return Err(INVALID);
-        }
-        let limit = match limit {
-            None => 200,
-            Some(l) if !l.is_finite() => return Err(INVALID),
-            Some(l) => l.floor().clamp(1.0, 200.0) as usize,
-        };
-        let after = after as i64;
-        let head = self
-            .heads
-            .get(&(k.to_owned(), agent.clone()))
-            .copied()
-            .unwrap_or(Head { last: 0, pruned: 0 });
-        let mine: Vec<&Ev> = self
-            .events
-            .values()
-            .filter(|e| e.key == k && e.agent == agent)
-            .collect();
-        let newer: Vec<Ev> = mine
-            .iter()
-            .filter(|e| e.seq > after)
-            .map(|e| (*e).clone())
-            .collect();
-        let earliest = match mine.first() {
-            Some(e) => e.seq,
-            None if head.last > 0 => head.last + 1,
-            None => 0,
-        };
-        Ok(Delta {
-            state_version: head.last,
-            truncated: newer.len() > limit,
-            events: newer.into_iter().take(limit).collect(),
-            earliest,
-            gap: after < head.pruned,
-        })
     }
 
     /// The model's own bookkeeping must hold after every step: the queue holds pending
