@@ -4,63 +4,15 @@
 //! poll (which writes the leases) on demand. Also: a watcher's first drain in a store reads
 //! what is pending for it from the file.
 
+mod two_stores;
+
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use rusqlite::Connection;
-use session_awareness_core::{
-    Hooks, Notice, Options, Provenance, QueueSignal, RecordInput, Store, WakeRequest, WakeSink,
-};
-
-const W: &str = "agent:main:main";
-const T: &str = "agent:main:subagent:research";
-const NOW: i64 = 1_700_000_000_000;
-
-struct Wakes(Mutex<mpsc::Sender<WakeRequest>>);
-impl WakeSink for Wakes {
-    fn wake(&self, request: WakeRequest) {
-        let _ = self.0.lock().send(request);
-    }
-}
-
-/// A store whose background poll is too slow to matter, with its wakes.
-fn open(path: &str) -> (Store, mpsc::Receiver<WakeRequest>) {
-    let (tx, rx) = mpsc::channel();
-    let hooks = Hooks {
-        wake: Some(Arc::new(Wakes(Mutex::new(tx)))),
-        ..Hooks::default()
-    };
-    let opts = Options {
-        sync_interval_ms: 60_000,
-        wake_coalesce_ms: 0,
-        ..Options::default()
-    };
-    (Store::open(path, opts, hooks).unwrap(), rx)
-}
-
-fn human(target: &str) -> RecordInput {
-    RecordInput {
-        session_key: target.into(),
-        kind: "human_direct_message".into(),
-        actor_type: "human".into(),
-        summary: "human message via telegram".into(),
-        ..Default::default()
-    }
-}
-
-fn record(store: &Store, input: RecordInput) -> i64 {
-    store.record(input, NOW).unwrap().unwrap().sequence
-}
-
-fn positions(notices: &[Notice]) -> Vec<(String, i64)> {
-    notices
-        .iter()
-        .map(|n| (n.target_key.clone(), n.changes_since))
-        .collect()
-}
+use session_awareness_core::{Provenance, QueueSignal, Store, WakeRequest};
+use two_stores::{db, human, open_waking, positions, record, woken, NOW, T, W};
 
 /// True when nothing at all is queued in `store` (read without serving anybody).
 fn queue_empty(store: &Store) -> bool {
@@ -77,15 +29,7 @@ fn leases(path: &str) -> Vec<String> {
 }
 
 fn lnm(path: &str) -> (i64, i64, i64) {
-    Connection::open(path)
-        .unwrap()
-        .query_row(
-            "SELECT last_seen_sequence, notified_sequence, material_sequence \
-             FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
-            [W, T],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .unwrap()
+    two_stores::lnm(&Connection::open(path).unwrap(), W, T)
 }
 
 fn quiet(wakes: &mpsc::Receiver<WakeRequest>) -> bool {
@@ -95,9 +39,9 @@ fn quiet(wakes: &mpsc::Receiver<WakeRequest>) -> bool {
 #[test]
 fn the_recording_store_leaves_a_watcher_another_live_store_serves_to_it() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.sqlite").to_str().unwrap().to_owned();
-    let (a, a_wakes) = open(&path);
-    let (b, b_wakes) = open(&path);
+    let path = db(&dir);
+    let (a, a_wakes) = open_waking(&path);
+    let (b, b_wakes) = open_waking(&path);
     assert!(b.watch(W, T, Provenance::Explicit, NOW).unwrap());
     assert!(leases(&path).is_empty(), "written by the poll");
     b.sync_now().unwrap();
@@ -109,13 +53,7 @@ fn the_recording_store_leaves_a_watcher_another_live_store_serves_to_it() {
     assert!(quiet(&a_wakes));
     b.sync_now().unwrap();
     assert_eq!(positions(&b.peek(W).unwrap()), [(T.to_owned(), 0)]);
-    assert_eq!(
-        b_wakes
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap()
-            .session_key,
-        W
-    );
+    assert_eq!(woken(&b_wakes), W);
     assert!(quiet(&b_wakes));
     assert!(!a.serves(W));
     // Once B stops (its close drops its leases), A's next record queues and wakes here.
@@ -124,47 +62,35 @@ fn the_recording_store_leaves_a_watcher_another_live_store_serves_to_it() {
     let s3 = record(&a, human(T));
     assert_eq!(lnm(&path), (0, s1, s3));
     assert!(!queue_empty(&a));
-    assert_eq!(
-        a_wakes
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap()
-            .session_key,
-        W
-    );
+    assert_eq!(woken(&a_wakes), W);
     assert_eq!(positions(&a.peek(W).unwrap()), [(T.to_owned(), 0)]);
 }
 
 #[test]
 fn a_store_that_serves_the_watcher_itself_queues_its_own_notice() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.sqlite").to_str().unwrap().to_owned();
-    let (a, a_wakes) = open(&path);
-    let (b, _b_wakes) = open(&path);
+    let path = db(&dir);
+    let (a, a_wakes) = open_waking(&path);
+    let (b, _b_wakes) = open_waking(&path);
     b.serve(W).unwrap();
     b.sync_now().unwrap();
     a.watch(W, T, Provenance::Explicit, NOW).unwrap();
     assert!(a.serves(W));
     record(&a, human(T));
     assert_eq!(positions(&a.peek(W).unwrap()), [(T.to_owned(), 0)]);
-    assert_eq!(
-        a_wakes
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap()
-            .session_key,
-        W
-    );
+    assert_eq!(woken(&a_wakes), W);
 }
 
 #[test]
 fn an_expired_lease_counts_no_more() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.sqlite").to_str().unwrap().to_owned();
-    let (a, a_wakes) = open(&path);
+    let path = db(&dir);
+    let (a, a_wakes) = open_waking(&path);
     a.watch("agent:ops:main", T, Provenance::Explicit, NOW)
         .unwrap();
     // A cursor of W that A does not serve, and a lease of a process that crashed a while ago.
     {
-        let (c, _) = open(&path);
+        let (c, _) = open_waking(&path);
         c.watch(W, T, Provenance::Explicit, NOW).unwrap();
         c.close();
     }
@@ -177,20 +103,13 @@ fn an_expired_lease_counts_no_more() {
     .unwrap();
     record(&a, human(T));
     assert_eq!(positions(&a.peek(W).unwrap()), [(T.to_owned(), 0)]);
-    let mut woken: Vec<String> = (0..2)
-        .map(|_| {
-            a_wakes
-                .recv_timeout(Duration::from_secs(10))
-                .unwrap()
-                .session_key
-        })
-        .collect();
-    woken.sort();
-    assert_eq!(woken, ["agent:main:main", "agent:ops:main"]);
+    let mut called: Vec<String> = (0..2).map(|_| woken(&a_wakes)).collect();
+    called.sort();
+    assert_eq!(called, ["agent:main:main", "agent:ops:main"]);
     // A live one (another process's lease, a minute to go) keeps the next target's notice out.
     let t2 = "agent:main:subagent:other";
     {
-        let (c, _) = open(&path);
+        let (c, _) = open_waking(&path);
         c.watch("agent:qa:main", t2, Provenance::Explicit, NOW)
             .unwrap();
         c.close();
@@ -227,9 +146,9 @@ fn an_expired_lease_counts_no_more() {
 #[test]
 fn a_file_whose_tables_another_writer_created_keeps_the_old_rule() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.sqlite").to_str().unwrap().to_owned();
+    let path = db(&dir);
     {
-        let (s, _) = open(&path);
+        let (s, _) = open_waking(&path);
         s.close();
     }
     // As OpenClaw's file, or one this store wrote before leases: the shared tables, no lease
@@ -238,8 +157,8 @@ fn a_file_whose_tables_another_writer_created_keeps_the_old_rule() {
         .unwrap()
         .execute_batch("DROP TABLE session_awareness_served")
         .unwrap();
-    let (a, a_wakes) = open(&path);
-    let (b, _b_wakes) = open(&path);
+    let (a, a_wakes) = open_waking(&path);
+    let (b, _b_wakes) = open_waking(&path);
     b.watch(W, T, Provenance::Explicit, NOW).unwrap();
     b.sync_now().unwrap();
     let exists: bool = Connection::open(&path)
@@ -253,13 +172,7 @@ fn a_file_whose_tables_another_writer_created_keeps_the_old_rule() {
     assert!(!exists);
     record(&a, human(T));
     assert!(!queue_empty(&a));
-    assert_eq!(
-        a_wakes
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap()
-            .session_key,
-        W
-    );
+    assert_eq!(woken(&a_wakes), W);
     b.sync_now().unwrap();
     assert_eq!(positions(&b.peek(W).unwrap()), [(T.to_owned(), 0)]);
 }
@@ -267,11 +180,11 @@ fn a_file_whose_tables_another_writer_created_keeps_the_old_rule() {
 #[test]
 fn a_first_drain_reads_the_pending_notices_even_of_a_watcher_a_watch_already_served() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.sqlite").to_str().unwrap().to_owned();
-    let (a, _a_wakes) = open(&path);
+    let path = db(&dir);
+    let (a, _a_wakes) = open_waking(&path);
     a.watch(W, T, Provenance::Explicit, NOW).unwrap();
     let s1 = record(&a, human(T));
-    let (b, _b_wakes) = open(&path);
+    let (b, _b_wakes) = open_waking(&path);
     // Served by the watch (of another target), not read yet: no poll has run in B.
     b.watch(W, "agent:main:subagent:other", Provenance::Explicit, NOW)
         .unwrap();

@@ -2,78 +2,19 @@
 //! each with its own connection, queue and poller. `sync_now` runs a poll on demand, so most
 //! tests do not depend on the background interval.
 
+mod two_stores;
+
 use std::collections::HashSet;
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
-use session_awareness_core::{
-    Hooks, Notice, Options, Provenance, RecordInput, Store, WakeRequest, WakeSink,
-};
-
-const W: &str = "agent:main:main";
-const T: &str = "agent:main:subagent:research";
-const NOW: i64 = 1_700_000_000_000;
-
-struct Wakes(Mutex<mpsc::Sender<WakeRequest>>);
-impl WakeSink for Wakes {
-    fn wake(&self, request: WakeRequest) {
-        let _ = self.0.lock().send(request);
-    }
-}
-
-fn opts(sync_interval_ms: u32) -> Options {
-    Options {
-        sync_interval_ms,
-        wake_coalesce_ms: 0,
-        ..Options::default()
-    }
-}
-
-/// A store on `path` whose background poll is too slow to matter: tests poll with `sync_now`.
-fn open(path: &str) -> Store {
-    Store::open(path, opts(60_000), Hooks::default()).unwrap()
-}
-
-fn open_waking(path: &str) -> (Store, mpsc::Receiver<WakeRequest>) {
-    let (tx, rx) = mpsc::channel();
-    let hooks = Hooks {
-        wake: Some(Arc::new(Wakes(Mutex::new(tx)))),
-        ..Hooks::default()
-    };
-    (Store::open(path, opts(60_000), hooks).unwrap(), rx)
-}
-
-fn db(dir: &tempfile::TempDir) -> String {
-    dir.path().join("state.sqlite").to_str().unwrap().to_owned()
-}
-
-fn human(target: &str) -> RecordInput {
-    RecordInput {
-        session_key: target.into(),
-        kind: "human_direct_message".into(),
-        actor_type: "human".into(),
-        summary: "human message via telegram".into(),
-        ..Default::default()
-    }
-}
-
-fn record(store: &Store, input: RecordInput) -> i64 {
-    store.record(input, NOW).unwrap().unwrap().sequence
-}
+use session_awareness_core::{Hooks, Options, Provenance, RecordInput, Store};
+use two_stores::{db, human, open, open_waking, opts, positions, record, woken, NOW, T, W};
 
 fn text(target: &str, since: i64) -> String {
     format!(
         "Session \"{target}\" changed (other actor). Reconcile before acting: session_status sessionKey \"{target}\" changesSince {since}."
     )
-}
-
-fn positions(notices: &[Notice]) -> Vec<(String, i64)> {
-    notices
-        .iter()
-        .map(|n| (n.target_key.clone(), n.changes_since))
-        .collect()
 }
 
 #[test]
@@ -117,13 +58,7 @@ fn twenty_records_give_one_notice_and_one_wake() {
     b.sync_now().unwrap();
     // The first wake is delivered before the other nineteen records, so a second notice
     // entering the queue would schedule a second call rather than be absorbed.
-    assert_eq!(
-        wakes
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap()
-            .session_key,
-        W
-    );
+    assert_eq!(woken(&wakes), W);
     for _ in 0..19 {
         record(&a, human(T));
         b.sync_now().unwrap();
@@ -145,13 +80,7 @@ fn an_unserved_watcher_gets_no_remote_notice_until_its_first_peek_reads_it() {
     // Peeking serves the watcher and reads what is already pending at once, woken.
     assert_eq!(positions(&b.peek(W).unwrap()), [(T.to_owned(), 0)]);
     assert!(b.serves(W));
-    assert_eq!(
-        wakes
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap()
-            .session_key,
-        W
-    );
+    assert_eq!(woken(&wakes), W);
     // The next poll finds it queued already: no second entry, no second wake.
     b.sync_now().unwrap();
     assert_eq!(positions(&b.peek(W).unwrap()), [(T.to_owned(), 0)]);
@@ -380,14 +309,7 @@ fn concurrent_drains_in_two_stores_deliver_each_notice_once() {
         // The chain of positions: it starts where the watch seeded the cursor, and each later
         // one (and the final acknowledged one) is an event of the target.
         assert_eq!(ls.first(), Some(&0), "{t}");
-        let (last_seen, notified, material): (i64, i64, i64) = reader
-            .query_row(
-                "SELECT last_seen_sequence, notified_sequence, material_sequence \
-                 FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
-                [W, t.as_str()],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .unwrap();
+        let (last_seen, notified, material) = two_stores::lnm(&reader, W, t);
         assert_eq!(notified, last_seen);
         assert_eq!(material, last_seen);
         let events = recorder.changes_since(t, 0.0, None, Some(200.0)).unwrap();
