@@ -27,10 +27,44 @@ pub(crate) struct SqliteRows<'c> {
     conn: &'c Connection,
 }
 
+/// The cursor row's insert up to its conflict action (`DO ...`), with the parameters of
+/// [`SqliteRows::write_cursor`].
+macro_rules! insert_cursor {
+    () => {
+        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
+         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
+         watcher_store_path) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+         ON CONFLICT (watcher_session_key, target_session_key) "
+    };
+}
+
 impl<'c> SqliteRows<'c> {
     /// The row operations on `conn`, inside the transaction the caller opened on it.
     pub(crate) fn new(conn: &'c Connection) -> Self {
         SqliteRows { conn }
+    }
+
+    /// Runs `sql`, an [`insert_cursor`] statement, for the cursor `(watcher, target)`;
+    /// returns the rows it wrote.
+    fn write_cursor(
+        &self,
+        sql: &str,
+        (watcher, target): (&str, &str),
+        at: Positions,
+        provenance: Provenance,
+        scope: Option<&str>,
+        now: i64,
+    ) -> Result<usize> {
+        Ok(self.conn.prepare_cached(sql)?.execute(params![
+            watcher,
+            target,
+            at.last_seen,
+            at.notified,
+            at.material,
+            provenance.as_str(),
+            now,
+            scope
+        ])?)
     }
 }
 
@@ -188,26 +222,14 @@ impl Rows for SqliteRows<'_> {
         scope: Option<&str>,
         now: i64,
     ) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
-                 last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
-                 watcher_store_path) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
-                 ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
-                 last_seen_sequence = excluded.last_seen_sequence, notified_sequence = excluded.notified_sequence, \
-                 material_sequence = excluded.material_sequence, provenance = excluded.provenance, \
-                 updated_at = excluded.updated_at, watcher_store_path = coalesce(?8, watcher_store_path)",
-            )?
-            .execute(params![
-                watcher,
-                target,
-                at.last_seen,
-                at.notified,
-                at.material,
-                provenance.as_str(),
-                now,
-                scope
-            ])?;
+        let sql = concat!(
+            insert_cursor!(),
+            "DO UPDATE SET last_seen_sequence = excluded.last_seen_sequence, \
+             notified_sequence = excluded.notified_sequence, \
+             material_sequence = excluded.material_sequence, provenance = excluded.provenance, \
+             updated_at = excluded.updated_at, watcher_store_path = coalesce(?8, watcher_store_path)"
+        );
+        self.write_cursor(sql, (watcher, target), at, provenance, scope, now)?;
         Ok(())
     }
 
@@ -220,24 +242,8 @@ impl Rows for SqliteRows<'_> {
         scope: Option<&str>,
         now: i64,
     ) -> Result<bool> {
-        let n = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
-                 last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
-                 watcher_store_path) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
-                 ON CONFLICT (watcher_session_key, target_session_key) DO NOTHING",
-            )?
-            .execute(params![
-                watcher,
-                target,
-                at.last_seen,
-                at.notified,
-                at.material,
-                provenance.as_str(),
-                now,
-                scope
-            ])?;
+        let sql = concat!(insert_cursor!(), "DO NOTHING");
+        let n = self.write_cursor(sql, (watcher, target), at, provenance, scope, now)?;
         Ok(n == 1)
     }
 
@@ -322,7 +328,13 @@ impl Rows for SqliteRows<'_> {
         notified: i64,
         now: i64,
     ) -> Result<()> {
-        rows_cursors::set_positions(self.conn, watcher, target, last_seen, notified, now)
+        self.conn
+            .prepare_cached(
+                "UPDATE session_watch_cursors SET last_seen_sequence = ?3, notified_sequence = ?4, updated_at = ?5 \
+                 WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+            )?
+            .execute(params![watcher, target, last_seen, notified, now])?;
+        Ok(())
     }
 
     fn touch_cursor(

@@ -169,6 +169,23 @@ pub(crate) fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec
     Ok(out)
 }
 
+/// A [`Pending`] of `watcher` on `target` from a row whose columns 1 to 4 are L, N,
+/// provenance and `watcher_store_path` (column 0 is the cursor's other key).
+fn pending_row(
+    r: &rusqlite::Row<'_>,
+    watcher: String,
+    target: Arc<str>,
+) -> rusqlite::Result<Pending> {
+    Ok(Pending {
+        watcher,
+        target,
+        last_seen: r.get(1)?,
+        notified: r.get(2)?,
+        provenance: provenance_col(r.get(3)?)?,
+        scope: scope_col(r.get_ref(4)?),
+    })
+}
+
 /// The watcher's live pending cursors (N != L), in ascending order of N.
 pub(crate) fn pending_of(conn: &Connection, watcher: &str) -> Result<Vec<Pending>> {
     let mut stmt = conn.prepare_cached(concat!(
@@ -180,14 +197,7 @@ pub(crate) fn pending_of(conn: &Connection, watcher: &str) -> Result<Vec<Pending
         " ORDER BY notified_sequence, target_session_key"
     ))?;
     let rows = stmt.query_map([watcher], |r| {
-        Ok(Pending {
-            watcher: watcher.to_owned(),
-            target: Arc::from(r.get::<_, String>(0)?),
-            last_seen: r.get(1)?,
-            notified: r.get(2)?,
-            provenance: provenance_col(r.get(3)?)?,
-            scope: scope_col(r.get_ref(4)?),
-        })
+        pending_row(r, watcher.to_owned(), Arc::from(r.get::<_, String>(0)?))
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -202,16 +212,7 @@ pub(crate) fn on_target(conn: &Connection, target: &str) -> Result<Vec<Pending>>
         " ORDER BY watcher_session_key"
     ))?;
     let shared: Arc<str> = Arc::from(target);
-    let rows = stmt.query_map([target], |r| {
-        Ok(Pending {
-            watcher: r.get(0)?,
-            target: Arc::clone(&shared),
-            last_seen: r.get(1)?,
-            notified: r.get(2)?,
-            provenance: provenance_col(r.get(3)?)?,
-            scope: scope_col(r.get_ref(4)?),
-        })
-    })?;
+    let rows = stmt.query_map([target], |r| pending_row(r, r.get(0)?, Arc::clone(&shared)))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -279,23 +280,6 @@ pub(crate) fn expire_chunk(
         deleted,
         next: more.then_some(end),
     })
-}
-
-/// Acknowledge's write: L and N, and `updated_at`.
-pub(crate) fn set_positions(
-    conn: &Connection,
-    watcher: &str,
-    target: &str,
-    last_seen: i64,
-    notified: i64,
-    now: i64,
-) -> Result<()> {
-    conn.prepare_cached(
-        "UPDATE session_watch_cursors SET last_seen_sequence = ?3, notified_sequence = ?4, updated_at = ?5 \
-         WHERE watcher_session_key = ?1 AND target_session_key = ?2",
-    )?
-    .execute(params![watcher, target, last_seen, notified, now])?;
-    Ok(())
 }
 
 /// A re-watch's write: provenance and `updated_at`.
