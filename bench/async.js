@@ -446,7 +446,7 @@ async function main() {
   if (jsonAt > 0) fs.writeFileSync(process.argv[jsonAt + 1], JSON.stringify(result, null, 2));
 }
 
-module.exports = { measureAsync, printTable };
+module.exports = { input, measureAsync, printTable };
 
 if (require.main === module) {
   if (process.argv[2] === 'writer') writerRole();

@@ -5,8 +5,8 @@
 // the same machine load. Prints, per workload, each build's median and the median of the
 // per-round ratios (other / this: above 1 means this checkout is faster).
 
-const { fork } = require('node:child_process');
 const path = require('node:path');
+const { startChild } = require('./start-child');
 const { WORKLOADS } = require('./workloads');
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS) || 25;
@@ -25,28 +25,9 @@ function formatNs(ns) {
   return `${(ns / 1e9).toFixed(2)} s`;
 }
 
+/** The addon of the checkout at `root`, in a child process. */
 function start(root) {
-  const child = fork(path.join(__dirname, 'child.js'), ['addon'], {
-    env: { ...process.env, SESSION_AWARENESS_BENCH_ROOT: root },
-  });
-  let waiting = null;
-  child.on('message', (msg) => {
-    const w = waiting;
-    waiting = null;
-    if (msg.ok) w.resolve(msg);
-    else w.reject(new Error(`${root}: ${msg.error}`));
-  });
-  child.on('exit', (code) => {
-    if (waiting) waiting.reject(new Error(`${root}: exited with ${code}`));
-  });
-  return {
-    ask: (msg) =>
-      new Promise((resolve, reject) => {
-        waiting = { resolve, reject };
-        child.send(msg);
-      }),
-    stop: () => child.send({ cmd: 'exit' }),
-  };
+  return startChild('addon', { env: { ...process.env, SESSION_AWARENESS_BENCH_ROOT: root } }, undefined, root);
 }
 
 async function main() {

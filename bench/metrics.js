@@ -21,6 +21,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { input } = require('./async');
 
 const ROUNDS = Number(process.env.BENCH_METRICS_ROUNDS) || 25;
 const RECORDS = Number(process.env.BENCH_METRICS_RECORDS) || 500;
@@ -34,19 +35,6 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const ns = (x) => (x < 1e3 ? `${x.toFixed(0)} ns` : x < 1e6 ? `${(x / 1e3).toFixed(2)} µs` : `${(x / 1e6).toFixed(2)} ms`);
-
-/** A notify kind with one watcher, as in bench/workloads.js. */
-function input(session, n) {
-  return {
-    sessionKey: session,
-    kind: 'human_direct_message',
-    actorType: 'human',
-    actorId: 'telegram:42',
-    summary: 'human message via telegram',
-    payload: { n },
-    watchers: [MAIN],
-  };
-}
 
 function sdk() {
   const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics');

@@ -15,7 +15,7 @@
 //    recordAsync with no MeterProvider and with the OpenTelemetry SDK's; printed on its own.
 // It prints two tables (Markdown) and writes the raw samples to .tmp/bench-results.json.
 
-const { execFileSync, fork, spawn } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -23,6 +23,7 @@ const readline = require('node:readline');
 const { checkBehaviour } = require('./check-behaviour');
 const { WORKLOADS } = require('./workloads');
 const openclaw = require('./openclaw/harness');
+const { startChild } = require('./start-child');
 
 const ROOT = path.join(__dirname, '..');
 const ROUNDS = Number(process.env.BENCH_ROUNDS) || 25;
@@ -63,33 +64,6 @@ function machine() {
     node: process.version,
     rustc,
     loadAverage: os.loadavg().map((x) => x.toFixed(2)).join(' '),
-  };
-}
-
-/** A child process of one implementation, answering one request at a time. `options` go to
- * `fork` (bench/openclaw/harness.js starts Node 24 children with them). */
-function startChild(impl, options = {}, script = path.join(__dirname, 'child.js')) {
-  const child = fork(script, [impl], options);
-  let waiting = null;
-  child.on('message', (msg) => {
-    const w = waiting;
-    waiting = null;
-    if (msg.ok) w.resolve(msg);
-    else w.reject(new Error(`${impl}: ${msg.error}`));
-  });
-  child.on('exit', (code) => {
-    if (waiting) waiting.reject(new Error(`${impl} process exited with ${code}`));
-  });
-  return {
-    ask(msg) {
-      return new Promise((resolve, reject) => {
-        waiting = { resolve, reject };
-        child.send(msg);
-      });
-    },
-    stop() {
-      child.send({ cmd: 'exit' });
-    },
   };
 }
 
