@@ -14,52 +14,43 @@ import { T0, fixture } from './helpers'
 const f = fixture('row-shapes')
 const shapes = native.rowShapes()
 
-const CURSOR_ROW: Record<keyof CursorRow, true> = {
+// The fields two shapes share are listed once, typed by the keys both have, so `tsc` still
+// refuses a list when either type gains or loses a field.
+const CURSOR_FIELDS: Record<keyof CursorRow & keyof InspectedCursor, true> = {
   watcherKey: true,
   targetKey: true,
   lastSeen: true,
   notified: true,
   material: true,
   provenance: true,
-  scope: true,
   updatedAt: true,
 }
-const NATIVE_LINK_ROW: Record<keyof NativeLinkRow, true> = {
+const CURSOR_ROW: Record<keyof CursorRow, true> = { ...CURSOR_FIELDS, scope: true }
+const LINK_FIELDS: Record<keyof NativeLinkRow & keyof SessionUpstreamLink, true> = {
   sessionKey: true,
   agentId: true,
   catalogId: true,
   hostId: true,
   threadId: true,
   upstreamKind: true,
-  upstreamRefJson: true,
-  lastMarkerJson: true,
   lastScannedAt: true,
   createdAt: true,
   updatedAt: true,
+}
+const NATIVE_LINK_ROW: Record<keyof NativeLinkRow, true> = {
+  ...LINK_FIELDS,
+  upstreamRefJson: true,
+  lastMarkerJson: true,
 }
 /** OpenClaw's link: the row's JSON columns parsed, under OpenClaw's names. */
 const PARSED: Record<string, string> = { upstreamRefJson: 'upstreamRef', lastMarkerJson: 'marker' }
 const SESSION_UPSTREAM_LINK: Record<keyof SessionUpstreamLink, true> = {
-  sessionKey: true,
-  agentId: true,
-  catalogId: true,
-  hostId: true,
-  threadId: true,
-  upstreamKind: true,
+  ...LINK_FIELDS,
   upstreamRef: true,
   marker: true,
-  lastScannedAt: true,
-  createdAt: true,
-  updatedAt: true,
 }
 const INSPECTED_CURSOR: Record<keyof InspectedCursor, true> = {
-  watcherKey: true,
-  targetKey: true,
-  lastSeen: true,
-  notified: true,
-  material: true,
-  provenance: true,
-  updatedAt: true,
+  ...CURSOR_FIELDS,
   targetVersion: true,
   lag: true,
   pending: true,
