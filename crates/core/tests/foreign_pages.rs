@@ -40,74 +40,58 @@ fn value(choices: Vec<Value>) -> impl Strategy<Value = Value> {
     proptest::sample::select(choices)
 }
 
-fn row() -> impl Strategy<Value = Row> {
-    let kind = value(vec![
-        text("goal_changed"),
-        text("compacted"),
-        text("created"),
-        text("session_forked"),
-        Value::Null,
-        Value::Integer(3),
-        Value::Blob(vec![0x67, 0xff]),
-    ]);
-    let actor_type = value(vec![
-        text("human"),
-        text("agent"),
-        text("robot"),
-        Value::Null,
-    ]);
-    let actor_id = value(vec![
-        Value::Null,
-        text("agent:main:main"),
-        text(""),
-        text(&"a".repeat(1025)),
-    ]);
-    let occurred_at = value(vec![
-        Value::Integer(T0),
-        Value::Real(1.5),
-        text("soon"),
-        Value::Null,
-    ]);
-    let summary = value(vec![
-        text("one line"),
-        text("two\nlines"),
-        text(&"s".repeat(500)),
-        Value::Null,
-        Value::Blob(vec![0xff]),
-        text("é\u{2028}"),
-    ]);
-    let payload = value(vec![
-        Value::Null,
-        text("{\"a\":1}"),
-        text("[1,2]"),
-        text("7"),
-        text("{oops"),
-        text(" {\"b\":true}"),
-        text(&format!("{{\"c\":\"{}\"}}", "c".repeat(5000))),
-        Value::Blob(vec![0x7b, 0x7d]),
-    ]);
-    (
-        0..SESSIONS.len(),
-        1i64..4,
-        kind,
-        actor_type,
-        actor_id,
-        occurred_at,
-        summary,
-        payload,
-    )
-        .prop_map(
-            |(session, gap, kind, actor_type, actor_id, occurred_at, summary, payload)| Row {
-                session,
-                gap,
-                kind,
-                actor_type,
-                actor_id,
-                occurred_at,
-                summary,
-                payload,
-            },
-        )
+prop_compose! {
+    fn row()(
+        session in 0..SESSIONS.len(),
+        gap in 1i64..4,
+        kind in value(vec![
+            text("goal_changed"),
+            text("compacted"),
+            text("created"),
+            text("session_forked"),
+            Value::Null,
+            Value::Integer(3),
+            Value::Blob(vec![0x67, 0xff]),
+        ]),
+        actor_type in value(vec![
+            text("human"),
+            text("agent"),
+            text("robot"),
+            Value::Null,
+        ]),
+        actor_id in value(vec![
+            Value::Null,
+            text("agent:main:main"),
+            text(""),
+            text(&"a".repeat(1025)),
+        ]),
+        occurred_at in value(vec![
+            Value::Integer(T0),
+            Value::Real(1.5),
+            text("soon"),
+            Value::Null,
+        ]),
+        summary in value(vec![
+            text("one line"),
+            text("two\nlines"),
+            text(&"s".repeat(500)),
+            Value::Null,
+            Value::Blob(vec![0xff]),
+            text("é\u{2028}"),
+        ]),
+        payload in value(vec![
+            Value::Null,
+            text("{\"a\":1}"),
+            text("[1,2]"),
+            text("7"),
+            text("{oops"),
+            text(" {\"b\":true}"),
+            text(&format!("{{\"c\":\"{}\"}}", "c".repeat(5000))),
+            Value::Blob(vec![0x7b, 0x7d]),
+        ]),
+    ) -> Row {
+        Row { session, gap, kind, actor_type, actor_id, occurred_at, summary, payload }
+    }
 }
 
 /// Writes the rows and, per session, a head at its last row less `head_back` (at least 0) with
