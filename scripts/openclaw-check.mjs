@@ -224,16 +224,7 @@ const ordered = (l) => ({
   const theirs = oc.sessionState.listSessionStateEventsSince(KEY, 'main', 0)
   oc.stateDbCache.closeOpenClawStateDatabase()
   const oneLine = (s) => [...s.replace(/\r\n|[\r\n\u2028\u2029]/g, ' ')].slice(0, 240).join('')
-  const expected = theirs.events.map((e) => ({
-    sequence: e.sequence,
-    kind: e.kind,
-    actorType: e.actorType,
-    actorId: e.actorId,
-    runId: e.runId,
-    payload: e.payload,
-    summary: oneLine(e.summary),
-  }))
-  const view = (events) =>
+  const view = (events, summary = (s) => s) =>
     events.map((e) => ({
       sequence: e.sequence,
       kind: e.kind,
@@ -241,8 +232,9 @@ const ordered = (l) => ({
       actorId: e.actorId,
       runId: e.runId,
       payload: e.payload,
-      summary: e.summary,
+      summary: summary(e.summary),
     }))
+  const expected = view(theirs.events, oneLine)
   check('foreign rows: OpenClaw answers all 11 rows', theirs.events.length, 11)
   const dest = join(work, 'foreign-import', 'session-state.sqlite')
   mkdirSync(dirname(dest), { recursive: true })
