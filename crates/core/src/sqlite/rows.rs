@@ -222,14 +222,14 @@ impl Rows for SqliteRows<'_> {
         scope: Option<&str>,
         now: i64,
     ) -> Result<()> {
-        let sql = concat!(
+        const PUT: &str = concat!(
             insert_cursor!(),
             "DO UPDATE SET last_seen_sequence = excluded.last_seen_sequence, \
              notified_sequence = excluded.notified_sequence, \
              material_sequence = excluded.material_sequence, provenance = excluded.provenance, \
              updated_at = excluded.updated_at, watcher_store_path = coalesce(?8, watcher_store_path)"
         );
-        self.write_cursor(sql, (watcher, target), at, provenance, scope, now)?;
+        self.write_cursor(PUT, (watcher, target), at, provenance, scope, now)?;
         Ok(())
     }
 
@@ -242,8 +242,8 @@ impl Rows for SqliteRows<'_> {
         scope: Option<&str>,
         now: i64,
     ) -> Result<bool> {
-        let sql = concat!(insert_cursor!(), "DO NOTHING");
-        let n = self.write_cursor(sql, (watcher, target), at, provenance, scope, now)?;
+        const INSERT: &str = concat!(insert_cursor!(), "DO NOTHING");
+        let n = self.write_cursor(INSERT, (watcher, target), at, provenance, scope, now)?;
         Ok(n == 1)
     }
 
