@@ -476,6 +476,12 @@ export interface NativeOptions {
   seedResetsProvenance?: boolean
   /** Keep every notice entering the queue for `takeNotices` (the listener's outbox). */
   noticeOutbox?: boolean
+  /** A PostgreSQL store's schema; default `session_awareness`. */
+  schema?: string
+  /** A PostgreSQL store's connect timeout (ms); default 10,000. */
+  connectTimeoutMs?: number
+  /** A PostgreSQL store's statement timeout (ms); default 30,000. */
+  statementTimeoutMs?: number
 }
 
 /**

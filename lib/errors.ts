@@ -12,7 +12,17 @@ export type ErrorCode =
   | 'ERR_INVALID_ARG'
   /** The store was closed; nothing was done. */
   | 'ERR_CLOSED'
-  /** SQLite or the file system failed: busy beyond the busy timeout, a read-only or full disk, a corrupt file. */
+  /**
+   * A synchronous method that needs the database was called on a PostgreSQL store, which
+   * serves it only through the Promise API (its `…Async` twin, or `SessionState.open` for the
+   * constructor); nothing was done.
+   */
+  | 'ERR_ASYNC_ONLY'
+  /**
+   * The database failed: SQLite or the file system (busy beyond the busy timeout, a read-only
+   * or full disk, a corrupt file), or PostgreSQL (the server unreachable or lost, a statement
+   * timeout, a refused statement).
+   */
   | 'ERR_DB'
   /**
    * Another SQLite library (or other code) of this process has the database file, its `-wal`,
@@ -38,12 +48,13 @@ export type ErrorCode =
   | 'ERR_HOST_CALLBACK'
 
 /**
- * The codes the TypeScript layer gives itself: every other code of {@link ErrorCode} comes
+ * The codes the TypeScript layer gives itself (`ERR_ASYNC_ONLY`: `SessionState` refuses a
+ * synchronous call on a PostgreSQL store before it reaches the addon): every other code of {@link ErrorCode} comes
  * from the addon (its `nativeErrorCodes()`: the core's, then the binding's). A test checks
  * that the two lists together are exactly the union.
  * @internal
  */
-export const LAYER_CODES = ['ERR_NOTICE_CALLBACK', 'ERR_HOST_CALLBACK'] as const satisfies readonly ErrorCode[]
+export const LAYER_CODES = ['ERR_NOTICE_CALLBACK', 'ERR_HOST_CALLBACK', 'ERR_ASYNC_ONLY'] as const satisfies readonly ErrorCode[]
 
 /**
  * Every code of {@link ErrorCode}, once each.
@@ -52,6 +63,7 @@ export const LAYER_CODES = ['ERR_NOTICE_CALLBACK', 'ERR_HOST_CALLBACK'] as const
 export const ERROR_CODES = [
   'ERR_INVALID_ARG',
   'ERR_CLOSED',
+  'ERR_ASYNC_ONLY',
   'ERR_DB',
   'ERR_FILE_SHARED',
   'ERR_FOREIGN_SCHEMA',

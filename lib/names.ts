@@ -24,6 +24,9 @@ export const KNOWN_NAMES = {
     'seedResetsProvenance',
     'onNotice',
     'meterProvider',
+    'schema',
+    'connectTimeoutMs',
+    'statementTimeoutMs',
   ],
   /** `record(input)` and `recordAsync(input)`. */
   record: [
