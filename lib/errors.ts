@@ -132,3 +132,14 @@ export function fromNative(e: unknown): SessionStateError {
 export function invalid(message: string): SessionStateError {
   return new SessionStateError('ERR_INVALID_ARG', `invalid argument: ${message}`)
 }
+
+/**
+ * The refusal of a synchronous call on a PostgreSQL store (`ERR_ASYNC_ONLY`), naming what to
+ * call instead. Nothing was done.
+ */
+export function asyncOnly(method: string, instead: string): SessionStateError {
+  return new SessionStateError(
+    'ERR_ASYNC_ONLY',
+    `${method} needs the database and a PostgreSQL store serves it only through the Promise API: use ${instead}`,
+  )
+}

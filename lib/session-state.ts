@@ -21,7 +21,7 @@ import {
   unwatchArgs,
   watchArgs,
 } from './call-args'
-import { SessionStateError, fromCode, fromNative } from './errors'
+import { asyncOnly, fromCode, fromNative } from './errors'
 import { StoreMetrics } from './metrics'
 import type { SessionStateStats } from './metrics'
 import type { Gate } from './gate'
@@ -628,17 +628,6 @@ export class SessionState {
     })
     return this.#closing
   }
-}
-
-/**
- * The refusal of a synchronous call on a PostgreSQL store, naming what to call instead.
- * Nothing was done.
- */
-function asyncOnly(method: string, instead: string): SessionStateError {
-  return fromCode(
-    'ERR_ASYNC_ONLY',
-    `${method} needs the database and a PostgreSQL store serves it only through the Promise API: use ${instead}`,
-  )
 }
 
 /** A native cursor row in the public shape: an absent scope is left out. */
