@@ -182,6 +182,7 @@ fn store_options(o: &NativeOptions) -> JsResult<Options> {
         },
         seed_resets_provenance: o.seed_resets_provenance.unwrap_or(false),
         notice_outbox: o.notice_outbox.unwrap_or(false),
+        ..d
     };
     opts.validate().js()?;
     Ok(opts)

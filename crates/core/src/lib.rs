@@ -49,6 +49,7 @@ pub(crate) mod log;
 pub(crate) mod maintenance;
 pub(crate) mod metrics;
 pub(crate) mod options;
+pub(crate) mod postgres;
 pub(crate) mod prune;
 pub(crate) mod queue;
 pub(crate) mod read_event;
@@ -83,7 +84,10 @@ pub use keys::{decode_notice_context_key, encode_notice_context_key, MAX_SCOPE_B
 pub use log::Changes;
 pub use maintenance::SweepReport;
 pub use metrics::{Hist, HistogramTotals, MetricsSnapshot, FAILURE_CODES, HISTOGRAMS, SAMPLE_RING};
-pub use options::{Options, MAX_RETENTION_MS, MAX_SYNC_INTERVAL_MS, MAX_WAKE_COALESCE_MS};
+pub use options::{
+    Options, SchemaName, MAX_RETENTION_MS, MAX_SCHEMA_BYTES, MAX_SYNC_INTERVAL_MS,
+    MAX_WAKE_COALESCE_MS,
+};
 pub use prune::PruneReport;
 pub use queue::{Notice, QueueSignal, QueuedNotice};
 pub use read_event::{ChangeEvent, ForeignEvent, ForeignFields, ForeignPayload};

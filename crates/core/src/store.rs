@@ -33,6 +33,7 @@ use crate::sqlite::tx::Tx;
 use crate::sync::SyncState;
 use crate::upstream::monitor::Monitor;
 
+mod remote;
 mod stats;
 mod upstream;
 
@@ -51,6 +52,8 @@ struct Inner {
     host: Host,
     opts: Options,
     heads: Mutex<HeadCache>,
+    /// The PostgreSQL engine of a store opened on a URL (`store/remote.rs`).
+    remote: Option<Arc<crate::postgres::PgStore>>,
 }
 
 /// A session-state store over one SQLite file. Cheap to clone: clones share everything.
@@ -65,7 +68,15 @@ impl Store {
     /// task delivers notices opened by other processes (semantics.md#processes).
     /// Every failure of opening names the file ([`Error::at_path`]); a file that is not SQLite
     /// is `ERR_NOT_SQLITE`, and nothing was written to it.
+    ///
+    /// A `postgres://` or `postgresql://` URL opens a PostgreSQL store instead
+    /// (docs/postgres.md); the options `pg_schema`, `connect_timeout_ms` and
+    /// `statement_timeout_ms` are refused on a file unless they keep their defaults.
     pub fn open(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
+        if crate::postgres::conn::is_url(path) {
+            return Self::open_remote(path, opts, hooks);
+        }
+        opts.check_local()?;
         Self::open_file(path, opts, hooks).map_err(|e| e.at_path(path))
     }
 
@@ -139,6 +150,7 @@ impl Store {
                 host,
                 opts,
                 heads: Mutex::new(HeadCache::default()),
+                remote: None,
             }),
         })
     }
@@ -203,11 +215,17 @@ impl Store {
         &self,
         f: impl FnOnce(&mut rusqlite::Connection) -> Result<T>,
     ) -> Result<T> {
+        if self.is_remote() {
+            return Err(remote::not_yet("this call"));
+        }
         self.db().with(f)
     }
 
     /// Records one event (semantics.md#recording). `Ok(None)` means `onlyIfWatched` found nobody watching.
     pub fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
+        if let Some(pg) = self.remote() {
+            return pg.record(input, now);
+        }
         let start = std::time::Instant::now();
         let r = self.inner.recorder.record_with(input, now, |_| Ok(()));
         let m = &self.delivery().metrics;
@@ -223,11 +241,17 @@ impl Store {
     /// returned for it after the ones before it; notices are queued and wakes scheduled after
     /// the commit. The Promise API's writer thread calls this.
     pub fn record_group(&self, items: Vec<(RecordInput, i64)>) -> Vec<Result<Option<StateEvent>>> {
+        if let Some(pg) = self.remote() {
+            return pg.record_group(items);
+        }
         self.inner.recorder.record_group(items)
     }
 
     /// Prunes now (semantics.md#retention) and restarts the automatic-prune hour.
     pub fn prune(&self, now: i64) -> Result<PruneReport> {
+        if self.is_remote() {
+            return Err(remote::not_yet("prune"));
+        }
         self.inner.recorder.maintenance.prune(now)
     }
 
@@ -256,6 +280,9 @@ impl Store {
         o: &cursors::WatchOptions,
         now: i64,
     ) -> Result<bool> {
+        if self.is_remote() {
+            return Err(remote::not_yet("watch"));
+        }
         self.check_open()?;
         if let Some(s) = &o.scope {
             keys::check_scope(s)?;
@@ -286,6 +313,9 @@ impl Store {
         watcher: Option<&str>,
         target: Option<&str>,
     ) -> Result<Vec<CursorRow>> {
+        if self.is_remote() {
+            return Err(remote::not_yet("cursorRows"));
+        }
         self.check_open()?;
         for (key, name) in [(watcher, "watcherKey"), (target, "targetKey")] {
             if let Some(k) = key {
@@ -297,6 +327,9 @@ impl Store {
 
     /// Removes the cursor and its pending notice. True if a cursor was removed.
     pub fn unwatch(&self, watcher: &str, target: &str) -> Result<bool> {
+        if self.is_remote() {
+            return Err(remote::not_yet("unwatch"));
+        }
         self.check_open()?;
         SessionKey::parse_named(watcher, "watcherKey")?;
         SessionKey::parse_named(target, "targetKey")?;
@@ -308,6 +341,9 @@ impl Store {
 
     /// The state version of a session (0 when none).
     pub fn state_version(&self, session_key: &str, agent_id: Option<&str>) -> Result<i64> {
+        if let Some(pg) = self.remote() {
+            return pg.state_version(session_key, agent_id);
+        }
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
         self.with_conn(|conn| Ok(log::head(conn, session_key, &agent)?.last_sequence))
@@ -333,6 +369,9 @@ impl Store {
         &self,
         refs: &[(&'a str, Option<&'a str>)],
     ) -> Result<Vec<(usize, &'a str, i64)>> {
+        if let Some(pg) = self.remote() {
+            return pg.state_versions_of(refs);
+        }
         self.check_open()?;
         let resolved = refs
             .iter()
@@ -364,6 +403,9 @@ impl Store {
         agent_id: Option<&str>,
         limit: Option<f64>,
     ) -> Result<Changes> {
+        if let Some(pg) = self.remote() {
+            return pg.changes_since(session_key, after, agent_id, limit);
+        }
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
         let after = log::check_after(after)?;
@@ -399,6 +441,13 @@ impl Store {
 
     /// The watcher's pending notices, acknowledged (semantics.md#cursors). With nothing queued it runs no SQL.
     pub fn drain(&self, watcher: &str, now: i64) -> Result<Vec<Notice>> {
+        if self.is_remote() && !self.delivery().queue().has_any(watcher) {
+            self.check_open()?;
+            SessionKey::parse_named(watcher, "watcherKey")?;
+            return Ok(Vec::new());
+        } else if self.is_remote() {
+            return Err(remote::not_yet("drain"));
+        }
         self.check_open()?;
         SessionKey::parse_named(watcher, "watcherKey")?;
         self.serve_reading(watcher);
@@ -437,6 +486,9 @@ impl Store {
         through: Option<f64>,
         now: i64,
     ) -> Result<u64> {
+        if self.is_remote() {
+            return Err(remote::not_yet("acknowledge"));
+        }
         self.check_open()?;
         if let Some(s) = scope {
             keys::check_scope(s)?;
@@ -468,6 +520,9 @@ impl Store {
         watcher_exists: Option<&mut dyn FnMut(&str) -> bool>,
         now: i64,
     ) -> Result<SweepReport> {
+        if self.is_remote() {
+            return Err(remote::not_yet("sweep"));
+        }
         self.check_open()?;
         let only = match watcher_exists {
             None => None,
@@ -493,12 +548,18 @@ impl Store {
     /// The watchers with unacknowledged material history: the ones [`Store::sweep`] asks its
     /// `watcher_exists` about. For a caller that asks elsewhere, then sweeps with the answer.
     pub fn sweep_candidates(&self) -> Result<Vec<String>> {
+        if self.is_remote() {
+            return Err(remote::not_yet("sweep"));
+        }
         self.check_open()?;
         self.with_conn(|conn| cursors::watchers_behind(conn))
     }
 
     /// The watcher session was reset: its cursors and pending notices go; its own history stays.
     pub fn reset_session(&self, session_key: &str) -> Result<()> {
+        if self.is_remote() {
+            return Err(remote::not_yet("resetSession"));
+        }
         self.check_open()?;
         SessionKey::parse(session_key)?;
         let conn = self.db().lock()?;
@@ -513,6 +574,9 @@ impl Store {
     /// identity is the session and agent, as in OpenClaw); for its own agent also every cursor
     /// where it is watcher or target, and their notices (semantics.md#retention).
     pub fn delete_session(&self, session_key: &str, agent_id: Option<&str>) -> Result<()> {
+        if self.is_remote() {
+            return Err(remote::not_yet("deleteSession"));
+        }
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
         let own = agent == keys::resolve_agent(session_key, None)?;
@@ -546,6 +610,9 @@ impl Store {
             return;
         }
         self.delivery().close_wakes();
+        if let Some(pg) = self.remote() {
+            pg.close();
+        }
         self.inner.monitor.stop();
         // The poller's read-only connection goes first: the store's own connection, closed
         // last, checkpoints the WAL into the file and removes the -wal and -shm files, so a

@@ -1,0 +1,125 @@
+//! PostgreSQL's own parts of the store (docs/postgres.md): the connection and its TLS, the
+//! schema, and the engine the façade ([`crate::Store`]) calls for a store opened on a
+//! `postgres://` URL. Calls block the calling thread (the Promise API's writer thread) on the
+//! core runtime, where the client's connection runs; the notice queue and the wakes are the
+//! same in-memory [`Delivery`] as SQLite's.
+
+// The engine's parts that the write path and the reads use are built before them.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::delivery::Delivery;
+use crate::error::{DbFailure, Error, Result};
+use crate::options::Options;
+
+pub(crate) mod conn;
+pub(crate) mod schema;
+pub(crate) mod tls;
+
+use conn::{Pg, Target};
+
+/// The PostgreSQL engine of one store.
+pub(crate) struct PgStore {
+    pg: Arc<Pg>,
+    delivery: Arc<Delivery>,
+}
+
+impl PgStore {
+    /// Connects to `url` and creates what is missing of the tables in the options' schema.
+    pub(crate) fn open(url: &str, opts: &Options, delivery: Arc<Delivery>) -> Result<Self> {
+        let target = Target::parse(url, opts)?;
+        let pg = Arc::new(Pg::new(target, opts.pg_schema));
+        let store = PgStore { pg, delivery };
+        let pg = Arc::clone(&store.pg);
+        block_on(async move { schema::apply(&pg).await })??;
+        Ok(store)
+    }
+
+    /// The connection.
+    pub(crate) fn pg(&self) -> &Arc<Pg> {
+        &self.pg
+    }
+
+    /// The notice queue and wakes shared with the façade.
+    pub(crate) fn delivery(&self) -> &Arc<Delivery> {
+        &self.delivery
+    }
+
+    /// Closes the connection (a call in flight finishes first).
+    pub(crate) fn close(&self) {
+        let pg = Arc::clone(&self.pg);
+        // Nothing to report: a connection that cannot be closed cleanly is dropped anyway.
+        let _ = block_on(async move { pg.disconnect().await });
+    }
+}
+
+/// The answer of a façade method the PostgreSQL store does not serve yet.
+pub(crate) fn not_yet(method: &str) -> Error {
+    Error::invalid(format!("{method} is not on PostgreSQL yet"))
+}
+
+/// Runs `fut` to completion on the core runtime from a thread outside it (the writer thread).
+/// Called on one of the runtime's own threads, it runs on a thread of its own instead, since
+/// blocking a runtime thread on the runtime would stall or panic.
+pub(crate) fn block_on<F>(fut: F) -> Result<F::Output>
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    let handle = crate::runtime::handle();
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Ok(handle.block_on(fut));
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| handle.block_on(fut))
+            .join()
+            .map_err(|_| Error::db(DbFailure::Other, "a PostgreSQL call panicked"))
+    })
+}
+
+// The façade's calls the engine serves. Each checks its arguments as SQLite's does, then runs
+// its statements on the core runtime.
+impl PgStore {
+    /// [`crate::Store::record`].
+    pub(crate) fn record(
+        &self,
+        _input: crate::event::RecordInput,
+        _now: i64,
+    ) -> Result<Option<crate::event::StateEvent>> {
+        Err(not_yet("record"))
+    }
+
+    /// [`crate::Store::record_group`].
+    pub(crate) fn record_group(
+        &self,
+        items: Vec<(crate::event::RecordInput, i64)>,
+    ) -> Vec<Result<Option<crate::event::StateEvent>>> {
+        items.iter().map(|_| Err(not_yet("record"))).collect()
+    }
+
+    /// [`crate::Store::state_version`].
+    pub(crate) fn state_version(&self, _session_key: &str, _agent_id: Option<&str>) -> Result<i64> {
+        Err(not_yet("stateVersion"))
+    }
+
+    /// [`crate::Store::state_versions_of`].
+    pub(crate) fn state_versions_of<'a>(
+        &self,
+        _refs: &[(&'a str, Option<&'a str>)],
+    ) -> Result<Vec<(usize, &'a str, i64)>> {
+        Err(not_yet("stateVersions"))
+    }
+
+    /// [`crate::Store::changes_since`].
+    pub(crate) fn changes_since(
+        &self,
+        _session_key: &str,
+        _after: f64,
+        _agent_id: Option<&str>,
+        _limit: Option<f64>,
+    ) -> Result<crate::log::Changes> {
+        Err(not_yet("changesSince"))
+    }
+}
