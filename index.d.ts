@@ -315,9 +315,10 @@ export interface ImportTableSummary {
 /**
  * Reads a report of the database at `path` without changing it. Never creates the file.
  * Throws `ERR_DB` for a missing or unreadable file and `ERR_NOT_SQLITE` for one that is not a
- * SQLite database.
+ * SQLite database. On a `postgres://` URL it reads the store's schema in one read-only
+ * snapshot and waits for the server (up to the connect and statement timeouts).
  */
-export declare function inspectDatabase(path: string): DatabaseInspection
+export declare function inspectDatabase(path: string, options?: InspectOptions | undefined | null): DatabaseInspection
 
 /** One watch cursor, with the target's version and the watcher's lag. */
 export interface InspectedCursor {
@@ -396,6 +397,12 @@ export interface InspectedSession {
   retainedEvents: number
   /** The smallest retained sequence, when an event is retained. */
   earliestRetainedSequence?: number
+}
+
+/** Options of `inspectDatabase`. */
+export interface InspectOptions {
+  /** A PostgreSQL store's schema (a URL only); default `session_awareness`. */
+  schema?: string
 }
 
 /** The layout of a packed metrics snapshot. */
@@ -623,6 +630,8 @@ export interface ReadEventsOptions {
   since?: number
   /** The agent of the session; defaults to the key's own, else `main`. */
   agentId?: string
+  /** A PostgreSQL store's schema (a URL only); default `session_awareness`. */
+  schema?: string
 }
 
 /** Row counts of the four tables (0 for a missing table). */

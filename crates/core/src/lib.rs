@@ -41,6 +41,8 @@ mod error;
 pub(crate) mod event;
 pub(crate) mod group;
 pub(crate) mod hooks;
+/// Read-only inspection of a PostgreSQL store (the CLI's `inspect` and `events` on a URL).
+pub use postgres::inspect as pg_inspect;
 pub use sqlite::import;
 pub use sqlite::inspect;
 pub mod keys;

@@ -1,0 +1,141 @@
+// The command-line tool on a PostgreSQL store: `inspect` and `events` on a URL give the report
+// a SQLite file with the same rows gives (field for field, but the path and the size), under a
+// role that may only SELECT the store's tables, with no password in any output; and
+// `import <file> <URL>` copies a store file or an OpenClaw database with its sequences,
+// idempotently.
+import { spawnSync } from 'node:child_process'
+import * as path from 'node:path'
+
+import { SessionState, fixture, sql } from '../helpers'
+import { usePostgres } from './server'
+
+const CLI = path.join(__dirname, '..', '..', 'bin', 'session-awareness.js')
+const T = Date.UTC(2030, 0, 1)
+const PARENT = 'agent:main:main'
+const CHILD = 'agent:main:subagent:c'
+const OPS = 'agent:ops:main'
+const TABLES = ['session_state_events', 'session_state_heads', 'session_watch_cursors', 'session_upstream_links']
+
+const pg = usePostgres('cli')
+const fx = fixture('pg-cli')
+let file = ''
+
+function cli(...args: string[]) {
+  const out = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000 })
+  return { status: out.status, stdout: out.stdout, stderr: out.stderr }
+}
+
+/** `url` as another role (trust authentication on the test cluster). */
+const as = (url: string, role: string) => url.replace('postgres@', `${role}@`)
+
+/** Every row of the store's tables in `schema`, as text, table by table. */
+async function rows(schema: string): Promise<Record<string, string[]>> {
+  const out: Record<string, string[]> = {}
+  for (const t of TABLES) {
+    out[t] = (await pg.get().sql<{ row: string }>(`SELECT t::text AS row FROM ${schema}.${t} t ORDER BY 1`)).map((r) => r.row)
+  }
+  return out
+}
+
+/** Copies the rows of the store file into the tables of `schema` (created by an open). */
+async function copy(schema: string): Promise<void> {
+  const s = await SessionState.open(pg.get().url, { schema })
+  await s.closeAsync()
+  for (const t of TABLES) {
+    for (const r of sql(file, `SELECT * FROM ${t}`)) {
+      const cols = Object.keys(r)
+      await pg.get().sql(
+        `INSERT INTO ${schema}.${t} (${cols.join(', ')}) VALUES (${cols.map((_, i) => `$${i + 1}`).join(', ')})`,
+        cols.map((c) => r[c]),
+      )
+    }
+  }
+}
+
+beforeAll(async () => {
+  file = fx.file('cli')
+  const state = new SessionState(file, { clock: () => T, strict: true })
+  state.record({
+    sessionKey: CHILD, kind: 'child_spawned', actorType: 'agent', actorId: PARENT,
+    runId: 'run-1', summary: 'child spawned', watchers: [PARENT],
+  })
+  state.record({
+    sessionKey: CHILD, kind: 'human_direct_message', actorType: 'human',
+    summary: 'human message via telegram', payload: { channel: 'telegram', n: [1, 2] },
+  })
+  expect(state.watch(PARENT, OPS, { provenance: 'ambient-group' })).toBe(true)
+  state.record({ sessionKey: OPS, kind: 'goal_changed', actorType: 'human', summary: 'goal edited' })
+  state.record({ sessionKey: 'global', kind: 'created', actorType: 'system', summary: 'global' })
+  state.close()
+  await copy('copied')
+  const c = pg.get()
+  await c.sql('CREATE ROLE reader LOGIN')
+  await c.sql('GRANT USAGE ON SCHEMA copied TO reader')
+  await c.sql('GRANT SELECT ON ALL TABLES IN SCHEMA copied TO reader')
+  await c.sql(`GRANT USAGE ON SCHEMA copied TO ${c.passwordRole}`)
+  await c.sql(`GRANT SELECT ON ALL TABLES IN SCHEMA copied TO ${c.passwordRole}`)
+}, 60_000)
+
+test('inspect --json on a URL, as a role with only SELECT, gives the file report of the same rows', async () => {
+  const before = await rows('copied')
+  const url = as(pg.get().url, 'reader')
+  const out = cli('inspect', url, '--schema', 'copied', '--json')
+  expect(out.stderr).toBe('')
+  expect(out.status).toBe(0)
+  const got = JSON.parse(out.stdout)
+  const want = JSON.parse(cli('inspect', file, '--json').stdout)
+  expect(got).toStrictEqual({ ...want, path: url, fileBytes: expect.any(Number), wal: false })
+  expect(got.fileBytes).toBeGreaterThan(0)
+  expect(got.counts).toEqual({ events: 4, heads: 3, cursors: 2, upstreamLinks: 0 })
+  expect(got.pendingNotices.map((n: { targetKey: string; changesSince: number }) => [n.targetKey, n.changesSince])).toEqual([
+    [CHILD, 1],
+    [OPS, 0],
+  ])
+  expect(await rows('copied')).toEqual(before)
+})
+
+test('events --json on a URL gives what the file gives, and the text report names the schema', () => {
+  const url = as(pg.get().url, 'reader')
+  for (const args of [[CHILD], [CHILD, '--since', '1'], [OPS, '--agent', 'ops'], ['agent:main:none']]) {
+    const got = cli('events', url, ...args, '--schema', 'copied', '--json')
+    expect(got.stderr).toBe('')
+    expect(JSON.parse(got.stdout)).toStrictEqual(JSON.parse(cli('events', file, ...args, '--json').stdout))
+  }
+  const text = cli('inspect', url, '--schema', 'copied')
+  expect(text.status).toBe(0)
+  expect(text.stdout.split('\n').slice(0, 3)).toEqual([
+    `database   ${url}`,
+    expect.stringMatching(/^schema {5}copied, \d+ bytes of tables on the server \(read in one read-only snapshot\)$/),
+    'rows       4 events, 3 session heads, 2 cursors, 0 upstream links',
+  ])
+  const none = cli('inspect', url, '--schema', 'nothing_here')
+  expect(none.status).toBe(0)
+  expect(none.stdout).toContain("tables     none of the store's tables in this schema")
+})
+
+test('no output of inspect or events contains the password, and failures are ERR_DB with exit status 1', () => {
+  const c = pg.get()
+  for (const args of [['inspect', c.passwordUrl], ['events', c.passwordUrl, CHILD]]) {
+    const ok = cli(...args, '--schema', 'copied', '--json')
+    expect(ok.status).toBe(0)
+    expect(ok.stdout + ok.stderr).not.toContain(c.password)
+    expect(JSON.parse(ok.stdout).path ?? 'no path').not.toContain(c.password)
+  }
+  const wrong = c.passwordUrl.replace(c.password, 'wrong-secret-4567')
+  for (const args of [['inspect', wrong], ['events', wrong, CHILD], ['inspect', `postgresql://${c.passwordRole}@127.0.0.1:${c.port}/postgres?password=wrong-secret-4567`]]) {
+    const bad = cli(...args, '--json')
+    expect(bad.status).toBe(1)
+    expect(JSON.parse(bad.stderr).error.code).toBe('ERR_DB')
+    expect(bad.stdout + bad.stderr).not.toContain('wrong-secret-4567')
+    expect(bad.stdout + bad.stderr).not.toContain(c.password)
+  }
+})
+
+test('--schema is for a URL; a bad schema name is ERR_INVALID_ARG', () => {
+  const usage = cli('inspect', file, '--schema', 'copied')
+  expect(usage.status).toBe(2)
+  expect(usage.stderr).toContain('--schema belongs to a postgres:// URL')
+  const bad = cli('inspect', pg.get().url, '--schema', 'Bad-Name', '--json')
+  expect(bad.status).toBe(2)
+  expect(JSON.parse(bad.stderr).error.code).toBe('ERR_INVALID_ARG')
+})
