@@ -256,6 +256,11 @@ export interface ImportDatabaseOptions {
    * not called again, and the import then throws `ERR_PROGRESS_CALLBACK`.
    */
   onProgress?: (progress: ImportProgress) => void
+  /**
+   * The schema of a PostgreSQL destination (a `postgres://` URL only); default
+   * `session_awareness`.
+   */
+  schema?: string
 }
 
 /** One progress report: `done` of the `total` source rows of `table` have been handled. */
@@ -273,8 +278,9 @@ export interface ImportProgress {
 
 /**
  * Copies the session-state rows of the OpenClaw database at `source` (only read, in one
- * snapshot) into the store file at `dest` (created or upgraded as the store opens it), in
- * batched transactions; a second run adds only what is new. Run it in a process that has no
+ * snapshot) into the store file at `dest` (created or upgraded as the store opens it), or
+ * into the PostgreSQL store at a `postgres://` URL `dest` (its tables created in `schema`),
+ * in batched transactions; a second run adds only what is new. Run it in a process that has no
  * other SQLite handle on either file. Throws `ERR_IMPORT_DIVERGED` when the destination's
  * history and the source's disagree (nothing is written), `ERR_INVALID_ARG` for bad
  * arguments or one file named twice, `ERR_NOT_SQLITE` / `ERR_DB` for a source that cannot be

@@ -18,10 +18,11 @@ const USAGE = `Usage:
       row counts and the oldest retained event.
   session-awareness events <db | postgres URL> <sessionKey> [--since N] [--agent ID] [--schema NAME] [--json]
       The session's retained events after sequence N (default 0), ascending.
-  session-awareness import <openclaw.sqlite> <store.sqlite> [--json]
-      Copies OpenClaw's session-state rows (events with their sequences, heads, cursors,
-      upstream links) into the store's file, creating it if needed; a second run adds only
-      what is new. Progress goes to stderr every ${PROGRESS_EVERY.toLocaleString('en-US')} rows.
+  session-awareness import <openclaw.sqlite | store.sqlite> <store.sqlite | postgres URL> [--schema NAME] [--json]
+      Copies the session-state rows (events with their sequences, heads, cursors, upstream
+      links) of OpenClaw's database or a store file into the store's file, creating it if
+      needed, or into a PostgreSQL store (its tables created in the schema); a second run
+      adds only what is new. Progress goes to stderr every ${PROGRESS_EVERY.toLocaleString('en-US')} rows.
 
 inspect and events open the database read-only and never change it; import only reads the
 OpenClaw file, in one snapshot, and may run while a gateway has it open. On a PostgreSQL
@@ -262,6 +263,11 @@ function isUrl(db) {
   return /^postgres(?:ql)?:\/\//i.test(db)
 }
 
+/** A URL without its password (userinfo or `password=`), for the import's summary line. */
+function redacted(url) {
+  return url.replace(/^([a-z]+:\/\/[^:/?@]*):[^@/?]*@/i, '$1:***@').replace(/(password=)[^&]*/gi, '$1***')
+}
+
 /** The schema to read: --schema or the default on a URL; --schema with a file is a usage error. */
 function schemaOf(db, flags) {
   if (!isUrl(db)) {
@@ -298,12 +304,13 @@ function run(argv) {
     return print(result, () => formatEvents(result, since))
   }
   if (command === 'import') {
-    if (rest.length !== 2) throw new UsageError('import takes <openclaw.sqlite> <store.sqlite>')
+    if (rest.length !== 2) throw new UsageError('import takes <openclaw.sqlite> <store.sqlite | postgres URL>')
     if (flags.since !== undefined || flags.agent !== undefined) {
       throw new UsageError('--since and --agent belong to the events command')
     }
-    const summary = importStateDatabase(rest[0], rest[1], { onProgress: progressPrinter(flags.json) })
-    return print(summary, () => formatImport(summary, rest[0], rest[1]))
+    const schema = schemaOf(rest[1], flags)
+    const summary = importStateDatabase(rest[0], rest[1], { onProgress: progressPrinter(flags.json), schema })
+    return print(summary, () => formatImport(summary, rest[0], isUrl(rest[1]) ? redacted(rest[1]) : rest[1]))
   }
   throw new UsageError(`unknown command ${JSON.stringify(command)}`)
 }

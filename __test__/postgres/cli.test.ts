@@ -139,3 +139,71 @@ test('--schema is for a URL; a bad schema name is ERR_INVALID_ARG', () => {
   expect(bad.status).toBe(2)
   expect(JSON.parse(bad.stderr).error.code).toBe('ERR_INVALID_ARG')
 })
+
+describe('import into a PostgreSQL store', () => {
+  const OPENCLAW = path.join(__dirname, '..', '..', 'crates', 'core', 'tests', 'fixtures', 'openclaw-2026.9.6.sqlite')
+  /** Runs the import as a gateway engineer would; its JSON summary. */
+  function imported(source: string, dest: string, ...flags: string[]) {
+    const out = cli('import', source, dest, ...flags, '--json')
+    expect([out.status, out.stderr]).toEqual([0, ''])
+    return JSON.parse(out.stdout)
+  }
+  const same = (url: string, schema: string, reference: string) => {
+    const got = JSON.parse(cli('inspect', url, '--schema', schema, '--json').stdout)
+    const want = JSON.parse(cli('inspect', reference, '--json').stdout)
+    expect(got).toStrictEqual({ ...want, path: url, fileBytes: expect.any(Number), wal: false })
+  }
+
+  test('a store file, with its sequences, twice: the second run adds nothing, and the identity numbers after it', async () => {
+    const url = pg.get().url
+    const first = imported(file, url, '--schema', 'from_file')
+    expect(first.events).toEqual({ read: 4, inserted: 4, updated: 0, present: 0, skipped: 0 })
+    expect(first.heads).toEqual({ read: 3, inserted: 3, updated: 0, present: 0, skipped: 0 })
+    expect(first.cursors).toEqual({ read: 2, inserted: 2, updated: 0, present: 0, skipped: 0 })
+    expect(first.sourceLastSequence).toBe(4)
+    const after = await rows('from_file')
+    const second = imported(file, url, '--schema', 'from_file')
+    expect(second.events).toEqual({ read: 4, inserted: 0, updated: 0, present: 4, skipped: 0 })
+    expect(second.heads).toEqual({ read: 3, inserted: 0, updated: 0, present: 3, skipped: 0 })
+    expect(second.cursors).toEqual({ read: 2, inserted: 0, updated: 0, present: 2, skipped: 0 })
+    expect(await rows('from_file')).toEqual(after)
+    same(url, 'from_file', file)
+    const next = await pg.get().sql<{ n: string }>(
+      "SELECT nextval(pg_get_serial_sequence('from_file.session_state_events', 'sequence'))::text AS n",
+    )
+    expect(next).toEqual([{ n: '5' }])
+  })
+
+  test("OpenClaw's state database: the PostgreSQL store ends as the file import does", () => {
+    const url = pg.get().url
+    const dest = fx.file('openclaw-import')
+    const toFile = imported(OPENCLAW, dest)
+    const toPg = imported(OPENCLAW, url, '--schema', 'from_openclaw')
+    expect(toPg).toStrictEqual(toFile)
+    expect(toPg.events.inserted).toBeGreaterThan(0)
+    same(url, 'from_openclaw', dest)
+    expect(imported(OPENCLAW, url, '--schema', 'from_openclaw').events.inserted).toBe(0)
+  })
+
+  test('a diverged history is refused with ERR_IMPORT_DIVERGED and nothing is written', async () => {
+    const url = pg.get().url
+    imported(file, url, '--schema', 'diverged')
+    await pg.get().sql("UPDATE diverged.session_state_events SET summary = 'edited' WHERE sequence = 2")
+    await pg.get().sql('DELETE FROM diverged.session_watch_cursors')
+    const before = await rows('diverged')
+    const out = cli('import', file, url, '--schema', 'diverged', '--json')
+    expect(out.status).toBe(1)
+    expect(JSON.parse(out.stderr).error.code).toBe('ERR_IMPORT_DIVERGED')
+    expect(await rows('diverged')).toEqual(before)
+  })
+
+  test('the summary names the destination without its password', () => {
+    const c = pg.get()
+    return c.sql(`GRANT CREATE ON DATABASE postgres TO ${c.passwordRole}`).then(() => {
+      const out = cli('import', file, c.passwordUrl, '--schema', 'by_password')
+      expect(out.status).toBe(0)
+      expect(out.stdout).toContain(`imported   ${file} -> postgresql://${c.passwordRole}:***@127.0.0.1:${c.port}/postgres`)
+      expect(out.stdout + out.stderr).not.toContain(c.password)
+    })
+  })
+})

@@ -41,6 +41,8 @@ mod error;
 pub(crate) mod event;
 pub(crate) mod group;
 pub(crate) mod hooks;
+/// Importing a SQLite file (OpenClaw's or a store's) into a PostgreSQL store.
+pub use postgres::import as pg_import;
 /// Read-only inspection of a PostgreSQL store (the CLI's `inspect` and `events` on a URL).
 pub use postgres::inspect as pg_inspect;
 pub use sqlite::import;

@@ -13,7 +13,6 @@
 
 use std::sync::Arc;
 
-use rusqlite::types::ValueRef;
 use tokio_postgres::Client;
 
 use crate::error::{Error, Result};
@@ -26,8 +25,7 @@ use crate::options::{Options, SchemaName};
 use crate::postgres::block_on;
 use crate::postgres::conn::{redact, Pg, Target};
 use crate::queue::Notice;
-use crate::read_event;
-use crate::sqlite::inert;
+use crate::sqlite::reread;
 
 /// True when `path_or_url` names a PostgreSQL database (`postgres://` or `postgresql://`)
 /// rather than a file.
@@ -234,7 +232,7 @@ async fn read_report(c: &Client, pg: &Pg) -> Result<Inspection> {
                     .map_err(err)?
                     .get(0);
             }
-            row.pending = row.notified != row.last_seen && live(&row);
+            row.pending = row.notified != row.last_seen && reread::live(&row);
             rows.push(row);
         }
     }
@@ -254,23 +252,6 @@ async fn read_report(c: &Client, pg: &Pg) -> Result<Inspection> {
         cursors: rows,
         pending_notices: Vec::new(),
     })
-}
-
-/// The cursor is one the store acts on (the rule of the SQLite report, [`inert::live`]), with
-/// positions within its target's head.
-fn live(c: &CursorRow) -> bool {
-    let keys = [
-        ValueRef::Text(c.watcher_key.as_bytes()),
-        ValueRef::Text(c.target_key.as_bytes()),
-    ];
-    let positions = [c.last_seen, c.notified, c.material].map(ValueRef::Integer);
-    inert::live(
-        keys,
-        positions,
-        ValueRef::Text(c.provenance.as_bytes()),
-        ValueRef::Integer(c.updated_at),
-        c.target_version,
-    )
 }
 
 const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, kind, actor_type, actor_id, \
@@ -321,7 +302,7 @@ pub fn read_events(
         out
     })??;
     let (state_version, pruned_max_sequence) = head;
-    let events = answer(rows, state_version)?;
+    let events = reread::answer(rows, state_version)?;
     Ok(SessionEvents {
         session_key: session_key.to_owned(),
         agent_id: agent,
@@ -381,35 +362,4 @@ async fn read_session(
         Vec::new()
     };
     Ok((head, rows))
-}
-
-/// The rows as a read answers them, through the one reader of event rows
-/// ([`read_event::read`]), which reads a SQLite row: each is passed through a private
-/// in-memory connection as the parameters of one `SELECT`, so a PostgreSQL store's rows get
-/// exactly the answer a file's would.
-fn answer(rows: Vec<EventRow>, head: i64) -> Result<Vec<read_event::ChangeEvent>> {
-    let conn = rusqlite::Connection::open_in_memory()?;
-    let mut stmt = conn.prepare("SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11")?;
-    let mut out = Vec::with_capacity(rows.len());
-    for e in rows {
-        let read = stmt.query_row(
-            rusqlite::params![
-                e.sequence,
-                e.session_key,
-                e.agent_id,
-                e.kind,
-                e.actor_type,
-                e.actor_id,
-                e.run_id,
-                e.session_id,
-                e.occurred_at,
-                e.summary,
-                e.payload_json
-            ],
-            |r| read_event::read(r, head),
-        )?;
-        // Every PostgreSQL row has an integer sequence, so every row has an answer.
-        out.extend(read);
-    }
-    Ok(out)
 }

@@ -15,6 +15,7 @@ use crate::error::{DbFailure, Error, Result};
 use crate::options::Options;
 
 pub(crate) mod conn;
+pub mod import;
 pub mod inspect;
 pub(crate) mod schema;
 pub(crate) mod tls;
