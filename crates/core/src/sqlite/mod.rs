@@ -21,6 +21,7 @@ pub mod import;
 pub(crate) mod inert;
 pub mod inspect;
 pub(crate) mod reread;
+pub(crate) mod rows;
 #[cfg(feature = "test-hooks")]
 pub mod schema;
 #[cfg(not(feature = "test-hooks"))]
