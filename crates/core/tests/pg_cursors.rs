@@ -30,6 +30,12 @@ fn schema() -> String {
 }
 
 fn open(schema: &str, sync_ms: u32, retention_ms: i64, max_events: u64) -> Store {
+    open_as(schema, "sa-test", sync_ms, retention_ms, max_events)
+}
+
+/// A store whose connections carry `app` as their application_name (its listener's is
+/// `<app> listener`).
+fn open_as(schema: &str, app: &str, sync_ms: u32, retention_ms: i64, max_events: u64) -> Store {
     let mut opts = Options {
         sync_interval_ms: sync_ms,
         wake_coalesce_ms: 0,
@@ -38,7 +44,8 @@ fn open(schema: &str, sync_ms: u32, retention_ms: i64, max_events: u64) -> Store
         ..Options::default()
     };
     opts.pg_schema = session_awareness_core::SchemaName::parse(schema).unwrap();
-    Store::open(&cluster().url(), opts, Hooks::default()).unwrap()
+    let url = format!("{}?application_name={app}", cluster().url());
+    Store::open(&url, opts, Hooks::default()).unwrap()
 }
 
 fn sql(q: &str) -> String {
@@ -325,4 +332,44 @@ fn a_hinted_cursor_reaches_both_hosts_and_is_handed_out_once() {
     );
     a.close();
     b.close();
+}
+
+#[test]
+fn a_killed_listener_reconnects_and_catches_up_from_the_rows() {
+    let s = schema();
+    // A poll too slow to matter: only the catch-up at the reconnect can find the row.
+    let b = open_as(&s, "kill-b", 60_000, 30 * 86_400_000, 50_000);
+    b.serve(W).unwrap();
+    until("B's listener", || {
+        b.is_syncing() && b.listener_connects() == 1
+    });
+    // The lease is written by the first turn of the task.
+    until("B's lease", || {
+        sql(&format!(
+            "SELECT count(*) FROM {s}.session_awareness_served WHERE watcher_key = '{W}'"
+        )) == "1"
+    });
+    assert_eq!(cluster().terminate_backends("kill-b listener").unwrap(), 1);
+    head(&s, T, 4);
+    cursor(&s, W, T, 1, 2, 4, None);
+    until("B's reconnect", || b.listener_connects() == 2);
+    until("B's queue", || !b.peek(W).unwrap().is_empty());
+    assert_eq!(positions(&b.peek(W).unwrap()), [(T.to_owned(), 1)]);
+    // The hints work again on the new connection.
+    assert_eq!(positions(&b.drain(W, NOW).unwrap()), [(T.to_owned(), 1)]);
+    assert_eq!(positions(&b.drain(W, NOW).unwrap()), [(T.to_owned(), 2)]);
+    let u = "agent:main:subagent:after";
+    head(&s, u, 3);
+    cursor(&s, W, u, 0, 3, 3, None);
+    sql(&format!("SELECT pg_notify('{s}', '{{\"w\":[\"{W}\"]}}')"));
+    until("the hinted notice", || !b.peek(W).unwrap().is_empty());
+    assert_eq!(positions(&b.peek(W).unwrap()), [(u.to_owned(), 0)]);
+    b.close();
+    // Closing drops the store's leases.
+    assert_eq!(
+        sql(&format!(
+            "SELECT count(*) FROM {s}.session_awareness_served"
+        )),
+        "0"
+    );
 }
