@@ -686,6 +686,9 @@ impl Store {
 
     /// True while an automatic prune runs in the background.
     pub fn is_pruning(&self) -> bool {
+        if let Some(pg) = self.remote() {
+            return pg.is_pruning();
+        }
         self.inner.recorder.maintenance.is_pruning()
     }
 

@@ -128,8 +128,10 @@ impl PgStore {
         })
     }
 
-    /// Prunes now (semantics.md#retention), over the whole database.
+    /// Prunes now (semantics.md#retention), over the whole database, and restarts the
+    /// automatic prune's hour.
     pub(crate) fn prune(&self, now: i64) -> Result<PruneReport> {
+        self.auto_prune.ran(now);
         let s = self.pg.schema();
         let (retention, max_events) = (self.opts.retention_ms, self.opts.max_events);
         block_on(async {
@@ -137,6 +139,44 @@ impl PgStore {
             let c = g.client()?;
             prune::prune(c, s.as_str(), &self.delivery, retention, max_events, now).await
         })?
+    }
+
+    /// Starts a prune in the background when a fresh record at `now` finds the last one more
+    /// than an hour old (semantics.md#recording-auto-prune). Its failures go to `onError`.
+    pub(crate) fn maybe_prune_in_background(&self, now: i64) {
+        if !self.auto_prune.due(now) {
+            return;
+        }
+        let (pg, delivery, auto) = (
+            std::sync::Arc::clone(&self.pg),
+            std::sync::Arc::clone(&self.delivery),
+            std::sync::Arc::clone(&self.auto_prune),
+        );
+        let state = std::sync::Arc::clone(self.notices.state());
+        let (retention, max_events) = (self.opts.retention_ms, self.opts.max_events);
+        crate::runtime::handle().spawn(async move {
+            let mut now = now;
+            loop {
+                let run = async {
+                    let mut g = pg.lock().await?;
+                    let c = g.client()?;
+                    let s = pg.schema();
+                    prune::prune(c, s.as_str(), &delivery, retention, max_events, now).await
+                };
+                if let Err(e) = run.await {
+                    state.report(e);
+                }
+                match auto.next(state.is_closed()) {
+                    Some(next) => now = next,
+                    None => return,
+                }
+            }
+        });
+    }
+
+    /// True while an automatic prune runs in the background.
+    pub(crate) fn is_pruning(&self) -> bool {
+        self.auto_prune.is_running()
     }
 
     /// `resetSession`: the cursors where the key is the watcher, their queued notices and its

@@ -332,6 +332,18 @@ impl State {
         self.sync_lock.lock().await
     }
 
+    /// Reports a failure of background work to the host, unless the store closed.
+    pub(crate) fn report(&self, error: Error) {
+        if !self.closed.load(Ordering::Acquire) {
+            self.host.report(error);
+        }
+    }
+
+    /// True once the store closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     fn failed(&self, error: Error) {
         if !self.closed.load(Ordering::Acquire) && !self.failing.swap(true, Ordering::AcqRel) {
             self.host.report(error);

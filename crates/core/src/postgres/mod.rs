@@ -34,6 +34,8 @@ pub(crate) struct PgStore {
     /// The served watchers, their leases and the cross-host catch-up (`catchup.rs`).
     notices: catchup::Notices,
     opts: Options,
+    /// The automatic prune's hour (`prune.rs`).
+    auto_prune: Arc<prune::Auto>,
 }
 
 impl PgStore {
@@ -59,6 +61,7 @@ impl PgStore {
             delivery,
             notices,
             opts: *opts,
+            auto_prune: Arc::default(),
         };
         let pg = Arc::clone(&store.pg);
         block_on(async move { schema::apply(&pg).await })??;

@@ -8,13 +8,68 @@
 //! cap; the heads a batch raises are locked in key order, the order every record group locks
 //! them in, so a prune and a group cannot deadlock.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
 use tokio_postgres::Client;
 
 use super::cursors::db;
 use crate::delivery::Delivery;
 use crate::error::Result;
+use crate::maintenance::AUTO_PRUNE_INTERVAL_MS;
 use crate::metrics::Count;
 use crate::prune::PruneReport;
+
+/// The automatic prune's hour (semantics.md#recording-auto-prune), as on SQLite: a record
+/// prunes in the background when more than an hour passed since the last prune of this
+/// store, and any prune restarts the hour.
+#[derive(Default)]
+pub(crate) struct Auto {
+    // When the last prune ran, and a clock reading for one more run asked for while one ran.
+    state: Mutex<(Option<i64>, Option<i64>)>,
+    running: AtomicBool,
+}
+
+impl Auto {
+    /// A prune runs now (`prune`, `sweep`): the hour restarts.
+    pub(crate) fn ran(&self, now: i64) {
+        self.state.lock().0 = Some(now);
+    }
+
+    /// True when a record at `now` starts a background prune; false when none is due, or
+    /// one runs already (it runs once more with `now` when it is done).
+    pub(crate) fn due(&self, now: i64) -> bool {
+        let mut st = self.state.lock();
+        if st.0.is_some_and(|t| now - t <= AUTO_PRUNE_INTERVAL_MS) {
+            return false;
+        }
+        st.0 = Some(now);
+        if self.running.load(Ordering::Acquire) {
+            st.1 = Some(now);
+            return false;
+        }
+        self.running.store(true, Ordering::Release);
+        true
+    }
+
+    /// The background prune is done with its run: the clock reading of one more, if asked
+    /// for (and not `closed`); otherwise it stops.
+    pub(crate) fn next(&self, closed: bool) -> Option<i64> {
+        let mut st = self.state.lock();
+        match st.1.take() {
+            Some(now) if !closed => Some(now),
+            _ => {
+                self.running.store(false, Ordering::Release);
+                None
+            }
+        }
+    }
+
+    /// True while a background prune runs.
+    pub(crate) fn is_running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+}
 
 /// Events per batch of a prune (one transaction each).
 pub(crate) const BATCH: i64 = 10_000;
