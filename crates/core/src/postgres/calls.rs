@@ -39,7 +39,11 @@ impl PgStore {
                 cursors::watch(&*c, s.as_str(), watcher, target, head, o, now).await
             }
             .await;
-            delivery::end(c, r).await
+            let seeded = delivery::end(&*c, r).await?;
+            if seeded {
+                self.notices.consumed(&*c, watcher).await;
+            }
+            Ok::<_, crate::error::Error>(seeded)
         })??;
         if seeded {
             self.delivery.queue().remove(watcher, target);
@@ -53,7 +57,11 @@ impl PgStore {
         let removed = block_on(async {
             let mut g = self.pg.lock().await?;
             let c = g.client()?;
-            cursors::delete(&*c, s.as_str(), watcher, target).await
+            let removed = cursors::delete(&*c, s.as_str(), watcher, target).await?;
+            if removed {
+                self.notices.consumed(&*c, watcher).await;
+            }
+            Ok::<_, crate::error::Error>(removed)
         })??;
         self.delivery.queue().remove(watcher, target);
         Ok(removed)
@@ -186,7 +194,11 @@ impl PgStore {
         block_on(async {
             let mut g = self.pg.lock().await?;
             let c = g.client()?;
-            cursors::delete_of(&*c, s.as_str(), key, false).await
+            let n = cursors::delete_of(&*c, s.as_str(), key, false).await?;
+            if n > 0 {
+                self.notices.consumed(&*c, key).await;
+            }
+            Ok::<_, crate::error::Error>(())
         })??;
         self.delivery.queue().remove_watcher(key);
         self.delivery.cancel(key);
@@ -202,7 +214,11 @@ impl PgStore {
             let c = g.client()?;
             c.batch_execute("BEGIN").await.map_err(cursors::db)?;
             let r = cursors::delete_session(&*c, s.as_str(), key, agent, own).await;
-            delivery::end(c, r).await
+            delivery::end(&*c, r).await?;
+            if own {
+                self.notices.changed_all(&*c).await;
+            }
+            Ok::<_, crate::error::Error>(())
         })??;
         if own {
             self.notices.unserve(key);

@@ -253,12 +253,24 @@ impl Notices {
         st.delivery.enqueue(&here)
     }
 
-    /// Sends the hint naming `watcher` after a drain or acknowledge consumed its notices, so
-    /// the other hosts drop their copies at once. Best effort.
+    /// Sends the hint naming `watcher` after a drain, acknowledge, re-seeding `watch`,
+    /// `unwatch` or reset consumed or dropped its notices, so the other hosts drop their
+    /// copies at once. Best effort.
     pub(crate) async fn consumed<C: GenericClient + Sync>(&self, c: &C, watcher: &str) {
         if self.is_on() {
             let st = &self.state;
             if let Err(e) = listen::notify(c, &st.schema, &st.instance, &[watcher]).await {
+                st.failed(e);
+            }
+        }
+    }
+
+    /// Sends the hint that asks every host to catch up every watcher it serves, after a
+    /// change whose watchers this store does not know (a session deleted). Best effort.
+    pub(crate) async fn changed_all<C: GenericClient + Sync>(&self, c: &C) {
+        if self.is_on() {
+            let st = &self.state;
+            if let Err(e) = listen::notify_all(c, &st.schema, &st.instance).await {
                 st.failed(e);
             }
         }

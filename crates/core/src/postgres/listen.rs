@@ -76,6 +76,20 @@ pub(crate) async fn notify<C: GenericClient + Sync>(
     Ok(())
 }
 
+/// Sends the hint that asks every host to catch up every watcher it serves (a deleted session
+/// may have been the target of anyone's notices).
+pub(crate) async fn notify_all<C: GenericClient + Sync>(
+    c: &C,
+    channel: &str,
+    instance: &str,
+) -> Result<()> {
+    let text = serde_json::json!({ "i": instance, "w": "*" }).to_string();
+    c.execute("SELECT pg_notify($1, $2)", &[&channel, &text])
+        .await
+        .map_err(db)?;
+    Ok(())
+}
+
 /// Drives a listener's connection until it ends (it failed, or its client was dropped),
 /// handing the payloads of its notifications to `hints`. Queries on its client keep working
 /// meanwhile: polling for messages also runs them. Spawned on the core runtime.
