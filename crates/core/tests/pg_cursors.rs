@@ -377,3 +377,37 @@ fn a_killed_listener_reconnects_and_catches_up_from_the_rows() {
         "0"
     );
 }
+
+#[test]
+fn every_backend_killed_loses_no_notice() {
+    let s = schema();
+    let b = open_as(&s, "kill-all", 100, 30 * 86_400_000, 50_000);
+    head(&s, T, 4);
+    cursor(&s, W, T, 1, 2, 4, None);
+    b.serve(W).unwrap();
+    until("B's queue", || !b.peek(W).unwrap().is_empty());
+    let killed = cluster().terminate_backends("kill-all").unwrap()
+        + cluster().terminate_backends("kill-all listener").unwrap();
+    assert!(killed >= 1, "the store's backends");
+    // A call in flight may fail with ERR_DB (its notices stay queued); a later one succeeds
+    // on a new connection, without reopening.
+    let mut drained = Vec::new();
+    for _ in 0..3 {
+        match b.drain(W, NOW) {
+            Ok(n) => {
+                drained = n;
+                break;
+            }
+            Err(e) => {
+                assert_eq!(e.code(), "ERR_DB");
+                assert_eq!(positions(&b.peek(W).unwrap()), [(T.to_owned(), 1)]);
+            }
+        }
+    }
+    assert_eq!(positions(&drained), [(T.to_owned(), 1)]);
+    assert_eq!(row(&s, W, T), format!("2|4|4|explicit|{NOW}"));
+    until("the listener again", || {
+        b.listener_connects() >= 2 && b.is_syncing()
+    });
+    b.close();
+}
