@@ -176,11 +176,19 @@ impl Store {
     }
 
     fn mark_served(&self, watcher: &str) {
+        if let Some(pg) = self.remote() {
+            return pg.notices().serve(watcher);
+        }
         self.inner.recorder.mark_served(watcher);
     }
 
     /// Serves `watcher` for a call that reads its queue (see [`SyncState::serve_reading`]).
+    /// On PostgreSQL, where such a call runs no SQL, the store's task reads its pending
+    /// cursors at once instead.
     fn serve_reading(&self, watcher: &str) {
+        if let Some(pg) = self.remote() {
+            return pg.notices().serve(watcher);
+        }
         if let Some(sync) = &self.inner.recorder.sync {
             sync.serve_reading(watcher);
         }
@@ -249,8 +257,9 @@ impl Store {
 
     /// Prunes now (semantics.md#retention) and restarts the automatic-prune hour.
     pub fn prune(&self, now: i64) -> Result<PruneReport> {
-        if self.is_remote() {
-            return Err(remote::not_yet("prune"));
+        if let Some(pg) = self.remote() {
+            self.check_open()?;
+            return pg.prune(now);
         }
         self.inner.recorder.maintenance.prune(now)
     }
@@ -280,9 +289,6 @@ impl Store {
         o: &cursors::WatchOptions,
         now: i64,
     ) -> Result<bool> {
-        if self.is_remote() {
-            return Err(remote::not_yet("watch"));
-        }
         self.check_open()?;
         if let Some(s) = &o.scope {
             keys::check_scope(s)?;
@@ -294,6 +300,10 @@ impl Store {
         else {
             return Ok(false);
         };
+        if let Some(pg) = self.remote() {
+            pg.watch(watcher, target, agent, o, now)?;
+            return Ok(true);
+        }
         self.mark_served(watcher);
         let conn = self.db().lock()?;
         let tx = Tx::immediate(&conn)?;
@@ -327,12 +337,12 @@ impl Store {
 
     /// Removes the cursor and its pending notice. True if a cursor was removed.
     pub fn unwatch(&self, watcher: &str, target: &str) -> Result<bool> {
-        if self.is_remote() {
-            return Err(remote::not_yet("unwatch"));
-        }
         self.check_open()?;
         SessionKey::parse_named(watcher, "watcherKey")?;
         SessionKey::parse_named(target, "targetKey")?;
+        if let Some(pg) = self.remote() {
+            return pg.unwatch(watcher, target);
+        }
         let conn = self.db().lock()?;
         let removed = cursors::delete(&conn, watcher, target)?;
         self.delivery().queue().remove(watcher, target);
@@ -441,16 +451,16 @@ impl Store {
 
     /// The watcher's pending notices, acknowledged (semantics.md#cursors). With nothing queued it runs no SQL.
     pub fn drain(&self, watcher: &str, now: i64) -> Result<Vec<Notice>> {
-        if self.is_remote() && !self.delivery().queue().has_any(watcher) {
-            self.check_open()?;
-            SessionKey::parse_named(watcher, "watcherKey")?;
-            return Ok(Vec::new());
-        } else if self.is_remote() {
-            return Err(remote::not_yet("drain"));
-        }
         self.check_open()?;
         SessionKey::parse_named(watcher, "watcherKey")?;
         self.serve_reading(watcher);
+        if let Some(pg) = self.remote() {
+            // An empty drain answers from memory, as on SQLite for a served watcher.
+            if !self.delivery().queue().has_any(watcher) {
+                return Ok(Vec::new());
+            }
+            return pg.drain(watcher, now);
+        }
         self.delivery().drain(self.db(), watcher, now)
     }
 
@@ -486,9 +496,6 @@ impl Store {
         through: Option<f64>,
         now: i64,
     ) -> Result<u64> {
-        if self.is_remote() {
-            return Err(remote::not_yet("acknowledge"));
-        }
         self.check_open()?;
         if let Some(s) = scope {
             keys::check_scope(s)?;
@@ -509,6 +516,9 @@ impl Store {
                 unique.push(t);
             }
         }
+        if let Some(pg) = self.remote() {
+            return pg.acknowledge(watcher, &unique, scope, through, now);
+        }
         self.delivery()
             .acknowledge(self.db(), watcher, &unique, scope, through, now)
     }
@@ -520,14 +530,11 @@ impl Store {
         watcher_exists: Option<&mut dyn FnMut(&str) -> bool>,
         now: i64,
     ) -> Result<SweepReport> {
-        if self.is_remote() {
-            return Err(remote::not_yet("sweep"));
-        }
         self.check_open()?;
         let only = match watcher_exists {
             None => None,
             Some(exists) => {
-                let candidates = self.with_conn(|conn| cursors::watchers_behind(conn))?;
+                let candidates = self.sweep_candidates()?;
                 Some(
                     candidates
                         .into_iter()
@@ -536,6 +543,9 @@ impl Store {
                 )
             }
         };
+        if let Some(pg) = self.remote() {
+            return pg.sweep(only.as_deref(), now);
+        }
         self.inner.recorder.maintenance.sweep(only.as_deref(), now)
     }
 
@@ -548,20 +558,20 @@ impl Store {
     /// The watchers with unacknowledged material history: the ones [`Store::sweep`] asks its
     /// `watcher_exists` about. For a caller that asks elsewhere, then sweeps with the answer.
     pub fn sweep_candidates(&self) -> Result<Vec<String>> {
-        if self.is_remote() {
-            return Err(remote::not_yet("sweep"));
-        }
         self.check_open()?;
+        if let Some(pg) = self.remote() {
+            return pg.sweep_candidates();
+        }
         self.with_conn(|conn| cursors::watchers_behind(conn))
     }
 
     /// The watcher session was reset: its cursors and pending notices go; its own history stays.
     pub fn reset_session(&self, session_key: &str) -> Result<()> {
-        if self.is_remote() {
-            return Err(remote::not_yet("resetSession"));
-        }
         self.check_open()?;
         SessionKey::parse(session_key)?;
+        if let Some(pg) = self.remote() {
+            return pg.reset_session(session_key);
+        }
         let conn = self.db().lock()?;
         cursors::delete_watcher(&conn, session_key)?;
         self.delivery().queue().remove_watcher(session_key);
@@ -574,12 +584,12 @@ impl Store {
     /// identity is the session and agent, as in OpenClaw); for its own agent also every cursor
     /// where it is watcher or target, and their notices (semantics.md#retention).
     pub fn delete_session(&self, session_key: &str, agent_id: Option<&str>) -> Result<()> {
-        if self.is_remote() {
-            return Err(remote::not_yet("deleteSession"));
-        }
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
         let own = agent == keys::resolve_agent(session_key, None)?;
+        if let Some(pg) = self.remote() {
+            return pg.delete_session(session_key, &agent, own);
+        }
         let conn = self.db().lock()?;
         let tx = Tx::immediate(&conn)?;
         log::delete_session(&tx, session_key, &agent)?;
@@ -633,6 +643,9 @@ impl Store {
 impl Store {
     /// True when `watcher` is served (see [`Store::serve`]).
     pub fn serves(&self, watcher: &str) -> bool {
+        if let Some(pg) = self.remote() {
+            return pg.notices().serves(watcher);
+        }
         self.inner
             .recorder
             .sync
@@ -644,6 +657,9 @@ impl Store {
     /// brings the queue in line with the cursor rows. A no-op without cross-process delivery.
     pub fn sync_now(&self) -> Result<()> {
         self.check_open()?;
+        if let Some(pg) = self.remote() {
+            return crate::postgres::block_on(pg.notices().catch_up_now())?;
+        }
         match &self.inner.recorder.sync {
             Some(s) => s.run(true),
             None => Ok(()),
@@ -652,6 +668,9 @@ impl Store {
 
     /// True while the background poll for other processes' changes runs (until `close`).
     pub fn is_syncing(&self) -> bool {
+        if let Some(pg) = self.remote() {
+            return pg.notices().is_listening();
+        }
         self.inner
             .recorder
             .sync
@@ -659,8 +678,17 @@ impl Store {
             .is_some_and(|s| s.is_running())
     }
 
+    /// How many times a PostgreSQL store's listener connected (0 on SQLite): each
+    /// (re)connect LISTENs again and catches up from the cursor rows.
+    pub fn listener_connects(&self) -> u64 {
+        self.remote().map_or(0, |pg| pg.notices().counts().0)
+    }
+
     /// True while an automatic prune runs in the background.
     pub fn is_pruning(&self) -> bool {
+        if let Some(pg) = self.remote() {
+            return pg.is_pruning();
+        }
         self.inner.recorder.maintenance.is_pruning()
     }
 

@@ -16,6 +16,9 @@ use crate::error::{DbFailure, Error, Result};
 use crate::options::{Options, SchemaName};
 use crate::postgres::tls;
 
+/// Where a listener's connection hands the payloads of its notifications.
+type Hints = tokio::sync::mpsc::UnboundedSender<String>;
+
 /// TCP keepalives: the first probe after this long idle.
 pub(crate) const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
 
@@ -155,7 +158,22 @@ impl Target {
     /// A new client; its connection runs on the core runtime until it ends. Bounded by the
     /// connect timeout as a whole (TCP, TLS, authentication and the session's settings).
     pub(crate) async fn connect(&self) -> Result<Client> {
-        let attempt = self.connect_unbounded();
+        self.connect_bounded(None).await
+    }
+
+    /// A new client for the listener (docs/postgres.md#notices): its connection runs on the
+    /// core runtime and hands the payloads of its notifications to the receiver, which
+    /// closes when the connection ends.
+    pub(crate) async fn connect_listener(
+        &self,
+    ) -> Result<(Client, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = self.connect_bounded(Some(tx)).await?;
+        Ok((client, rx))
+    }
+
+    async fn connect_bounded(&self, hints: Option<Hints>) -> Result<Client> {
+        let attempt = self.connect_unbounded(hints);
         match self.connect_timeout {
             Some(t) => tokio::time::timeout(t, attempt).await.map_err(|_| {
                 Error::db(
@@ -167,15 +185,19 @@ impl Target {
         }
     }
 
-    async fn connect_unbounded(&self) -> Result<Client> {
+    async fn connect_unbounded(&self, hints: Option<Hints>) -> Result<Client> {
         let client = match (self.ssl, &self.tls) {
-            (SslChoice::Disable, _) | (_, None) => self.connect_with(SslMode::Disable).await?,
-            (SslChoice::Allow, Some(_)) => match self.connect_with(SslMode::Disable).await {
-                Ok(c) => c,
-                Err(_) => self.connect_with(SslMode::Require).await?,
-            },
-            (SslChoice::Prefer, Some(_)) => self.connect_with(SslMode::Prefer).await?,
-            (_, Some(_)) => self.connect_with(SslMode::Require).await?,
+            (SslChoice::Disable, _) | (_, None) => {
+                self.connect_with(SslMode::Disable, &hints).await?
+            }
+            (SslChoice::Allow, Some(_)) => {
+                match self.connect_with(SslMode::Disable, &hints).await {
+                    Ok(c) => c,
+                    Err(_) => self.connect_with(SslMode::Require, &hints).await?,
+                }
+            }
+            (SslChoice::Prefer, Some(_)) => self.connect_with(SslMode::Prefer, &hints).await?,
+            (_, Some(_)) => self.connect_with(SslMode::Require, &hints).await?,
         };
         // A SET, not a startup option: poolers refuse unknown startup parameters.
         client
@@ -188,9 +210,13 @@ impl Target {
         Ok(client)
     }
 
-    async fn connect_with(&self, mode: SslMode) -> Result<Client> {
+    async fn connect_with(&self, mode: SslMode, hints: &Option<Hints>) -> Result<Client> {
         let mut config = self.config.clone();
         config.ssl_mode(mode);
+        if hints.is_some() {
+            let name = crate::postgres::listen::application_name(config.get_application_name());
+            config.application_name(name);
+        }
         let handle = crate::runtime::handle();
         let client = match (&self.tls, mode) {
             (Some(tls), SslMode::Prefer | SslMode::Require) => {
@@ -198,9 +224,16 @@ impl Target {
                     .connect(tls.clone())
                     .await
                     .map_err(|e| self.error(&e))?;
-                handle.spawn(async move {
-                    let _ = conn.await;
-                });
+                match hints {
+                    Some(tx) => {
+                        handle.spawn(crate::postgres::listen::forward(conn, tx.clone()));
+                    }
+                    None => {
+                        handle.spawn(async move {
+                            let _ = conn.await;
+                        });
+                    }
+                }
                 client
             }
             _ => {
@@ -208,9 +241,16 @@ impl Target {
                     .connect(tokio_postgres::NoTls)
                     .await
                     .map_err(|e| self.error(&e))?;
-                handle.spawn(async move {
-                    let _ = conn.await;
-                });
+                match hints {
+                    Some(tx) => {
+                        handle.spawn(crate::postgres::listen::forward(conn, tx.clone()));
+                    }
+                    None => {
+                        handle.spawn(async move {
+                            let _ = conn.await;
+                        });
+                    }
+                }
                 client
             }
         };

@@ -14,9 +14,16 @@ use crate::delivery::Delivery;
 use crate::error::{DbFailure, Error, Result};
 use crate::options::Options;
 
+pub(crate) mod calls;
+pub(crate) mod catchup;
 pub(crate) mod conn;
+pub(crate) mod cursors;
+pub(crate) mod delivery;
 pub mod import;
 pub mod inspect;
+pub(crate) mod lease;
+pub(crate) mod listen;
+pub(crate) mod prune;
 pub(crate) mod schema;
 pub(crate) mod tls;
 
@@ -26,16 +33,45 @@ use conn::{Pg, Target};
 pub(crate) struct PgStore {
     pg: Arc<Pg>,
     delivery: Arc<Delivery>,
+    /// The served watchers, their leases and the cross-host catch-up (`catchup.rs`).
+    notices: catchup::Notices,
+    opts: Options,
+    /// The automatic prune's hour (`prune.rs`).
+    auto_prune: Arc<prune::Auto>,
 }
 
 impl PgStore {
     /// Connects to `url` and creates what is missing of the tables in the options' schema.
-    pub(crate) fn open(url: &str, opts: &Options, delivery: Arc<Delivery>) -> Result<Self> {
+    /// With `syncIntervalMs` > 0 its listener task starts (`catchup.rs`); `host` hears of
+    /// the task's failures.
+    pub(crate) fn open(
+        url: &str,
+        opts: &Options,
+        delivery: Arc<Delivery>,
+        host: crate::hooks::Host,
+    ) -> Result<Self> {
         let target = Target::parse(url, opts)?;
         let pg = Arc::new(Pg::new(target, opts.pg_schema));
-        let store = PgStore { pg, delivery };
+        let notices = catchup::Notices::new(
+            opts.pg_schema.as_str(),
+            opts.sync_interval_ms,
+            Arc::clone(&delivery),
+            host,
+        );
+        let store = PgStore {
+            pg,
+            delivery,
+            notices,
+            opts: *opts,
+            auto_prune: Arc::default(),
+        };
         let pg = Arc::clone(&store.pg);
         block_on(async move { schema::apply(&pg).await })??;
+        let pg = Arc::clone(&store.pg);
+        store.notices.spawn(Arc::new(move || {
+            let pg = Arc::clone(&pg);
+            Box::pin(async move { pg.target().connect_listener().await })
+        }));
         Ok(store)
     }
 
@@ -50,10 +86,22 @@ impl PgStore {
     }
 
     /// Closes the connection (a call in flight finishes first).
+    /// The listener stops first, and this store's leases are dropped, so the other hosts
+    /// take over its watchers at once.
     pub(crate) fn close(&self) {
+        self.notices.stop();
         let pg = Arc::clone(&self.pg);
+        let notices = &self.notices;
         // Nothing to report: a connection that cannot be closed cleanly is dropped anyway.
-        let _ = block_on(async move { pg.disconnect().await });
+        let _ = block_on(async move {
+            if !notices.has_leases() {
+            } else if let Ok(mut g) = pg.lock().await {
+                if let Ok(c) = g.client() {
+                    notices.release(&*c).await;
+                }
+            }
+            pg.disconnect().await
+        });
     }
 }
 

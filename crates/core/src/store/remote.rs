@@ -28,7 +28,7 @@ impl Store {
         };
         let mut store = Self::open_file(":memory:", local, hooks)?;
         let delivery = Arc::clone(&store.inner.recorder.delivery);
-        let engine = PgStore::open(url, &opts, delivery)?;
+        let engine = PgStore::open(url, &opts, delivery, store.inner.host.clone())?;
         let inner = Arc::get_mut(&mut store.inner)
             .ok_or_else(|| Error::invalid("the store was shared while it opened"))?;
         inner.opts = opts;
