@@ -144,9 +144,9 @@ pub(crate) struct Written {
     /// False for a repeated dedupe key: nothing was written.
     pub(crate) fresh: bool,
     /// The notices the write opened.
-    pending: Vec<Pending>,
+    pub(crate) pending: Vec<Pending>,
     /// The watchers whose cursor a `child_spawned` reseeded.
-    reseeded: Vec<String>,
+    pub(crate) reseeded: Vec<String>,
 }
 
 /// The store options the write path decides by.
