@@ -46,6 +46,8 @@ export declare class NativeSessionState {
   sweepAsync(only?: Array<string> | undefined | null): void
   /** Queues a prune; its value is the report. */
   pruneAsync(): void
+  /** Queues a `cursorRows` (see `cursorRows`); its value is the rows. */
+  cursorRowsAsync(watcherKey?: string | undefined | null, targetKey?: string | undefined | null): void
   /** Queues a `resetSession`. */
   resetSessionAsync(sessionKey: string): void
   /** Queues a `deleteSession`. */

@@ -135,11 +135,12 @@ export function invalid(message: string): SessionStateError {
 
 /**
  * The refusal of a synchronous call on a PostgreSQL store (`ERR_ASYNC_ONLY`), naming what to
- * call instead. Nothing was done.
+ * call instead (null: the call has no Promise twin yet). Nothing was done.
  */
-export function asyncOnly(method: string, instead: string): SessionStateError {
+export function asyncOnly(method: string, instead: string | null): SessionStateError {
+  const what = instead === null ? 'it has no Promise twin yet' : `use ${instead}`
   return new SessionStateError(
     'ERR_ASYNC_ONLY',
-    `${method} needs the database and a PostgreSQL store serves it only through the Promise API: use ${instead}`,
+    `${method} needs the database and a PostgreSQL store serves it only through the Promise API: ${what}`,
   )
 }

@@ -5,7 +5,6 @@
  * @packageDocumentation
  */
 import { NativeSessionState, openNativeSessionState } from '../index.js'
-import type { CursorRow as NativeCursorRow } from '../index.js'
 import * as a from './args'
 import { Lane } from './async'
 import type { Report } from './async'
@@ -15,6 +14,8 @@ import {
   agentArgs,
   changesSinceArgs,
   checkUpstreamArgs,
+  cursorRowOf,
+  cursorRowsArgs,
   recordArgs,
   stored,
   sweepPredicate,
@@ -51,6 +52,13 @@ import type {
 import { type Prepared, type SessionStateOptions, prepare } from './store-options'
 
 export type { SessionStateOptions } from './store-options'
+
+/** What a PostgreSQL store's gateway calls instead of a synchronous method without a twin of its name. */
+const INSTEAD: Record<string, string | null> = {
+  stateVersion: 'stateVersionsAsync',
+  noteOwnUserMessage: null,
+  scanUpstream: null,
+}
 
 /**
  * Each store's native object, for the package's own modules that reach calls the class does
@@ -169,7 +177,7 @@ export class SessionState {
    * before it run first.
    */
   #before(method: string): void {
-    if (this.#remote) throw asyncOnly(method, `${method}Async`)
+    if (this.#remote) throw asyncOnly(method, INSTEAD[method] === undefined ? `${method}Async` : INSTEAD[method])
     if (this.#lane.pending > 0) this.#native.settle()
   }
 
@@ -250,10 +258,8 @@ export class SessionState {
    * questions about watches (who watches a session, which targets a watcher follows).
    */
   cursorRows(filter?: CursorRowFilter | null): CursorRow[] {
-    const o = a.opts(filter, 'filter', 'cursorRows')
-    const watcherKey = a.optStr(o?.watcherKey, 'watcherKey')
-    const targetKey = a.optStr(o?.targetKey, 'targetKey')
-    return this.#call('cursorRows', (n) => n.cursorRows(watcherKey, targetKey).map(cursorRow))
+    const args = cursorRowsArgs(filter)
+    return this.#call('cursorRows', (n) => n.cursorRows(...args).map(cursorRowOf))
   }
 
   /** The session's state version: the largest sequence recorded for it, 0 when none. */
@@ -603,6 +609,11 @@ export class SessionState {
     return this.#lane.changesSince(sessionKey, after, options)
   }
 
+  /** {@link SessionState.cursorRows} off the JS thread. */
+  cursorRowsAsync(filter?: CursorRowFilter | null): Promise<CursorRow[]> {
+    return this.#lane.cursorRows(filter)
+  }
+
   /** {@link SessionState.stateVersions} off the JS thread. */
   stateVersionsAsync(refs: SessionRef[]): Promise<SessionVersion[]> {
     return this.#lane.stateVersions(refs)
@@ -628,10 +639,4 @@ export class SessionState {
     })
     return this.#closing
   }
-}
-
-/** A native cursor row in the public shape: an absent scope is left out. */
-function cursorRow(r: NativeCursorRow): CursorRow {
-  const { scope, ...rest } = r
-  return scope === undefined || scope === null ? rest : { ...rest, scope }
 }

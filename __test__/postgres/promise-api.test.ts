@@ -42,6 +42,8 @@ const steps: Step[] = [
   ['record other', (s) => s.record(human(OTHER, { payload: { n: 1, b: [true, null] } })), (s) => s.recordAsync(human(OTHER, { payload: { n: 1, b: [true, null] } }))],
   ['peek', (s) => s.peek(MAIN), async (s) => s.peek(MAIN)],
   ['acknowledge', (s) => s.acknowledge(MAIN, [CHILD, CHILD]), (s) => s.acknowledgeAsync(MAIN, [CHILD, CHILD])],
+  ['cursorRows', (s) => s.cursorRows(), (s) => s.cursorRowsAsync()],
+  ['cursorRows of a target', (s) => s.cursorRows({ targetKey: CHILD }), (s) => s.cursorRowsAsync({ targetKey: CHILD })],
   ['changesSince', (s) => s.changesSince(CHILD, 0), (s) => s.changesSinceAsync(CHILD, 0)],
   ['changesSince limit', (s) => s.changesSince(CHILD, 0, { limit: 1 }), (s) => s.changesSinceAsync(CHILD, 0, { limit: 1 })],
   [
@@ -99,6 +101,10 @@ describe.each(KINDS)('the Promise API on %s', (kind) => {
     expect(of('record repeat')).toEqual(of('record deduped'))
     expect(of('record unwatched')).toBeNull()
     expect(of('acknowledge')).toBe(1)
+    expect(of('cursorRows')).toEqual([
+      { watcherKey: MAIN, targetKey: CHILD, lastSeen: 1, notified: 2, material: 2, provenance: 'explicit', updatedAt: expect.any(Number) },
+      { watcherKey: MAIN, targetKey: OTHER, lastSeen: 0, notified: 4, material: 4, provenance: 'ambient-group', updatedAt: expect.any(Number) },
+    ])
     expect(of('stateVersions')).toEqual([
       { sessionKey: CHILD, agentId: 'main', stateVersion: 2 },
       { sessionKey: OTHER, agentId: 'main', stateVersion: 4 },
