@@ -4,6 +4,9 @@
 // call order; close waits and refuses later calls; failures keep their codes; and the rules of
 // recording and notices (seeding, onlyIfWatched, dedupe, self-suppression, one notice per
 // burst and reopen once, acknowledge through, reset and delete) hold with the same values.
+import { spawnSync } from 'node:child_process'
+import * as path from 'node:path'
+
 import { Clock, SessionState, errorSink, fixture, human, must, noticeText, spawn, wakeSink, type CodedError } from '../helpers'
 import { KINDS, useStores } from './stores'
 
@@ -263,5 +266,41 @@ describe.each(KINDS)('the Promise API on %s', (kind) => {
       stateVersion: 0,
       stateChanges: { events: [], historyGap: false, truncated: false, earliestAvailableSequence: 0 },
     })
+  })
+})
+
+// A child process on a store of each kind: it exits by itself once its promises have settled,
+// its store left open, and holds a referenced handle only while a promise waits.
+const EXITS = `
+const { SessionState } = require(process.argv[1])
+const place = JSON.parse(process.argv[2])
+;(async () => {
+  const handles = () => process.getActiveResourcesInfo().filter((h) => h !== 'TTYWrap').join(',')
+  const s = await SessionState.open(place.path, place.options)
+  const seen = [handles()]
+  await s.watchAsync('agent:main:main', 'agent:main:subagent:c')
+  const all = []
+  for (let i = 0; i < 50; i++) {
+    all.push(s.recordAsync({ sessionKey: 'agent:main:subagent:c', kind: 'goal_changed', actorType: 'human', summary: 'g' }))
+  }
+  seen.push(handles())
+  const last = (await Promise.all(all)).at(-1).sequence
+  seen.push(handles())
+  const drained = (await s.drainAsync('agent:main:main')).map((n) => n.changesSince)
+  console.log(JSON.stringify({ last, drained, seen }))
+})()
+`
+
+describe.each(KINDS)('a process with a store on %s', (kind) => {
+  test('exits by itself once every promise has settled, its store left open; a handle only while one waits', () => {
+    const place = stores.place(kind)
+    const root = path.join(__dirname, '..', '..')
+    const out = spawnSync(process.execPath, ['-e', EXITS, root, JSON.stringify(place)], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
+    expect(out.stderr).toBe('')
+    expect(out.status).toBe(0)
+    expect(JSON.parse(out.stdout)).toEqual({ last: 50, drained: [0], seen: ['', 'Timeout', ''] })
   })
 })
