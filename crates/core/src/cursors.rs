@@ -6,160 +6,43 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rusqlite::types::ValueRef;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
 use crate::error::{Error, Result};
 use crate::keys::{self, SessionKey};
 use crate::log;
+use crate::rows::Rows;
+pub use crate::rows::{Cursor, Pending, Provenance};
 use crate::rules::Positions;
 use crate::sqlite::inert::{self, live_cursor, within_head};
+use crate::sqlite::rows::{provenance_col, scope_col, SqliteRows};
 
 mod write;
-pub use write::{material_insert, material_update, seed, watch, WatchOptions};
+pub(crate) use write::{material_insert, material_update, seed};
+pub use write::{watch, WatchOptions};
 
-/// Where a cursor came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Provenance {
-    /// A spawn edge or a deliberate `watch`: main-like watchers are woken.
-    Explicit,
-    /// Registered for a group; notices wait for the watcher's next turn, no wake.
-    AmbientGroup,
-}
-
-impl Provenance {
-    /// The stored name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provenance::Explicit => "explicit",
-            Provenance::AmbientGroup => "ambient-group",
-        }
-    }
-
-    /// Parses a stored or given name.
-    pub fn parse(s: &str) -> Result<Self> {
-        match s {
-            "explicit" => Ok(Provenance::Explicit),
-            "ambient-group" => Ok(Provenance::AmbientGroup),
-            _ => Err(Error::invalid(
-                "provenance must be 'explicit' or 'ambient-group'",
-            )),
-        }
-    }
-}
-
-/// One cursor row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cursor {
-    /// The watching session.
-    pub watcher: String,
-    /// The watched session.
-    pub target: String,
-    /// L.
-    pub last_seen: i64,
-    /// N.
-    pub notified: i64,
-    /// M.
-    pub material: i64,
-    /// Where it came from.
-    pub provenance: Provenance,
-    /// Last seed, material update, acknowledge or re-watch (clock ms).
-    pub updated_at: i64,
-    /// The watcher scope it is bound to (`watcher_store_path`), if any (semantics.md#cursors-scope).
-    pub scope: Option<String>,
-}
-
-/// A cursor whose notice is pending (N != L) after a change.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pending {
-    /// The watcher.
-    pub watcher: String,
-    /// The target, shared by the cursors of one change (the notice queue keeps it as is).
-    pub target: Arc<str>,
-    /// L, the position the notice names.
-    pub last_seen: i64,
-    /// N.
-    pub notified: i64,
-    /// Whether a main-like watcher is woken for it.
-    pub provenance: Provenance,
-    /// The cursor's watcher scope, if any; non-text reads as none.
-    pub scope: Option<Arc<str>>,
-}
-
-/// The scope column read from a row: text, else none (NULL, or a value another writer left).
-pub(crate) fn scope_col(v: ValueRef<'_>) -> Option<Arc<str>> {
-    inert::text(v).map(Arc::from)
-}
-
-pub(crate) fn provenance_col(s: String) -> rusqlite::Result<Provenance> {
-    Provenance::parse(&s).map_err(|_| {
-        rusqlite::Error::FromSqlConversionFailure(
-            0,
-            rusqlite::types::Type::Text,
-            "unknown provenance".into(),
-        )
-    })
-}
-
-/// Reads one cursor, if it is live: an inert row (semantics.md#storage) reads as none.
+/// Reads one cursor, if it is live: an inert row (semantics.md#storage) reads as none, and so
+/// does a pair that cannot hold a cursor (the same key twice, a key that is not watchable).
 pub fn get(conn: &Connection, watcher: &str, target: &str) -> Result<Option<Cursor>> {
+    live(&mut SqliteRows::new(conn), watcher, target)
+}
+
+/// [`get`] over any store's rows.
+pub(crate) fn live<R: Rows + ?Sized>(
+    rows: &mut R,
+    watcher: &str,
+    target: &str,
+) -> Result<Option<Cursor>> {
     if watcher == target || !keys::is_watchable(watcher) || !keys::is_watchable(target) {
         return Ok(None);
     }
-    let row = conn
-        .prepare_cached(
-            "SELECT last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
-             coalesce((SELECT h.last_sequence FROM session_state_heads h \
-             WHERE h.session_key = ?2 AND h.agent_id = ?3 AND typeof(h.last_sequence) = 'integer'), 0), \
-             watcher_store_path FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
-        )?
-        .query_row(
-            params![watcher, target, SessionKey::classify(target).agent()],
-            |r| {
-                let int = |i: usize| -> rusqlite::Result<Option<i64>> { Ok(inert::integer(r.get_ref(i)?)) };
-                let provenance = inert::text(r.get_ref(3)?).and_then(|p| Provenance::parse(p).ok());
-                let scope = inert::text(r.get_ref(6)?).map(str::to_owned);
-                Ok((int(0)?, int(1)?, int(2)?, provenance, int(4)?, r.get::<_, i64>(5)?, scope))
-            },
-        )
-        .optional()?;
-    let Some((Some(l), Some(n), Some(m), Some(provenance), Some(updated_at), head, scope)) = row
-    else {
-        return Ok(None);
-    };
-    if l.min(n).min(m) < 0 || l.max(n).max(m) > head {
-        return Ok(None);
-    }
-    Ok(Some(Cursor {
-        watcher: watcher.to_owned(),
-        target: target.to_owned(),
-        last_seen: l,
-        notified: n,
-        material: m,
-        provenance,
-        updated_at,
-        scope,
-    }))
+    rows.cursor(watcher, target)
 }
 
-/// True when a row for the pair exists, live or inert.
-pub(crate) fn exists(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT 1 FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
-        )?
-        .exists([watcher, target])?)
-}
-
-/// True when a live cursor (semantics.md#storage) targets `target` (`onlyIfWatched`, semantics.md#api).
-pub fn is_watched(conn: &Connection, target: &str) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(concat!(
-            "SELECT 1 FROM session_watch_cursors WHERE target_session_key = ?1 AND ",
-            live_cursor!(),
-            within_head!(),
-            " LIMIT 1"
-        ))?
-        .exists([target])?)
+/// True when a live cursor (semantics.md#storage) targets `target` (`onlyIfWatched`,
+/// semantics.md#api); never for a target that is not watchable.
+pub(crate) fn is_watched<R: Rows + ?Sized>(rows: &mut R, target: &str) -> Result<bool> {
+    Ok(keys::is_watchable(target) && rows.is_watched(target)?)
 }
 
 /// The outcome of acknowledging one pending notice.

@@ -3,14 +3,13 @@
 //! it would be alone (dedupe, cursors, notices, wakes) and a failing one leaves the others in.
 //! Notices are queued and wakes scheduled only once the whole group has committed.
 
-use rusqlite::Connection;
-
 use crate::cursors;
 use crate::error::{Error, Result};
 use crate::event::{self, RecordInput, StateEvent, ValidEvent};
-use crate::keys;
 use crate::metrics::Hist;
-use crate::record::{Recorder, Written};
+use crate::record::{self, Recorder, WriteRules, Written};
+use crate::rows::Rows;
+use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::tx::Tx;
 
 /// One record of a group: the input and the caller's clock at the call.
@@ -56,10 +55,7 @@ impl Recorder {
         let size = valid.len() as u64;
         let written = (|| {
             let tx = Tx::immediate(&conn)?;
-            let mut written = Vec::with_capacity(valid.len());
-            for (i, v, now) in valid {
-                written.push((i, now, savepoint(&tx, |c| self.write_if_watched(c, v, now))));
-            }
+            let written = write_each(&mut SqliteRows::new(&tx), self.rules(), valid);
             tx.commit()?;
             self.delivery.metrics.since(Hist::Commit, begun);
             self.delivery.metrics.value(Hist::GroupSize, size);
@@ -98,32 +94,57 @@ impl Recorder {
         }
         out
     }
+}
 
-    /// [`Recorder::write`], or `None` when `onlyIfWatched` finds nobody watching (read inside
-    /// the group's transaction: it sees the cursors of the group's earlier records).
-    fn write_if_watched(&self, c: &Connection, v: ValidEvent, now: i64) -> Result<Option<Written>> {
-        if v.only_if_watched && v.watchers.is_empty() {
-            let target = v.event.session_key.as_str();
-            if !(keys::is_watchable(target) && cursors::is_watched(c, target)?) {
-                return Ok(None);
-            }
-        }
-        self.write(c, v, now).map(Some)
+/// One event of a group, written or not: its slot in the group, its clock, the outcome.
+pub(crate) type WrittenItem = (usize, i64, Result<Option<Written>>);
+
+/// The writes of a group's valid events (slot, event, clock) in order inside the caller's open
+/// transaction on `rows`, each in its own savepoint: a failing one leaves the others in.
+pub(crate) fn write_each<R: Rows + ?Sized>(
+    rows: &mut R,
+    rules: WriteRules,
+    valid: Vec<(usize, ValidEvent, i64)>,
+) -> Vec<WrittenItem> {
+    let mut written = Vec::with_capacity(valid.len());
+    for (i, v, now) in valid {
+        written.push((
+            i,
+            now,
+            savepoint(rows, |r| write_if_watched(r, rules, v, now)),
+        ));
     }
+    written
+}
+
+/// [`record::write`], or `None` when `onlyIfWatched` finds nobody watching (read inside
+/// the group's transaction: it sees the cursors of the group's earlier records).
+fn write_if_watched<R: Rows + ?Sized>(
+    rows: &mut R,
+    rules: WriteRules,
+    v: ValidEvent,
+    now: i64,
+) -> Result<Option<Written>> {
+    if v.only_if_watched
+        && v.watchers.is_empty()
+        && !cursors::is_watched(rows, &v.event.session_key)?
+    {
+        return Ok(None);
+    }
+    record::write(rows, rules, v, now).map(Some)
 }
 
 /// Runs `f` inside a savepoint of the open transaction: on failure its writes are rolled back
 /// and the transaction goes on without them.
-fn savepoint<T>(c: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-    c.prepare_cached("SAVEPOINT event")?.execute([])?;
-    match f(c) {
+fn savepoint<R: Rows + ?Sized, T>(rows: &mut R, f: impl FnOnce(&mut R) -> Result<T>) -> Result<T> {
+    rows.savepoint()?;
+    match f(rows) {
         Ok(v) => {
-            c.prepare_cached("RELEASE event")?.execute([])?;
+            rows.release_savepoint()?;
             Ok(v)
         }
         Err(e) => {
-            c.prepare_cached("ROLLBACK TO event")?.execute([])?;
-            c.prepare_cached("RELEASE event")?.execute([])?;
+            rows.rollback_to_savepoint()?;
             Err(e)
         }
     }

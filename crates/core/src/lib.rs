@@ -54,6 +54,7 @@ pub(crate) mod prune;
 pub(crate) mod queue;
 pub(crate) mod read_event;
 pub(crate) mod record;
+pub(crate) mod rows;
 pub(crate) mod rules;
 pub(crate) mod runtime;
 pub(crate) mod sqlite;

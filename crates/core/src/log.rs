@@ -3,96 +3,15 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::{Error, Result};
-use crate::event::{StateEvent, ValidEvent};
 use crate::read_event::{self, ChangeEvent};
 use crate::sqlite::inert;
+use crate::sqlite::rows::EVENT_COLUMNS;
 use crate::sqlite::tx::Tx;
 
 /// The largest `limit` of `changesSince`, and its default.
 pub const MAX_CHANGES: u32 = 200;
 /// The largest integer a JS number holds exactly.
 pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
-
-const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, kind, actor_type, actor_id, run_id, \
-     session_id, occurred_at, summary, payload_json";
-
-/// The outcome of inserting an event.
-#[derive(Debug)]
-pub enum Inserted {
-    /// A new row with this sequence.
-    New(i64),
-    /// The dedupe key was taken: the first row with it.
-    Duplicate(StateEvent),
-}
-
-/// Inserts the event (semantics.md#recording-dedupe); on a dedupe conflict returns the existing row.
-pub fn insert_event(conn: &Connection, v: &ValidEvent) -> Result<Inserted> {
-    let e = &v.event;
-    let seq: Option<i64> = conn
-        .prepare_cached(
-            "INSERT INTO session_state_events (dedupe_key, session_key, session_id, agent_id, kind, \
-             actor_type, actor_id, run_id, occurred_at, summary, payload_json) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
-             ON CONFLICT (dedupe_key) DO NOTHING RETURNING sequence",
-        )?
-        .query_row(
-            params![
-                v.dedupe_key,
-                e.session_key,
-                e.session_id,
-                e.agent_id,
-                e.kind.as_str(),
-                e.actor_type.as_str(),
-                e.actor_id,
-                e.run_id,
-                e.occurred_at,
-                e.summary,
-                e.payload_json,
-            ],
-            |r| r.get(0),
-        )
-        .optional()?;
-    match seq {
-        Some(seq) => Ok(Inserted::New(seq)),
-        None => {
-            let sql =
-                format!("SELECT {EVENT_COLUMNS} FROM session_state_events WHERE dedupe_key = ?1");
-            let first = conn
-                .prepare_cached(&sql)?
-                .query_row([&v.dedupe_key], inert::event_of)?;
-            // A row the store would never write (semantics.md#storage) holds the key: it cannot be returned.
-            first.map(Inserted::Duplicate).ok_or_else(|| {
-                Error::from(rusqlite::Error::InvalidColumnType(
-                    0,
-                    "dedupe_key is held by a row this store did not write".into(),
-                    rusqlite::types::Type::Text,
-                ))
-            })
-        }
-    }
-}
-
-/// Moves the head of `(session_key, agent_id)` to `sequence` (semantics.md#recording-dedupe). Never lowers it; a
-/// head the store never wrote (no integer `last_sequence`, semantics.md#storage) is replaced.
-pub fn bump_head(
-    conn: &Connection,
-    session_key: &str,
-    agent_id: &str,
-    sequence: i64,
-    now: i64,
-) -> Result<()> {
-    conn.prepare_cached(
-        "INSERT INTO session_state_heads (session_key, agent_id, last_sequence, pruned_max_sequence, updated_at) \
-         VALUES (?1, ?2, ?3, 0, ?4) \
-         ON CONFLICT (session_key, agent_id) DO UPDATE SET \
-         last_sequence = CASE WHEN typeof(last_sequence) = 'integer' \
-         AND last_sequence > excluded.last_sequence THEN last_sequence ELSE excluded.last_sequence END, \
-         pruned_max_sequence = CASE WHEN typeof(pruned_max_sequence) = 'integer' \
-         THEN pruned_max_sequence ELSE 0 END, updated_at = excluded.updated_at",
-    )?
-    .execute(params![session_key, agent_id, sequence, now])?;
-    Ok(())
-}
 
 /// A session's head: its state version and pruned watermark.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

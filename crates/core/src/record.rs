@@ -10,10 +10,11 @@ use crate::delivery::{Delivery, Wake};
 use crate::error::Result;
 use crate::event::{self, EventKind, NotifyKinds, RecordInput, StateEvent, ValidEvent};
 use crate::keys;
-use crate::log::{self, Inserted};
 use crate::maintenance::Maintenance;
 use crate::metrics::{Count, Hist};
+use crate::rows::{Inserted, Rows};
 use crate::sqlite::conn::Db;
+use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::tx::Tx;
 use crate::sync::SyncState;
 
@@ -49,7 +50,7 @@ impl Recorder {
         &self,
         input: RecordInput,
         now: i64,
-        also: impl FnOnce(&Connection) -> Result<()>,
+        also: impl FnOnce(&mut SqliteRows<'_>) -> Result<()>,
     ) -> Result<Option<StateEvent>> {
         self.db.check_open()?;
         let v = event::validate(input, now)?;
@@ -57,20 +58,20 @@ impl Recorder {
             self.mark_served(w);
         }
         let target = v.event.session_key.as_str();
-        let watchable = keys::is_watchable(target);
         let conn = self.db.lock()?;
         if v.only_if_watched && v.watchers.is_empty() {
             // A read outside the write lock: a watch racing with this record simply lands
             // after it.
-            let watched = watchable && cursors::is_watched(&conn, target)?;
+            let watched = cursors::is_watched(&mut SqliteRows::new(&conn), target)?;
             if !watched {
                 return Ok(None);
             }
         }
         let begun = std::time::Instant::now();
         let tx = Tx::immediate(&conn)?;
-        let written = self.write(&tx, v, now)?;
-        also(&tx)?;
+        let mut rows = SqliteRows::new(&tx);
+        let written = self.write(&mut rows, v, now)?;
+        also(&mut rows)?;
         tx.commit()?;
         self.delivery.metrics.since(Hist::Commit, begun);
         let wakes = self.enqueue(&conn, &written);
@@ -82,67 +83,23 @@ impl Recorder {
         Ok(Some(written.event))
     }
 
-    /// The writes of one event inside the caller's transaction: the event (or the first row
-    /// with its dedupe key), its head and the cursors it moves. Nothing reaches the queue
-    /// here: [`Recorder::enqueue`] does that once the transaction has committed.
-    pub(crate) fn write(&self, tx: &Connection, v: ValidEvent, now: i64) -> Result<Written> {
-        let target = v.event.session_key.as_str();
-        let watchable = keys::is_watchable(target);
-        let sequence = match log::insert_event(tx, &v)? {
-            Inserted::New(seq) => seq,
-            Inserted::Duplicate(first) => {
-                return Ok(Written {
-                    event: first,
-                    fresh: false,
-                    pending: Vec::new(),
-                    reseeded: Vec::new(),
-                })
-            }
-        };
-        log::bump_head(tx, target, &v.event.agent_id, sequence, now)?;
-        let mut pending = Vec::new();
-        let mut reseeded = Vec::new();
-        if watchable {
-            let scopes = &v.watcher_scopes;
-            if v.event.kind == EventKind::ChildSpawned {
-                let reset = self.seed_resets_provenance;
-                for w in &v.watchers {
-                    let scope = scopes.get(w).map(String::as_str);
-                    if cursors::seed(tx, w, target, sequence, scope, reset, now)? {
-                        reseeded.push(w.clone());
-                    }
-                }
-            } else if self.notify_kinds.contains(v.event.kind) {
-                let actor = v.event.actor_id.as_deref();
-                let shared: Arc<str> = Arc::from(target);
-                // A cursor bound to another scope than the one given for its watcher is left
-                // alone (semantics.md#cursors-scope).
-                let mut skip = Vec::new();
-                for (w, scope) in scopes {
-                    if Some(w.as_str()) != actor {
-                        let c = cursors::get(tx, w, target)?;
-                        if c.is_some_and(|c| c.scope.as_deref() != Some(scope.as_str())) {
-                            skip.push(w.as_str());
-                        }
-                    }
-                }
-                pending = cursors::material_update(tx, &shared, sequence, actor, &skip, now)?;
-                for w in v.watchers.iter().filter(|w| Some(w.as_str()) != actor) {
-                    let scope = scopes.get(w).map(String::as_str);
-                    pending.extend(cursors::material_insert(
-                        tx, w, &shared, sequence, scope, now,
-                    )?);
-                }
-            }
+    /// The writes of one event inside the caller's transaction ([`write`] with this store's
+    /// options).
+    pub(crate) fn write<R: Rows + ?Sized>(
+        &self,
+        rows: &mut R,
+        v: ValidEvent,
+        now: i64,
+    ) -> Result<Written> {
+        write(rows, self.rules(), v, now)
+    }
+
+    /// The options the write path decides by.
+    pub(crate) fn rules(&self) -> WriteRules {
+        WriteRules {
+            notify_kinds: self.notify_kinds,
+            seed_resets_provenance: self.seed_resets_provenance,
         }
-        let mut event = v.event;
-        event.sequence = sequence;
-        Ok(Written {
-            event,
-            fresh: true,
-            pending,
-            reseeded,
-        })
     }
 
     /// Brings the queue in line with a committed [`Written`]: reseeded cursors lose their
@@ -187,7 +144,86 @@ pub(crate) struct Written {
     /// False for a repeated dedupe key: nothing was written.
     pub(crate) fresh: bool,
     /// The notices the write opened.
-    pending: Vec<Pending>,
+    pub(crate) pending: Vec<Pending>,
     /// The watchers whose cursor a `child_spawned` reseeded.
-    reseeded: Vec<String>,
+    pub(crate) reseeded: Vec<String>,
+}
+
+/// The store options the write path decides by.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WriteRules {
+    /// The kinds whose events are material (semantics.md#api-options, `notifyKinds`).
+    pub(crate) notify_kinds: NotifyKinds,
+    /// See [`crate::Options::seed_resets_provenance`].
+    pub(crate) seed_resets_provenance: bool,
+}
+
+/// The writes of one event inside the caller's open transaction on `rows`: the event (or the
+/// first row with its dedupe key), its head and the cursors it moves (semantics.md#recording).
+/// Every decision is made here and in `cursors.rs`/`rules.rs`; `rows` only reads and writes.
+/// Nothing reaches the queue here: [`Recorder::enqueue`] does that once the transaction has
+/// committed.
+pub(crate) fn write<R: Rows + ?Sized>(
+    rows: &mut R,
+    rules: WriteRules,
+    v: ValidEvent,
+    now: i64,
+) -> Result<Written> {
+    let target = v.event.session_key.as_str();
+    let watchable = keys::is_watchable(target);
+    let sequence = match rows.insert_event(&v)? {
+        Inserted::New(seq) => seq,
+        Inserted::Duplicate(first) => {
+            return Ok(Written {
+                event: first,
+                fresh: false,
+                pending: Vec::new(),
+                reseeded: Vec::new(),
+            })
+        }
+    };
+    rows.bump_head(target, &v.event.agent_id, sequence, now)?;
+    let mut pending = Vec::new();
+    let mut reseeded = Vec::new();
+    if watchable {
+        let scopes = &v.watcher_scopes;
+        if v.event.kind == EventKind::ChildSpawned {
+            let reset = rules.seed_resets_provenance;
+            for w in &v.watchers {
+                let scope = scopes.get(w).map(String::as_str);
+                if cursors::seed(rows, w, target, sequence, scope, reset, now)? {
+                    reseeded.push(w.clone());
+                }
+            }
+        } else if rules.notify_kinds.contains(v.event.kind) {
+            let actor = v.event.actor_id.as_deref();
+            let shared: Arc<str> = Arc::from(target);
+            // A cursor bound to another scope than the one given for its watcher is left
+            // alone (semantics.md#cursors-scope).
+            let mut skip = Vec::new();
+            for (w, scope) in scopes {
+                if Some(w.as_str()) != actor {
+                    let c = cursors::live(rows, w, target)?;
+                    if c.is_some_and(|c| c.scope.as_deref() != Some(scope.as_str())) {
+                        skip.push(w.as_str());
+                    }
+                }
+            }
+            pending = cursors::material_update(rows, &shared, sequence, actor, &skip, now)?;
+            for w in v.watchers.iter().filter(|w| Some(w.as_str()) != actor) {
+                let scope = scopes.get(w).map(String::as_str);
+                pending.extend(cursors::material_insert(
+                    rows, w, &shared, sequence, scope, now,
+                )?);
+            }
+        }
+    }
+    let mut event = v.event;
+    event.sequence = sequence;
+    Ok(Written {
+        event,
+        fresh: true,
+        pending,
+        reseeded,
+    })
 }

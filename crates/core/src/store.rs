@@ -323,8 +323,8 @@ impl Store {
         watcher: Option<&str>,
         target: Option<&str>,
     ) -> Result<Vec<CursorRow>> {
-        if self.is_remote() {
-            return Err(remote::not_yet("cursorRows"));
+        if let Some(pg) = self.remote() {
+            return pg.cursor_rows(watcher, target);
         }
         self.check_open()?;
         for (key, name) in [(watcher, "watcherKey"), (target, "targetKey")] {

@@ -438,7 +438,6 @@ fn only_the_sqlite_folder_names_rusqlite() {
     let still = [
         "cursors",
         "cursors::write",
-        "group",
         "lease",
         "log",
         "prune",

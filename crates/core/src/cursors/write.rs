@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use rusqlite::{params, Connection};
 
-use super::{exists, provenance_col, scope_col, Pending, Provenance};
-use crate::error::{Error, Result};
+use super::{Pending, Provenance};
+use crate::error::Result;
+use crate::rows::Rows;
 use crate::rules::Positions;
 use crate::sqlite::inert::{live_cursor, within_head};
 
@@ -40,8 +41,8 @@ impl Default for WatchOptions {
 /// The spawn names the pair explicitly, so an inert row of the pair (semantics.md#storage) is
 /// replaced by the seeded cursor: every column is written, an unknown provenance becomes
 /// `explicit`.
-pub fn seed(
-    conn: &Connection,
+pub(crate) fn seed<R: Rows + ?Sized>(
+    rows: &mut R,
     watcher: &str,
     target: &str,
     sequence: i64,
@@ -49,98 +50,44 @@ pub fn seed(
     reset_provenance: bool,
     now: i64,
 ) -> Result<bool> {
-    let existed = exists(conn, watcher, target)?;
+    let stored = rows.stored_provenance(watcher, target)?;
+    let provenance = seeded_provenance(stored.flatten(), reset_provenance);
     let at = Positions::seeded(sequence);
-    conn.prepare_cached(
-        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
-         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
-         watcher_store_path) VALUES (?1, ?2, ?3, ?7, ?8, 'explicit', ?4, ?5) \
-         ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
-         last_seen_sequence = excluded.last_seen_sequence, notified_sequence = excluded.notified_sequence, \
-         material_sequence = excluded.material_sequence, updated_at = excluded.updated_at, \
-         watcher_store_path = coalesce(?5, watcher_store_path), \
-         provenance = CASE WHEN ?6 = 0 AND provenance IN ('explicit', 'ambient-group') THEN provenance \
-         ELSE 'explicit' END",
-    )?
-    .execute(params![
-        watcher,
-        target,
-        at.last_seen,
-        now,
-        scope,
-        reset_provenance,
-        at.notified,
-        at.material
-    ])?;
-    Ok(existed)
+    rows.put_cursor(watcher, target, at, provenance, scope, now)?;
+    Ok(stored.is_some())
+}
+
+/// The provenance a spawn's seed writes (semantics.md#recording-fan-out): the cursor's own
+/// (`stored`, when it has one the store knows), unless `reset` (see
+/// [`crate::Options::seed_resets_provenance`]) or there is none: then `explicit`.
+fn seeded_provenance(stored: Option<Provenance>, reset: bool) -> Provenance {
+    match stored {
+        Some(p) if !reset => p,
+        _ => Provenance::Explicit,
+    }
 }
 
 /// Material event `sequence` on `target` (semantics.md#cursors-material) for every cursor on it,
 /// except the one whose watcher caused it (self-suppression) and those of the watchers in
 /// `skip` (bound to another scope than the record gave them). Returns the cursors whose notice
-/// is pending after it. Inert rows (semantics.md#storage) are left as they are: `sequence` is
-/// the target's new head, so a live cursor's positions all lie below it.
-pub fn material_update(
-    conn: &Connection,
+/// is pending after it. Inert rows (semantics.md#storage) are left as they are.
+pub(crate) fn material_update<R: Rows + ?Sized>(
+    rows: &mut R,
     target: &Arc<str>,
     sequence: i64,
     actor_id: Option<&str>,
     skip: &[&str],
     now: i64,
 ) -> Result<Vec<Pending>> {
-    const UPDATE: &str = concat!(
-        "UPDATE session_watch_cursors SET \
-         notified_sequence = session_state_notified_after(last_seen_sequence, notified_sequence, ?2), \
-         material_sequence = ?2, updated_at = ?4 \
-         WHERE target_session_key = ?1 AND watcher_session_key IS NOT ?3 AND ",
-        live_cursor!(),
-        "?2 - 1)"
-    );
-    const RETURNING: &str =
-        " RETURNING watcher_session_key, last_seen_sequence, notified_sequence, provenance, watcher_store_path";
-    let skipped;
-    let mut stmt = if skip.is_empty() {
-        skipped = None;
-        conn.prepare_cached(&[UPDATE, RETURNING].concat())?
-    } else {
-        skipped = Some(serde_json::to_string(skip).map_err(|e| Error::invalid(e.to_string()))?);
-        conn.prepare_cached(
-            &[
-                UPDATE,
-                " AND watcher_session_key NOT IN (SELECT value FROM json_each(?5))",
-                RETURNING,
-            ]
-            .concat(),
-        )?
-    };
-    let map = |r: &rusqlite::Row<'_>| {
-        Ok(Pending {
-            watcher: r.get(0)?,
-            target: Arc::clone(target),
-            last_seen: r.get(1)?,
-            notified: r.get(2)?,
-            provenance: provenance_col(r.get(3)?)?,
-            scope: scope_col(r.get_ref(4)?),
-        })
-    };
-    let rows: Vec<Pending> = match &skipped {
-        None => stmt
-            .query_map(params![&**target, sequence, actor_id, now], map)?
-            .collect::<rusqlite::Result<_>>()?,
-        Some(json) => stmt
-            .query_map(params![&**target, sequence, actor_id, now, json], map)?
-            .collect::<rusqlite::Result<_>>()?,
-    };
-    Ok(rows
-        .into_iter()
-        .filter(|p| p.notified != p.last_seen)
-        .collect())
+    let mut moved = rows.material_update(target, sequence, actor_id, skip, now)?;
+    moved.retain(|p| p.notified != p.last_seen);
+    Ok(moved)
 }
 
 /// A material event for a producer-named watcher that has no cursor yet: L = 0, N = M = S,
-/// bound to `scope` when given. Returns the pending cursor when one was inserted.
-pub fn material_insert(
-    conn: &Connection,
+/// `explicit`, bound to `scope` when given. Returns the pending cursor when one was inserted.
+pub(crate) fn material_insert<R: Rows + ?Sized>(
+    rows: &mut R,
     watcher: &str,
     target: &Arc<str>,
     sequence: i64,
@@ -148,28 +95,14 @@ pub fn material_insert(
     now: i64,
 ) -> Result<Option<Pending>> {
     let at = Positions::named_at(sequence);
-    let n = conn
-        .prepare_cached(
-            "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
-             last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
-             watcher_store_path) VALUES (?1, ?2, ?6, ?3, ?7, 'explicit', ?4, ?5) \
-             ON CONFLICT (watcher_session_key, target_session_key) DO NOTHING",
-        )?
-        .execute(params![
-            watcher,
-            &**target,
-            at.notified,
-            now,
-            scope,
-            at.last_seen,
-            at.material
-        ])?;
-    Ok((n == 1 && at.is_pending()).then(|| Pending {
+    let provenance = Provenance::Explicit;
+    let inserted = rows.insert_cursor(watcher, target, at, provenance, scope, now)?;
+    Ok((inserted && at.is_pending()).then(|| Pending {
         watcher: watcher.to_owned(),
         target: Arc::clone(target),
         last_seen: at.last_seen,
         notified: at.notified,
-        provenance: Provenance::Explicit,
+        provenance,
         scope: scope.map(Arc::from),
     }))
 }
@@ -230,4 +163,18 @@ pub fn watch(
         at.material
     ])?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_keeps_a_known_provenance_unless_reset() {
+        let ambient = Some(Provenance::AmbientGroup);
+        assert_eq!(seeded_provenance(ambient, false), Provenance::AmbientGroup);
+        assert_eq!(seeded_provenance(ambient, true), Provenance::Explicit);
+        assert_eq!(seeded_provenance(None, false), Provenance::Explicit);
+        assert_eq!(seeded_provenance(None, true), Provenance::Explicit);
+    }
 }

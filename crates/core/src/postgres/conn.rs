@@ -131,6 +131,7 @@ impl Target {
     }
 
     /// The `sslmode` in force.
+    #[cfg(test)]
     pub(crate) fn ssl(&self) -> SslChoice {
         self.ssl
     }
@@ -377,6 +378,13 @@ pub(crate) struct Session {
     statements: HashMap<&'static str, Statement>,
 }
 
+impl Session {
+    /// The client and the statement cache, borrowed apart (a transaction holds the client).
+    pub(crate) fn parts(&mut self) -> (&mut Client, &mut HashMap<&'static str, Statement>) {
+        (&mut self.client, &mut self.statements)
+    }
+}
+
 /// The store's connection: one client, made on first use and again after it was lost.
 pub(crate) struct Pg {
     target: Target,
@@ -461,14 +469,11 @@ impl SessionGuard<'_> {
         Ok(st)
     }
 
-    /// A client's error as the store's, redacted.
-    pub(crate) fn error(&self, e: &tokio_postgres::Error) -> Error {
-        self.pg.target.error(e)
-    }
-
-    /// Drops the client after a failure that may have left it unusable.
-    pub(crate) fn forget(&mut self) {
-        *self.guard = None;
+    /// Drops the client when its connection has ended, so the next call connects again.
+    pub(crate) fn forget_if_closed(&mut self) {
+        if self.guard.as_ref().is_some_and(|s| s.client.is_closed()) {
+            *self.guard = None;
+        }
     }
 }
 

@@ -4,9 +4,6 @@
 //! core runtime, where the client's connection runs; the notice queue and the wakes are the
 //! same in-memory [`Delivery`] as SQLite's.
 
-// The engine's parts that the write path and the reads use are built before them.
-#![allow(dead_code)]
-
 use std::future::Future;
 use std::sync::Arc;
 
@@ -22,15 +19,24 @@ pub(crate) mod delivery;
 pub(crate) mod lease;
 pub(crate) mod listen;
 pub(crate) mod prune;
+mod reads;
+mod record;
+pub(crate) mod rows;
 pub(crate) mod schema;
 pub(crate) mod tls;
 
-use conn::{Pg, Target};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use conn::{Pg, SessionGuard, Target};
+
+use crate::record::WriteRules;
 
 /// The PostgreSQL engine of one store.
 pub(crate) struct PgStore {
     pg: Arc<Pg>,
     delivery: Arc<Delivery>,
+    rules: WriteRules,
+    closed: AtomicBool,
     /// The served watchers, their leases and the cross-host catch-up (`catchup.rs`).
     notices: catchup::Notices,
     opts: Options,
@@ -59,6 +65,8 @@ impl PgStore {
         let store = PgStore {
             pg,
             delivery,
+            rules: record::rules_of(opts),
+            closed: AtomicBool::new(false),
             notices,
             opts: *opts,
             auto_prune: Arc::default(),
@@ -73,20 +81,45 @@ impl PgStore {
         Ok(store)
     }
 
-    /// The connection.
-    pub(crate) fn pg(&self) -> &Arc<Pg> {
-        &self.pg
+    /// `ERR_CLOSED` once [`PgStore::close`] ran.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(Error::Closed)
+        } else {
+            Ok(())
+        }
     }
 
-    /// The notice queue and wakes shared with the façade.
-    pub(crate) fn delivery(&self) -> &Arc<Delivery> {
-        &self.delivery
+    /// Runs `f` with the connected session on a thread outside the runtime (the calling one,
+    /// or one of its own when called on a runtime thread), where `f` blocks on each step. A
+    /// connection found lost afterwards is dropped, so the next call connects again.
+    pub(crate) fn with_session<T: Send>(
+        &self,
+        f: impl FnOnce(&mut SessionGuard<'_>) -> Result<T> + Send,
+    ) -> Result<T> {
+        let run = || {
+            let mut guard = rows::block(self.pg.lock())?;
+            let r = f(&mut guard);
+            if r.is_err() {
+                guard.forget_if_closed();
+            }
+            r
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return run();
+        }
+        std::thread::scope(|s| {
+            s.spawn(run)
+                .join()
+                .map_err(|_| Error::db(DbFailure::Other, "a PostgreSQL call panicked"))?
+        })
     }
 
     /// Closes the connection (a call in flight finishes first).
     /// The listener stops first, and this store's leases are dropped, so the other hosts
     /// take over its watchers at once.
     pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
         self.notices.stop();
         let pg = Arc::clone(&self.pg);
         let notices = &self.notices;
@@ -125,49 +158,4 @@ where
             .join()
             .map_err(|_| Error::db(DbFailure::Other, "a PostgreSQL call panicked"))
     })
-}
-
-// The façade's calls the engine serves. Each checks its arguments as SQLite's does, then runs
-// its statements on the core runtime.
-impl PgStore {
-    /// [`crate::Store::record`].
-    pub(crate) fn record(
-        &self,
-        _input: crate::event::RecordInput,
-        _now: i64,
-    ) -> Result<Option<crate::event::StateEvent>> {
-        Err(not_yet("record"))
-    }
-
-    /// [`crate::Store::record_group`].
-    pub(crate) fn record_group(
-        &self,
-        items: Vec<(crate::event::RecordInput, i64)>,
-    ) -> Vec<Result<Option<crate::event::StateEvent>>> {
-        items.iter().map(|_| Err(not_yet("record"))).collect()
-    }
-
-    /// [`crate::Store::state_version`].
-    pub(crate) fn state_version(&self, _session_key: &str, _agent_id: Option<&str>) -> Result<i64> {
-        Err(not_yet("stateVersion"))
-    }
-
-    /// [`crate::Store::state_versions_of`].
-    pub(crate) fn state_versions_of<'a>(
-        &self,
-        _refs: &[(&'a str, Option<&'a str>)],
-    ) -> Result<Vec<(usize, &'a str, i64)>> {
-        Err(not_yet("stateVersions"))
-    }
-
-    /// [`crate::Store::changes_since`].
-    pub(crate) fn changes_since(
-        &self,
-        _session_key: &str,
-        _after: f64,
-        _agent_id: Option<&str>,
-        _limit: Option<f64>,
-    ) -> Result<crate::log::Changes> {
-        Err(not_yet("changesSince"))
-    }
 }

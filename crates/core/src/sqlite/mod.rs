@@ -20,6 +20,7 @@ pub(crate) mod heads;
 pub mod import;
 pub(crate) mod inert;
 pub mod inspect;
+pub(crate) mod rows;
 #[cfg(feature = "test-hooks")]
 pub mod schema;
 #[cfg(not(feature = "test-hooks"))]

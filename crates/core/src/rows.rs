@@ -1,0 +1,187 @@
+//! The storage seam (docs/architecture.md, "The storage seam"): the row operations of one
+//! write transaction, as a trait a store implements. The rules that decide what to write
+//! (which cursors move and to which L/N/M, a seed's and a refresh's provenance, scope binding,
+//! self-suppression, the dedupe outcome, expiry) are decided in storage-free Rust
+//! (`rules.rs`, `cursors.rs`, `record.rs`); a [`Rows`] implementation only reads and writes
+//! the rows it is told to. The SQLite store's implementation is `sqlite/rows.rs`.
+//!
+//! Every method runs inside the caller's open write transaction and is one or a few
+//! statements on any SQL store (on PostgreSQL: `INSERT … ON CONFLICT`, `UPDATE … RETURNING`,
+//! `SELECT … FOR UPDATE`, savepoints). A method's contract names no feature of one store.
+//!
+//! A row the store would never write itself (semantics.md#storage, "inert rows": a position
+//! that is not an integer in range, an unknown provenance, a key that is not agent-qualified
+//! text) is no cursor: the read methods never return it and the update methods leave it as
+//! it is. A store whose schema cannot hold such rows has nothing to filter.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::event::{StateEvent, ValidEvent};
+use crate::rules::Positions;
+
+/// Where a cursor came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Provenance {
+    /// A spawn edge or a deliberate `watch`: main-like watchers are woken.
+    Explicit,
+    /// Registered for a group; notices wait for the watcher's next turn, no wake.
+    AmbientGroup,
+}
+
+impl Provenance {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provenance::Explicit => "explicit",
+            Provenance::AmbientGroup => "ambient-group",
+        }
+    }
+
+    /// Parses a stored or given name.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "explicit" => Ok(Provenance::Explicit),
+            "ambient-group" => Ok(Provenance::AmbientGroup),
+            _ => Err(Error::invalid(
+                "provenance must be 'explicit' or 'ambient-group'",
+            )),
+        }
+    }
+}
+
+/// One cursor row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    /// The watching session.
+    pub watcher: String,
+    /// The watched session.
+    pub target: String,
+    /// L.
+    pub last_seen: i64,
+    /// N.
+    pub notified: i64,
+    /// M.
+    pub material: i64,
+    /// Where it came from.
+    pub provenance: Provenance,
+    /// Last seed, material update, acknowledge or re-watch (clock ms).
+    pub updated_at: i64,
+    /// The watcher scope it is bound to (`watcher_store_path`), if any (semantics.md#cursors-scope).
+    pub scope: Option<String>,
+}
+
+/// A cursor whose notice is pending (N != L) after a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// The watcher.
+    pub watcher: String,
+    /// The target, shared by the cursors of one change (the notice queue keeps it as is).
+    pub target: Arc<str>,
+    /// L, the position the notice names.
+    pub last_seen: i64,
+    /// N.
+    pub notified: i64,
+    /// Whether a main-like watcher is woken for it.
+    pub provenance: Provenance,
+    /// The cursor's watcher scope, if any; non-text reads as none.
+    pub scope: Option<Arc<str>>,
+}
+
+/// The outcome of inserting an event (semantics.md#recording-dedupe).
+#[derive(Debug)]
+pub enum Inserted {
+    /// A new row with this sequence.
+    New(i64),
+    /// The dedupe key was taken: the first row with it.
+    Duplicate(StateEvent),
+}
+
+/// The row operations of one write transaction. The caller opens and commits the transaction;
+/// each method runs inside it, and a failure of any leaves the transaction to be rolled back
+/// (or rolled back to the last [`Rows::savepoint`]).
+pub trait Rows {
+    /// Inserts the event with the next sequence of the store, unless its dedupe key (when it
+    /// has one) is already taken: then nothing is written and the first row with that key is
+    /// returned. Sequences only grow and are never reused, even after a delete or a prune.
+    fn insert_event(&mut self, v: &ValidEvent) -> Result<Inserted>;
+
+    /// Moves the head of `(session_key, agent_id)` to `sequence` and its `updated_at` to `now`,
+    /// creating it (with a pruned watermark of 0) when there is none. Never lowers
+    /// `last_sequence`.
+    fn bump_head(
+        &mut self,
+        session_key: &str,
+        agent_id: &str,
+        sequence: i64,
+        now: i64,
+    ) -> Result<()>;
+
+    /// Reads the live cursor of `(watcher, target)`, if there is one (the keys are checked by
+    /// the caller: distinct, both watchable).
+    fn cursor(&mut self, watcher: &str, target: &str) -> Result<Option<Cursor>>;
+
+    /// Whether a row of `(watcher, target)` exists, live or not, and its provenance when it is
+    /// one the store knows: `None` for no row, `Some(None)` for a row with an unknown
+    /// provenance.
+    fn stored_provenance(
+        &mut self,
+        watcher: &str,
+        target: &str,
+    ) -> Result<Option<Option<Provenance>>>;
+
+    /// Writes the cursor of `(watcher, target)` whole, inserting it or replacing the row there
+    /// is (live or not): the positions `at`, `provenance`, `updated_at = now`, and the scope
+    /// when `scope` is given (a row that exists keeps its own scope otherwise).
+    fn put_cursor(
+        &mut self,
+        watcher: &str,
+        target: &str,
+        at: Positions,
+        provenance: Provenance,
+        scope: Option<&str>,
+        now: i64,
+    ) -> Result<()>;
+
+    /// Inserts the cursor of `(watcher, target)` at `at` with `provenance`, bound to `scope`
+    /// when given, unless a row of the pair exists (live or not): then nothing is written.
+    /// Returns true when it inserted.
+    fn insert_cursor(
+        &mut self,
+        watcher: &str,
+        target: &str,
+        at: Positions,
+        provenance: Provenance,
+        scope: Option<&str>,
+        now: i64,
+    ) -> Result<bool>;
+
+    /// A material event at `sequence` on `target`: every live cursor on `target` but the one
+    /// of `except` (when given) and those of the watchers in `skip` gets
+    /// [`Positions::after_material`] (N through [`crate::rules::notified_after_material`], M =
+    /// `sequence`) and `updated_at = now`. `sequence` is the target's new head. Returns every
+    /// cursor it moved, as it is after the update, pending or not, in no particular order.
+    fn material_update(
+        &mut self,
+        target: &Arc<str>,
+        sequence: i64,
+        except: Option<&str>,
+        skip: &[&str],
+        now: i64,
+    ) -> Result<Vec<Pending>>;
+
+    /// True when a live cursor targets `target` (the caller checks that `target` is
+    /// watchable).
+    fn is_watched(&mut self, target: &str) -> Result<bool>;
+
+    /// Opens a savepoint inside the transaction (one per event of a group commit; never
+    /// nested).
+    fn savepoint(&mut self) -> Result<()>;
+
+    /// Releases the savepoint: its writes stay in the transaction.
+    fn release_savepoint(&mut self) -> Result<()>;
+
+    /// Rolls the transaction back to the savepoint and releases it: the writes since it are
+    /// gone and the transaction goes on.
+    fn rollback_to_savepoint(&mut self) -> Result<()>;
+}
