@@ -17,6 +17,34 @@ impl PgStore {
         &self.notices
     }
 
+    /// Queues the notices a committed record or group opened, under the lease rule, and
+    /// sends the hint naming their watchers ([`Notices::after_commit`]). Returns the wakes.
+    pub(crate) fn after_commit(
+        &self,
+        opened: &[crate::cursors::Pending],
+    ) -> Vec<crate::delivery::Wake> {
+        if opened.is_empty() {
+            return Vec::new();
+        }
+        if !self.notices.is_on() {
+            return self.delivery.enqueue(opened);
+        }
+        let done = block_on(async {
+            match self.pg.lock().await {
+                Ok(mut g) => match g.client() {
+                    Ok(c) => Some(self.notices.after_commit(&*c, opened).await),
+                    Err(_) => None,
+                },
+                Err(_) => None,
+            }
+        });
+        match done {
+            Ok(Some(wakes)) => wakes,
+            // No connection for the leases: queued here, as if nobody else served them.
+            _ => self.delivery.enqueue(opened),
+        }
+    }
+
     /// `watch` of a checked, watchable pair whose target has agent `agent`: seeds at the
     /// target's head (locked against a record meanwhile) or refreshes. True when it seeded
     /// (the pair's queued notice is dropped).

@@ -289,17 +289,6 @@ pub(crate) async fn pending_of<C: GenericClient + Sync>(
         .collect())
 }
 
-/// True when a cursor targets `target` (`onlyIfWatched`).
-pub(crate) async fn is_watched<C: GenericClient + Sync>(
-    c: &C,
-    s: &str,
-    target: &str,
-) -> Result<bool> {
-    let sql =
-        format!("SELECT 1 FROM {s}.session_watch_cursors WHERE target_session_key = $1 LIMIT 1");
-    Ok(c.query_opt(&sql, &[&target]).await.map_err(db)?.is_some())
-}
-
 /// The watchers with material history past their acknowledged position (sweep candidates).
 pub(crate) async fn watchers_behind<C: GenericClient + Sync>(
     c: &C,

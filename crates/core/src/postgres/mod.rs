@@ -4,9 +4,6 @@
 //! core runtime, where the client's connection runs; the notice queue and the wakes are the
 //! same in-memory [`Delivery`] as SQLite's.
 
-// The engine's parts that the write path and the reads use are built before them.
-#![allow(dead_code)]
-
 use std::future::Future;
 use std::sync::Arc;
 
@@ -40,13 +37,13 @@ use crate::record::WriteRules;
 pub(crate) struct PgStore {
     pg: Arc<Pg>,
     delivery: Arc<Delivery>,
+    rules: WriteRules,
+    closed: AtomicBool,
     /// The served watchers, their leases and the cross-host catch-up (`catchup.rs`).
     notices: catchup::Notices,
     opts: Options,
     /// The automatic prune's hour (`prune.rs`).
     auto_prune: Arc<prune::Auto>,
-    rules: WriteRules,
-    closed: AtomicBool,
 }
 
 impl PgStore {
@@ -70,11 +67,11 @@ impl PgStore {
         let store = PgStore {
             pg,
             delivery,
+            rules: record::rules_of(opts),
+            closed: AtomicBool::new(false),
             notices,
             opts: *opts,
             auto_prune: Arc::default(),
-            rules: record::rules_of(opts),
-            closed: AtomicBool::new(false),
         };
         let pg = Arc::clone(&store.pg);
         block_on(async move { schema::apply(&pg).await })??;
@@ -118,16 +115,6 @@ impl PgStore {
                 .join()
                 .map_err(|_| Error::db(DbFailure::Other, "a PostgreSQL call panicked"))?
         })
-    }
-
-    /// The connection.
-    pub(crate) fn pg(&self) -> &Arc<Pg> {
-        &self.pg
-    }
-
-    /// The notice queue and wakes shared with the façade.
-    pub(crate) fn delivery(&self) -> &Arc<Delivery> {
-        &self.delivery
     }
 
     /// Closes the connection (a call in flight finishes first).

@@ -75,6 +75,12 @@ impl PgStore {
         if valid.is_empty() {
             return out;
         }
+        // Producer-named watchers are served here from now on (semantics.md#processes).
+        for (_, v, _) in &valid {
+            for w in &v.watchers {
+                self.notices().serve(w);
+            }
+        }
         let slots: Vec<usize> = valid.iter().map(|(i, _, _)| *i).collect();
         let begun = std::time::Instant::now();
         let size = valid.len() as u64;
@@ -92,18 +98,29 @@ impl PgStore {
         let m = &self.delivery.metrics;
         m.since(Hist::Commit, begun);
         m.value(Hist::GroupSize, size);
-        let mut wakes = Vec::new();
-        for (i, _now, r) in written {
+        let mut opened = Vec::new();
+        let mut prune_at = None;
+        for (i, now, r) in written {
             out[i] = match r {
                 Ok(Some(w)) => {
-                    wakes.extend(self.enqueue(&w));
+                    self.enqueue(&w);
+                    if w.fresh {
+                        prune_at = Some(now);
+                    }
+                    opened.extend(w.pending);
                     Ok(Some(w.event))
                 }
                 Ok(None) => Ok(None),
                 Err(e) => Err(e),
             };
         }
+        // The notices go where their watchers are served, and the hint goes out, after the
+        // commit (postgres/catchup.rs).
+        let wakes = self.after_commit(&opened);
         self.delivery.wake_all(wakes);
+        if let Some(now) = prune_at {
+            self.maybe_prune_in_background(now);
+        }
         out
     }
 
@@ -153,9 +170,9 @@ impl PgStore {
         result
     }
 
-    /// Brings the queue in line with a committed event: a reseeded cursor loses its notice,
-    /// the opened ones are queued. Returns the wakes to schedule.
-    fn enqueue(&self, w: &Written) -> Vec<crate::delivery::Wake> {
+    /// Brings the queue in line with a committed event: a reseeded cursor loses its notice
+    /// (the opened ones are queued by [`PgStore::after_commit`]).
+    fn enqueue(&self, w: &Written) {
         let m = &self.delivery.metrics;
         if w.fresh {
             m.recorded(w.event.kind);
@@ -168,7 +185,6 @@ impl PgStore {
                 q.remove(watcher, &w.event.session_key);
             }
         }
-        self.delivery.enqueue(&w.pending)
     }
 }
 
