@@ -3,6 +3,7 @@
 //! and a cursor row judged live as the inspection judges it ([`inert::live`]). The
 //! PostgreSQL store's inspection uses them, so both stores' reports agree row for row.
 
+use rusqlite::params;
 use rusqlite::types::ValueRef;
 
 use crate::error::Result;
@@ -37,7 +38,7 @@ pub(crate) fn answer(rows: Vec<EventRow>, head: i64) -> Result<Vec<read_event::C
     let mut out = Vec::with_capacity(rows.len());
     for e in rows {
         let read = stmt.query_row(
-            rusqlite::params![
+            params![
                 e.sequence,
                 e.session_key,
                 e.agent_id,
