@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process'
 import * as path from 'node:path'
 
-import { SessionState, fixture, sql } from '../helpers'
+import { SessionState, fixture, rawDb, sql } from '../helpers'
 import { usePostgres } from './server'
 
 const CLI = path.join(__dirname, '..', '..', 'bin', 'session-awareness.js')
@@ -195,6 +195,22 @@ describe('import into a PostgreSQL store', () => {
     expect(out.status).toBe(1)
     expect(JSON.parse(out.stderr).error.code).toBe('ERR_IMPORT_DIVERGED')
     expect(await rows('diverged')).toEqual(before)
+  })
+
+  test('a row PostgreSQL cannot hold (a NUL in its text) is skipped and counted; the others are copied', () => {
+    const odd = fx.file('nul')
+    const state = new SessionState(odd, { clock: () => T, strict: true })
+    state.record({ sessionKey: CHILD, kind: 'created', actorType: 'system', summary: 'kept' })
+    state.close()
+    const db = rawDb(odd)
+    db.prepare(
+      "INSERT INTO session_state_events (sequence, session_key, agent_id, kind, actor_type, occurred_at, summary) VALUES (2, ?, 'main', 'created', 'system', ?, ?)",
+    ).run(CHILD, T, 'a\u0000b')
+    db.close()
+    const summary = imported(odd, pg.get().url, '--schema', 'with_nul')
+    expect(summary.events).toEqual({ read: 2, inserted: 1, updated: 0, present: 0, skipped: 1 })
+    const again = imported(odd, pg.get().url, '--schema', 'with_nul')
+    expect(again.events).toEqual({ read: 2, inserted: 0, updated: 0, present: 1, skipped: 1 })
   })
 
   test('the summary names the destination without its password', () => {
