@@ -1,0 +1,197 @@
+//! The PostgreSQL store's write path: a record is a group of one, and a group is one
+//! transaction (semantics.md#promise-api). Before any event draws its sequence, the group locks
+//! the heads of every session it writes, in one statement and one fixed order (sorted by
+//! session key, then agent id, bytewise), so one session's sequences commit in sequence order
+//! and two hosts writing the same sessions in opposite orders never deadlock
+//! (docs/postgres.md#order). Each event is then written exactly as alone through the shared
+//! write flow ([`crate::group::write_each`] over [`PgRows`]); notices are queued and wakes
+//! scheduled once the group has committed.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::event::{self, RecordInput, StateEvent, ValidEvent};
+use crate::group::{self, copy};
+use crate::metrics::{Count, Hist};
+use crate::postgres::rows::{block, PgRows};
+use crate::postgres::PgStore;
+use crate::record::{WriteRules, Written};
+
+/// Locks (creating when missing) the heads of a group's sessions, in the order given (sorted).
+/// A head it had to create says so, so one left at 0 by the group can be removed again.
+const LOCK_HEADS: &str = "INSERT INTO __SCHEMA__.session_state_heads AS h (session_key, agent_id, \
+     last_sequence, pruned_max_sequence, updated_at) \
+     SELECT k, a, 0, 0, $3 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(k, a, i) ORDER BY i \
+     ON CONFLICT (session_key, agent_id) DO UPDATE SET last_sequence = h.last_sequence \
+     RETURNING session_key, agent_id, (xmax = 0) AS created";
+/// Removes the heads the group created and left without an event (every record of their
+/// session was a repeated dedupe key, skipped by `onlyIfWatched`, or failed).
+const DROP_EMPTY_HEADS: &str = "DELETE FROM __SCHEMA__.session_state_heads h \
+     USING unnest($1::text[], $2::text[]) AS t(k, a) \
+     WHERE h.session_key = t.k AND h.agent_id = t.a AND h.last_sequence = 0 \
+     AND h.pruned_max_sequence = 0";
+
+impl PgStore {
+    /// [`crate::Store::record`]: a group of one.
+    pub(crate) fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
+        let mut out = self.record_group(vec![(input, now)]);
+        out.pop()
+            .unwrap_or_else(|| Err(Error::invalid("record returned nothing")))
+    }
+
+    /// [`crate::Store::record_group`].
+    pub(crate) fn record_group(
+        &self,
+        items: Vec<(RecordInput, i64)>,
+    ) -> Vec<Result<Option<StateEvent>>> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Blocking a runtime thread on the runtime would stall it: run on a thread of its own.
+            let n = items.len();
+            return std::thread::scope(|s| {
+                s.spawn(|| self.record_group_here(items))
+                    .join()
+                    .unwrap_or_else(|_| {
+                        (0..n)
+                            .map(|_| Err(Error::invalid("the record panicked")))
+                            .collect()
+                    })
+            });
+        }
+        self.record_group_here(items)
+    }
+
+    fn record_group_here(&self, items: Vec<(RecordInput, i64)>) -> Vec<Result<Option<StateEvent>>> {
+        let mut out: Vec<Result<Option<StateEvent>>> = Vec::with_capacity(items.len());
+        let mut valid: Vec<(usize, ValidEvent, i64)> = Vec::with_capacity(items.len());
+        for (i, (input, now)) in items.into_iter().enumerate() {
+            match self.check_open().and_then(|()| event::validate(input, now)) {
+                Ok(v) => {
+                    valid.push((i, v, now));
+                    out.push(Ok(None));
+                }
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        if valid.is_empty() {
+            return out;
+        }
+        // Producer-named watchers are served here from now on (semantics.md#processes).
+        for (_, v, _) in &valid {
+            for w in &v.watchers {
+                self.notices().serve(w);
+            }
+        }
+        let slots: Vec<usize> = valid.iter().map(|(i, _, _)| *i).collect();
+        let begun = std::time::Instant::now();
+        let size = valid.len() as u64;
+        let written = match self.write_group(valid) {
+            Ok(w) => w,
+            Err(e) => {
+                // BEGIN, the head locks or COMMIT failed: nothing of the group is in, and each
+                // record fails as it would have alone.
+                for i in slots {
+                    out[i] = Err(copy(&e));
+                }
+                return out;
+            }
+        };
+        let m = &self.delivery.metrics;
+        m.since(Hist::Commit, begun);
+        m.value(Hist::GroupSize, size);
+        let mut opened = Vec::new();
+        let mut prune_at = None;
+        for (i, now, r) in written {
+            out[i] = match r {
+                Ok(Some(w)) => {
+                    self.enqueue(&w);
+                    if w.fresh {
+                        prune_at = Some(now);
+                    }
+                    opened.extend(w.pending);
+                    Ok(Some(w.event))
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
+        }
+        // The notices go where their watchers are served, and the hint goes out, after the
+        // commit (postgres/catchup.rs).
+        let wakes = self.after_commit(&opened);
+        self.delivery.wake_all(wakes);
+        if let Some(now) = prune_at {
+            self.maybe_prune_in_background(now);
+        }
+        out
+    }
+
+    /// One transaction: the heads locked, each event in its savepoint, the commit.
+    fn write_group(&self, valid: Vec<(usize, ValidEvent, i64)>) -> Result<Vec<group::WrittenItem>> {
+        let mut heads: Vec<(&str, &str)> = valid
+            .iter()
+            .map(|(_, v, _)| (v.event.session_key.as_str(), v.event.agent_id.as_str()))
+            .collect();
+        heads.sort_unstable();
+        heads.dedup();
+        let (keys, agents): (Vec<String>, Vec<String>) = heads
+            .iter()
+            .map(|(k, a)| ((*k).to_owned(), (*a).to_owned()))
+            .unzip();
+        let now = valid.iter().map(|(_, _, now)| *now).max().unwrap_or(0);
+        let rules = self.rules;
+        let pg = Arc::clone(&self.pg);
+        let target = pg.target();
+        let mut guard = block(pg.lock())?;
+        let result = (|| {
+            let session = guard.session()?;
+            let (client, statements) = session.parts();
+            let tx = block(client.transaction()).map_err(|e| target.error(&e))?;
+            let mut rows = PgRows::new(&tx, statements, pg.schema(), target);
+            let lock = rows.prepared(LOCK_HEADS)?;
+            let locked =
+                block(tx.query(&lock, &[&keys, &agents, &now])).map_err(|e| target.error(&e))?;
+            let created = locked
+                .iter()
+                .filter(|r| r.try_get::<_, bool>(2).unwrap_or(false))
+                .count();
+            let written = group::write_each(&mut rows, rules, valid);
+            rows.flush()?;
+            if created > 0 {
+                let drop_empty = rows.prepared(DROP_EMPTY_HEADS)?;
+                block(tx.execute(&drop_empty, &[&keys, &agents])).map_err(|e| target.error(&e))?;
+            }
+            drop(rows);
+            block(tx.commit()).map_err(|e| target.error(&e))?;
+            Ok(written)
+        })();
+        if result.is_err() {
+            // The connection may be gone or mid-transaction: the next call starts afresh.
+            guard.forget_if_closed();
+        }
+        result
+    }
+
+    /// Brings the queue in line with a committed event: a reseeded cursor loses its notice
+    /// (the opened ones are queued by [`PgStore::after_commit`]).
+    fn enqueue(&self, w: &Written) {
+        let m = &self.delivery.metrics;
+        if w.fresh {
+            m.recorded(w.event.kind);
+            let new = w.pending.iter().filter(|p| p.notified == w.event.sequence);
+            m.add(Count::OpenedNew, new.count() as u64);
+        }
+        if !w.reseeded.is_empty() {
+            let mut q = self.delivery.queue();
+            for watcher in &w.reseeded {
+                q.remove(watcher, &w.event.session_key);
+            }
+        }
+    }
+}
+
+/// The write rules of a store's options.
+pub(crate) fn rules_of(opts: &crate::options::Options) -> WriteRules {
+    WriteRules {
+        notify_kinds: opts.notify_kinds,
+        seed_resets_provenance: opts.seed_resets_provenance,
+    }
+}

@@ -1,0 +1,372 @@
+//! The PostgreSQL store's write path and reads on a throwaway cluster: exact sequences, heads,
+//! watermarks and events read back, the same outcome as a SQLite store for the same calls
+//! (spawn seeding, material events, self-suppression, scopes, `onlyIfWatched`, dedupe, group
+//! commit), dedupe from two stores racing on one key, the head lock's fixed order (two stores'
+//! groups over the same sessions in opposite orders never deadlock), and a record in flight
+//! while its backend is terminated. Never skipped: without PostgreSQL's binaries they fail.
+
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::Duration;
+
+use session_awareness_core::{
+    ChangeEvent, Hooks, Options, RecordInput, Scopes, StateEvent, Store, VersionRef,
+};
+use session_awareness_pg_test::Cluster;
+
+const MAIN: &str = "agent:main:main";
+const CHILD: &str = "agent:main:subagent:c";
+const OTHER: &str = "agent:main:subagent:d";
+const NOW: i64 = 1_700_000_000_000;
+
+fn cluster(name: &str) -> Cluster {
+    Cluster::start_with(session_awareness_pg_test::Options {
+        name: name.into(),
+        ..Default::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn open(c: &Cluster) -> Store {
+    Store::open(
+        &format!("{}?sslmode=disable", c.url()),
+        Options::default(),
+        Hooks::default(),
+    )
+    .unwrap()
+}
+
+fn input(session: &str, kind: &str, actor: &str) -> RecordInput {
+    RecordInput {
+        session_key: session.into(),
+        kind: kind.into(),
+        actor_type: actor.into(),
+        summary: format!("{kind} on {session}"),
+        ..Default::default()
+    }
+}
+
+fn human(session: &str) -> RecordInput {
+    input(session, "human_direct_message", "human")
+}
+
+fn spawned(parent: &str, child: &str) -> RecordInput {
+    RecordInput {
+        watchers: vec![parent.into()],
+        ..input(child, "child_spawned", "agent")
+    }
+}
+
+fn stored(c: &ChangeEvent) -> &StateEvent {
+    match c {
+        ChangeEvent::Stored(e) => e,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The calls of one gateway turn sequence, as one list of groups, run on any store; returns
+/// everything the store answers and holds afterwards, for comparison.
+fn script(store: &Store) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut scoped = Scopes::new();
+    scoped.insert(MAIN.into(), "/scope/a".into());
+    let groups: Vec<Vec<RecordInput>> = vec![
+        vec![spawned(MAIN, CHILD), spawned(MAIN, OTHER)],
+        vec![
+            human(CHILD),
+            human(CHILD),
+            RecordInput {
+                actor_id: Some(MAIN.into()),
+                ..human(OTHER)
+            },
+        ],
+        vec![
+            RecordInput {
+                dedupe_key: Some("k1".into()),
+                ..human(OTHER)
+            },
+            RecordInput {
+                dedupe_key: Some("k1".into()),
+                ..human(OTHER)
+            },
+            RecordInput {
+                only_if_watched: true,
+                ..human("agent:main:subagent:nobody")
+            },
+            RecordInput {
+                only_if_watched: true,
+                ..human(CHILD)
+            },
+            input(CHILD, "not_a_kind", "human"),
+            RecordInput {
+                watchers: vec!["agent:ops:main".into()],
+                watcher_scopes: scoped.clone(),
+                ..human("agent:ops:subagent:x")
+            },
+            input("global", "human_direct_message", "human"),
+        ],
+    ];
+    for (g, items) in groups.into_iter().enumerate() {
+        let items = items.into_iter().map(|i| (i, NOW + g as i64)).collect();
+        for r in store.record_group(items) {
+            seen.push(match r {
+                Ok(Some(e)) => format!("ok {e:?}"),
+                Ok(None) => "none".into(),
+                Err(e) => format!("err {}", e.code()),
+            });
+        }
+    }
+    seen.push(format!("{:?}", store.cursor_rows(None, None).unwrap()));
+    for w in [MAIN, "agent:ops:main"] {
+        seen.push(format!("{:?}", store.peek(w).unwrap()));
+    }
+    for s in [CHILD, OTHER, "agent:ops:subagent:x", "global"] {
+        seen.push(format!(
+            "{:?}",
+            store.changes_since(s, 0.0, None, None).unwrap()
+        ));
+    }
+    seen
+}
+
+#[test]
+fn records_and_reads_as_sqlite_does() {
+    let c = cluster("rs-record");
+    let pg = open(&c);
+    let lite = Store::open(":memory:", Options::default(), Hooks::default()).unwrap();
+    let (a, b) = (script(&pg), script(&lite));
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x, y);
+    }
+    // Exact values: the spawns are 1 and 2, the child's two human messages 3 and 4, the
+    // self-suppressed one 5, the dedupe key's first row 6 (its repeat returns it and uses up
+    // 7, as SQLite's AUTOINCREMENT does), the watched child's onlyIfWatched record 8.
+    let d = pg.changes_since(CHILD, 0.0, None, None).unwrap();
+    let seqs: Vec<i64> = d.events.iter().map(ChangeEvent::sequence).collect();
+    assert_eq!(seqs, vec![1, 3, 4, 8]);
+    assert_eq!(d.state_version, 8);
+    assert_eq!(d.earliest_available_sequence, 1);
+    assert!(!d.history_gap && !d.truncated);
+    assert_eq!(
+        stored(&d.events[1]).summary,
+        "human_direct_message on agent:main:subagent:c"
+    );
+    let page = pg.changes_since(CHILD, 1.0, None, Some(2.0)).unwrap();
+    assert_eq!(
+        page.events
+            .iter()
+            .map(ChangeEvent::sequence)
+            .collect::<Vec<_>>(),
+        vec![3, 4]
+    );
+    assert!(page.truncated);
+    assert_eq!(pg.state_version(OTHER, None).unwrap(), 6);
+    assert_eq!(
+        pg.state_version("agent:main:subagent:nobody", None)
+            .unwrap(),
+        0
+    );
+    let refs = [
+        VersionRef {
+            session_key: "agent:main:subagent:nobody".into(),
+            agent_id: None,
+        },
+        VersionRef {
+            session_key: OTHER.into(),
+            agent_id: None,
+        },
+        VersionRef {
+            session_key: CHILD.into(),
+            agent_id: None,
+        },
+    ];
+    assert_eq!(
+        pg.state_versions(&refs).unwrap(),
+        vec![
+            (OTHER.to_owned(), "main".to_owned(), 6),
+            (CHILD.to_owned(), "main".to_owned(), 8)
+        ]
+    );
+    // The skipped onlyIfWatched record left no head behind; every head is at its session's last event.
+    assert_eq!(
+        c.sql("SELECT string_agg(session_key || '=' || last_sequence || '/' || pruned_max_sequence, ',' \
+               ORDER BY session_key) FROM session_awareness.session_state_heads")
+            .unwrap(),
+        "agent:main:subagent:c=8/0,agent:main:subagent:d=6/0,agent:ops:subagent:x=9/0,global=10/0"
+    );
+    // The cursor of the spawn: L = 1, N frozen at 3, M = 8.
+    let rows = pg.cursor_rows(Some(MAIN), Some(CHILD)).unwrap();
+    assert_eq!(
+        (rows[0].last_seen, rows[0].notified, rows[0].material),
+        (1, 3, 8)
+    );
+    let ten_days_later = NOW + 10 * 86_400_000;
+    let e = pg.record(human(CHILD), ten_days_later).unwrap().unwrap();
+    assert_eq!(e.sequence, 11);
+    assert_eq!(e.occurred_at, ten_days_later);
+}
+
+#[test]
+fn a_dedupe_key_raced_from_two_stores_is_one_row() {
+    let c = cluster("rs-dedupe");
+    let stores = [open(&c), open(&c)];
+    let rounds = 40;
+    let barrier = Arc::new(Barrier::new(2));
+    let results: Vec<Vec<i64>> = thread::scope(|s| {
+        let handles: Vec<_> = stores
+            .iter()
+            .map(|store| {
+                let barrier = Arc::clone(&barrier);
+                s.spawn(move || {
+                    (0..rounds)
+                        .map(|i| {
+                            barrier.wait();
+                            let r = RecordInput {
+                                dedupe_key: Some(format!("key-{i}")),
+                                ..human(CHILD)
+                            };
+                            store.record(r, NOW).unwrap().unwrap().sequence
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        results[0], results[1],
+        "both stores answer the first row of each key"
+    );
+    assert_eq!(
+        c.sql("SELECT count(*), count(DISTINCT dedupe_key) FROM session_awareness.session_state_events")
+            .unwrap(),
+        format!("{rounds}|{rounds}")
+    );
+    let last = *results[0].iter().max().unwrap();
+    assert_eq!(stores[0].state_version(CHILD, None).unwrap(), last);
+}
+
+/// Holds the head of `session` locked for `ms` from another connection, until joined.
+fn hold_head(c: &Cluster, session: &str, ms: u32) -> thread::JoinHandle<()> {
+    let (bin, url) = (c.bin_dir().to_owned(), c.url());
+    let sql = format!(
+        "BEGIN; SELECT 1 FROM session_awareness.session_state_heads \
+         WHERE session_key = '{session}' FOR UPDATE; SELECT pg_sleep({}); COMMIT;",
+        f64::from(ms) / 1000.0
+    );
+    let h = thread::spawn(move || {
+        session_awareness_pg_test::psql(&bin, &url, &sql).unwrap();
+    });
+    thread::sleep(Duration::from_millis(300));
+    h
+}
+
+#[test]
+fn groups_over_the_same_sessions_in_opposite_orders_never_deadlock() {
+    let c = cluster("rs-order");
+    let stores = [open(&c), open(&c)];
+    let sessions: Vec<String> = (0..6)
+        .map(|i| format!("agent:main:subagent:s{i}"))
+        .collect();
+    for k in &sessions {
+        stores[0].record(human(k), NOW).unwrap().unwrap();
+    }
+    let rounds = 3;
+    let mut failures = Vec::new();
+    for _ in 0..rounds {
+        // A head in the middle is held elsewhere: each group stops at it with the heads it
+        // locked before, and the first to get it then needs the other's (in opposite orders, a
+        // deadlock, which the server breaks by failing one).
+        let holder = hold_head(&c, &sessions[3], 1000);
+        thread::scope(|s| {
+            let handles: Vec<_> = stores
+                .iter()
+                .enumerate()
+                .map(|(n, store)| {
+                    let mut order = sessions.clone();
+                    if n == 1 {
+                        order.reverse();
+                    }
+                    s.spawn(move || {
+                        let group = order.iter().map(|k| (human(k), NOW)).collect();
+                        store
+                            .record_group(group)
+                            .into_iter()
+                            .filter_map(|r| match r {
+                                Ok(Some(_)) => None,
+                                Ok(None) => Some("none".to_owned()),
+                                Err(e) => Some(format!("{} {e}", e.code())),
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for h in handles {
+                failures.extend(h.join().unwrap());
+            }
+        });
+        holder.join().unwrap();
+    }
+    assert_eq!(failures, Vec::<String>::new());
+    // Every session got both stores' events, and its head is its last sequence.
+    for k in &sessions {
+        let d = stores[0].changes_since(k, 0.0, None, None).unwrap();
+        assert_eq!(d.events.len(), 1 + 2 * rounds);
+        assert_eq!(d.state_version, d.events.last().unwrap().sequence());
+    }
+}
+
+#[test]
+fn a_record_in_flight_when_its_backend_is_terminated_is_err_db_and_writes_nothing() {
+    let c = cluster("rs-terminate");
+    let store = open(&c);
+    assert_eq!(
+        store.record(human(CHILD), NOW).unwrap().unwrap().sequence,
+        1
+    );
+    // Another session holds the head row, so the record waits on it with its backend busy.
+    let holder = thread::spawn({
+        let url = c.url();
+        let bin = c.bin_dir().to_owned();
+        move || {
+            session_awareness_pg_test::psql(
+                &bin,
+                &url,
+                "BEGIN; SELECT 1 FROM session_awareness.session_state_heads FOR UPDATE; \
+                 SELECT pg_sleep(3); COMMIT;",
+            )
+        }
+    });
+    thread::sleep(Duration::from_millis(500));
+    let killer = thread::spawn({
+        let url = c.url();
+        let bin = c.bin_dir().to_owned();
+        move || {
+            thread::sleep(Duration::from_millis(700));
+            session_awareness_pg_test::psql(
+                &bin,
+                &url,
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE application_name = 'session-awareness' AND wait_event_type = 'Lock'",
+            )
+        }
+    });
+    let r = store.record(human(CHILD), NOW);
+    assert_eq!(killer.join().unwrap().unwrap(), "1");
+    let e = r.expect_err("the record failed");
+    assert_eq!(e.code(), "ERR_DB");
+    holder.join().unwrap().ok();
+    assert_eq!(
+        c.sql("SELECT count(*) FROM session_awareness.session_state_events")
+            .unwrap(),
+        "1"
+    );
+    // The next call connects again by itself. The failed record had not drawn a sequence: it
+    // was waiting for the head's lock, which comes first.
+    assert_eq!(
+        store.record(human(CHILD), NOW).unwrap().unwrap().sequence,
+        2
+    );
+    assert_eq!(store.state_version(CHILD, None).unwrap(), 2);
+}
