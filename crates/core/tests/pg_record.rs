@@ -370,3 +370,46 @@ fn a_record_in_flight_when_its_backend_is_terminated_is_err_db_and_writes_nothin
     );
     assert_eq!(store.state_version(CHILD, None).unwrap(), 2);
 }
+
+#[test]
+fn a_record_the_server_refuses_fails_alone_in_its_group() {
+    let c = cluster("rs-savepoint");
+    let store = open(&c);
+    // PostgreSQL's text cannot hold U+0000: the server refuses the row, not the store.
+    let refused = || RecordInput {
+        dedupe_key: Some("a\u{0}b".into()),
+        ..human(OTHER)
+    };
+    let out = store.record_group(vec![
+        (human(CHILD), NOW),
+        (refused(), NOW),
+        (spawned(MAIN, OTHER), NOW),
+        (refused(), NOW),
+        (human(OTHER), NOW),
+    ]);
+    let seen: Vec<String> = out
+        .iter()
+        .map(|r| match r {
+            Ok(Some(e)) => e.sequence.to_string(),
+            Ok(None) => "none".into(),
+            Err(e) => e.code().into(),
+        })
+        .collect();
+    assert_eq!(seen, ["1", "ERR_DB", "2", "ERR_DB", "3"]);
+    let rows = store.cursor_rows(Some(MAIN), None).unwrap();
+    assert_eq!(
+        (rows[0].last_seen, rows[0].notified, rows[0].material),
+        (2, 3, 3)
+    );
+    // Alone, it fails and leaves nothing; the next record goes on.
+    assert_eq!(store.record(refused(), NOW).unwrap_err().code(), "ERR_DB");
+    assert_eq!(
+        store.record(human(CHILD), NOW).unwrap().unwrap().sequence,
+        4
+    );
+    assert_eq!(
+        c.sql("SELECT string_agg(sequence::text, ',' ORDER BY sequence) FROM session_awareness.session_state_events")
+            .unwrap(),
+        "1,2,3,4"
+    );
+}

@@ -336,12 +336,20 @@ pub(crate) struct Session {
     /// The client (its queries polled together are pipelined).
     pub(crate) client: Client,
     statements: HashMap<&'static str, Statement>,
+    /// A write transaction was begun and not yet ended (a call that unwound in the middle).
+    in_tx: bool,
 }
 
 impl Session {
-    /// The client and the statement cache, borrowed apart (a transaction holds the client).
-    pub(crate) fn parts(&mut self) -> (&mut Client, &mut HashMap<&'static str, Statement>) {
-        (&mut self.client, &mut self.statements)
+    /// The client, the statement cache and the open-transaction mark, borrowed apart.
+    pub(crate) fn parts(
+        &mut self,
+    ) -> (
+        &mut Client,
+        &mut HashMap<&'static str, Statement>,
+        &mut bool,
+    ) {
+        (&mut self.client, &mut self.statements, &mut self.in_tx)
     }
 }
 
@@ -387,6 +395,7 @@ impl Pg {
             *guard = Some(Session {
                 client,
                 statements: HashMap::new(),
+                in_tx: false,
             });
         }
         Ok(SessionGuard { guard, pg: self })

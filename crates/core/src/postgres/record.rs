@@ -121,33 +121,51 @@ impl PgStore {
             .unzip();
         let now = valid.iter().map(|(_, _, now)| *now).max().unwrap_or(0);
         let rules = self.rules;
+        let single = valid.len() == 1;
         let pg = Arc::clone(&self.pg);
         let target = pg.target();
         let mut guard = block(pg.lock())?;
+        let session = guard.session()?;
+        let (client, statements, in_tx) = session.parts();
+        if *in_tx {
+            // A call that unwound mid-transaction left it open: end it before anything else.
+            block(client.batch_execute("ROLLBACK")).map_err(|e| target.error(&e))?;
+            *in_tx = false;
+        }
+        let client: &tokio_postgres::Client = client;
+        *in_tx = true;
         let result = (|| {
-            let session = guard.session()?;
-            let (client, statements) = session.parts();
-            let tx = block(client.transaction()).map_err(|e| target.error(&e))?;
-            let mut rows = PgRows::new(&tx, statements, pg.schema(), target);
+            let mut rows = PgRows::new(client, statements, pg.schema(), target, single);
             let lock = rows.prepared(LOCK_HEADS)?;
-            let locked =
-                block(tx.query(&lock, &[&keys, &agents, &now])).map_err(|e| target.error(&e))?;
+            // BEGIN and the head locks in one round trip.
+            rows.hold_simple("BEGIN");
+            let locked = rows.send(client.query(&lock, &[&keys, &agents, &now]))?;
             let created = locked
                 .iter()
-                .filter(|r| r.try_get::<_, bool>(2).unwrap_or(false))
-                .count();
+                .any(|r| r.try_get::<_, bool>(2).unwrap_or(false));
             let written = group::write_each(&mut rows, rules, valid);
-            rows.flush()?;
-            if created > 0 {
-                let drop_empty = rows.prepared(DROP_EMPTY_HEADS)?;
-                block(tx.execute(&drop_empty, &[&keys, &agents])).map_err(|e| target.error(&e))?;
+            if created {
+                rows.hold(
+                    DROP_EMPTY_HEADS,
+                    vec![Box::new(keys.clone()), Box::new(agents.clone())],
+                )?;
             }
-            drop(rows);
-            block(tx.commit()).map_err(|e| target.error(&e))?;
+            // A group of one has no savepoint: its failure rolls the transaction back.
+            let end = if single && written.iter().any(|(_, _, r)| r.is_err()) {
+                "ROLLBACK"
+            } else {
+                "COMMIT"
+            };
+            rows.send(client.batch_execute(end))?;
             Ok(written)
         })();
         if result.is_err() {
-            // The connection may be gone or mid-transaction: the next call starts afresh.
+            // Whatever was sent, nothing of the group stays.
+            let _ = block(client.batch_execute("ROLLBACK"));
+        }
+        *in_tx = false;
+        if result.is_err() {
+            // The connection may be gone: the next call starts afresh.
             guard.forget_if_closed();
         }
         result
