@@ -11,7 +11,9 @@ use crate::delivery::Delivery;
 use crate::error::{DbFailure, Error, Result};
 use crate::options::Options;
 
+mod batch;
 pub(crate) mod conn;
+mod overlay;
 mod reads;
 mod record;
 pub(crate) mod rows;
