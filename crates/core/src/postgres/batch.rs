@@ -1,7 +1,7 @@
-//! The PostgreSQL store's group commit in three round trips, whatever the group's size:
-//! `BEGIN` with the heads locked in their fixed order; the rows the group can read (every
-//! cursor on its targets `FOR UPDATE`, the rows of its dedupe keys, one sequence per event,
-//! drawn now that the heads are held); then, once the shared write flow has run over those rows
+//! The PostgreSQL store's group commit in two round trips, whatever the group's size: in one
+//! pipeline, `BEGIN`, the heads locked in their fixed order and the rows the group can read
+//! (every cursor on its targets `FOR UPDATE`, the rows of its dedupe keys, one sequence per
+//! event, drawn once the heads are held: the server runs a pipeline in order); then, once the shared write flow has run over those rows
 //! in memory ([`Overlay`]), every write as one set-based statement per table, with the commit,
 //! in one pipeline. A row the flow believed absent is inserted without `ON CONFLICT`, so a
 //! racing host (a dedupe key or a cursor inserted meanwhile) makes the statement fail instead
@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use futures_util::future::join3;
+use futures_util::future::join4;
 use tokio_postgres::{Client, Statement};
 
 use crate::error::Result;
@@ -20,7 +20,7 @@ use crate::group::{self, WrittenItem};
 use crate::options::SchemaName;
 use crate::postgres::conn::Target;
 use crate::postgres::overlay::{heads_of, CursorState, Overlay};
-use crate::postgres::rows::{block, event_of, PgRows};
+use crate::postgres::rows::{event_of, PgRows};
 use crate::record::WriteRules;
 use crate::rows::Provenance;
 use crate::rules::Positions;
@@ -111,11 +111,24 @@ pub(crate) fn write(
     let again = |e| Fallback::Again(e);
     let err = |e: tokio_postgres::Error| target.error(&e);
 
-    // 1. BEGIN and the heads.
+    // 1. BEGIN, the heads, what the group can read and its sequences, in one pipeline: the
+    // server runs them in order, so the sequences are drawn once the heads are held.
     rows.hold_simple("BEGIN");
-    let locked = rows
-        .send(client.query(&lock, &[&keys, &agents, &now]))
+    let (locked, cursors, dedupe, drawn) = rows
+        .send(async {
+            Ok(join4(
+                client.query(&lock, &[&keys, &agents, &now]),
+                client.query(&fetch_cursors, &[&targets]),
+                client.query(&fetch_dedupe, &[&dedupe_keys]),
+                client.query(&draw, &[&n]),
+            )
+            .await)
+        })
         .map_err(again)?;
+    let locked = locked.map_err(err).map_err(again)?;
+    let cursors = cursors.map_err(err).map_err(again)?;
+    let dedupe = dedupe.map_err(err).map_err(again)?;
+    let drawn = drawn.map_err(err).map_err(again)?;
     let mut created = false;
     let mut head_rows = Vec::with_capacity(locked.len());
     for r in &locked {
@@ -130,16 +143,6 @@ pub(crate) fn write(
         created |= c;
         head_rows.push((k, last));
     }
-
-    // 2. What the group can read, and its sequences.
-    let (cursors, dedupe, drawn) = block(join3(
-        client.query(&fetch_cursors, &[&targets]),
-        client.query(&fetch_dedupe, &[&dedupe_keys]),
-        client.query(&draw, &[&n]),
-    ));
-    let cursors = cursors.map_err(err).map_err(again)?;
-    let dedupe = dedupe.map_err(err).map_err(again)?;
-    let drawn = drawn.map_err(err).map_err(again)?;
     let read = || -> std::result::Result<Overlay, tokio_postgres::Error> {
         let mut cs = Vec::with_capacity(cursors.len());
         for r in &cursors {
@@ -175,7 +178,7 @@ pub(crate) fn write(
     };
     let mut overlay = read().map_err(err).map_err(again)?;
 
-    // 3. The flow in memory, then every write and the commit in one pipeline.
+    // 2. The flow in memory, then every write and the commit in one pipeline.
     let written = group::write_each(&mut overlay, rules, valid);
     let w = overlay.into_writes();
     let hold = |rows: &mut PgRows<'_>| -> Result<()> {
