@@ -415,3 +415,70 @@ fn a_record_the_server_refuses_fails_alone_in_its_group() {
         "1,2,3,4"
     );
 }
+
+#[test]
+fn history_gap_and_earliest_come_from_the_head_s_watermark() {
+    let c = cluster("rs-watermark");
+    let store = open(&c);
+    for _ in 0..4 {
+        store.record(human(CHILD), NOW).unwrap();
+    }
+    // What a prune leaves: the two oldest events gone, the head's watermark at 2.
+    c.sql(
+        "DELETE FROM session_awareness.session_state_events WHERE sequence <= 2; \
+         UPDATE session_awareness.session_state_heads SET pruned_max_sequence = 2",
+    )
+    .unwrap();
+    let d = store.changes_since(CHILD, 1.0, None, None).unwrap();
+    assert!(d.history_gap);
+    assert_eq!(d.earliest_available_sequence, 3);
+    assert_eq!(d.state_version, 4);
+    assert_eq!(
+        d.events
+            .iter()
+            .map(ChangeEvent::sequence)
+            .collect::<Vec<_>>(),
+        vec![3, 4]
+    );
+    let d = store.changes_since(CHILD, 2.0, None, None).unwrap();
+    assert!(!d.history_gap);
+    // Nothing left: earliest is the head + 1; a session never recorded answers zeroes.
+    c.sql("DELETE FROM session_awareness.session_state_events")
+        .unwrap();
+    let d = store.changes_since(CHILD, 4.0, None, None).unwrap();
+    assert_eq!((d.earliest_available_sequence, d.history_gap), (5, false));
+    let d = store.changes_since(OTHER, 0.0, None, None).unwrap();
+    assert_eq!((d.state_version, d.earliest_available_sequence), (0, 0));
+}
+
+#[test]
+fn a_record_waiting_past_the_statement_timeout_is_err_db() {
+    let c = cluster("rs-timeout");
+    let store = Store::open(
+        &format!("{}?sslmode=disable", c.url()),
+        Options {
+            statement_timeout_ms: 300,
+            ..Options::default()
+        },
+        Hooks::default(),
+    )
+    .unwrap();
+    store.record(human(CHILD), NOW).unwrap();
+    let holder = hold_head(&c, CHILD, 3000);
+    let start = std::time::Instant::now();
+    assert_eq!(
+        store.record(human(CHILD), NOW).unwrap_err().code(),
+        "ERR_DB"
+    );
+    assert!(
+        start.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        start.elapsed()
+    );
+    holder.join().unwrap();
+    // It timed out waiting for the head, before drawing a sequence.
+    assert_eq!(
+        store.record(human(CHILD), NOW).unwrap().unwrap().sequence,
+        2
+    );
+}

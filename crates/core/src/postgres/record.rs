@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{DbFailure, Error, Result};
 use crate::event::{self, RecordInput, StateEvent, ValidEvent};
 use crate::group::{self, copy};
 use crate::metrics::{Count, Hist};
@@ -117,7 +117,16 @@ impl PgStore {
             Err(Fallback::Fail(e)) => Err(e),
             Err(Fallback::Again(e)) => {
                 let _ = block(client.batch_execute("ROLLBACK"));
-                if client.is_closed() {
+                // Waiting longer (a lock, the statement timeout) or a lost connection would
+                // fail again: only a refused row or a race is written again event by event.
+                let retry = !matches!(
+                    e,
+                    Error::Db {
+                        kind: DbFailure::Busy | DbFailure::Connection,
+                        ..
+                    }
+                );
+                if client.is_closed() || !retry {
                     Err(e)
                 } else {
                     write_each_alone(client, statements, schema, target, rules, valid)
