@@ -68,6 +68,13 @@ impl PgStore {
     ) -> Result<T> {
         let run = || {
             let mut guard = rows::block(self.pg.lock())?;
+            let (client, _, in_tx) = guard.session()?.parts();
+            if *in_tx {
+                // A write that unwound mid-transaction left it open: a read must not join it.
+                rows::block(client.batch_execute("ROLLBACK"))
+                    .map_err(|e| self.pg.target().error(&e))?;
+                *in_tx = false;
+            }
             let r = f(&mut guard);
             if r.is_err() {
                 guard.forget_if_closed();
