@@ -482,3 +482,53 @@ fn a_record_waiting_past_the_statement_timeout_is_err_db() {
         2
     );
 }
+
+#[test]
+fn a_per_session_follower_sees_every_event_while_two_stores_write() {
+    let c = cluster("rs-follower");
+    let writers = [open(&c), open(&c)];
+    let reader = open(&c);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let per_writer = 400;
+    let seen: Vec<i64> = thread::scope(|s| {
+        for w in &writers {
+            let done = &done;
+            s.spawn(move || {
+                for chunk in 0..per_writer / 8 {
+                    let group = (0..8).map(|_| (human(CHILD), NOW + chunk)).collect();
+                    for r in w.record_group(group) {
+                        r.unwrap().unwrap();
+                    }
+                }
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+        let follower = s.spawn(|| {
+            // "Everything after the last one I saw", as a gateway's follower asks.
+            let mut seen = Vec::new();
+            let mut after = 0;
+            loop {
+                let finished = done.load(std::sync::atomic::Ordering::SeqCst) == 2;
+                let d = reader
+                    .changes_since(CHILD, after as f64, None, None)
+                    .unwrap();
+                for e in &d.events {
+                    seen.push(e.sequence());
+                    after = e.sequence();
+                }
+                if finished && d.events.is_empty() {
+                    return seen;
+                }
+            }
+        });
+        follower.join().unwrap()
+    });
+    let all: Vec<i64> = c
+        .sql("SELECT string_agg(sequence::text, ',' ORDER BY sequence) FROM session_awareness.session_state_events")
+        .unwrap()
+        .split(',')
+        .map(|s| s.parse().unwrap())
+        .collect();
+    assert_eq!(all.len(), 2 * per_writer as usize);
+    assert_eq!(seen, all, "the follower skipped an event");
+}
