@@ -631,6 +631,22 @@ export interface RowCounts {
   upstreamLinks: number
 }
 
+/** The core's row shapes ([`RowShapes`]). */
+export declare function rowShapes(): RowShapes
+
+/**
+ * The fields of each row shape the core defines, in the JavaScript API's spelling, in order:
+ * what the tests check the TypeScript types against.
+ */
+export interface RowShapes {
+  /** A cursor row (`cursorRows`). */
+  cursorRow: Array<string>
+  /** A link row of OpenClaw's columns (`linkRow`, `watchedLinkRows`, `upsertLinkRow`). */
+  linkRow: Array<string>
+  /** A cursor as `inspectDatabase` shows it. */
+  inspectedCursor: Array<string>
+}
+
 /** The result of `sweep`. */
 export interface SweepReport {
   /** Cursors whose notice is pending after the sweep. */

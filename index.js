@@ -845,3 +845,4 @@ module.exports.nativeErrorCodes = nativeBinding.nativeErrorCodes
 module.exports.openNativeSessionState = nativeBinding.openNativeSessionState
 module.exports.packedLayout = nativeBinding.packedLayout
 module.exports.readEvents = nativeBinding.readEvents
+module.exports.rowShapes = nativeBinding.rowShapes

@@ -11,7 +11,8 @@ const { WORKLOADS } = require('./workloads');
 const impl = process.argv[2];
 const Impl =
   impl === 'addon'
-    ? require('..').SessionState
+    ? // bench/compare.js points this at another build of the package.
+      require(process.env.SESSION_AWARENESS_BENCH_ROOT || '..').SessionState
     : require('./reference/session-state').ReferenceSessionState;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), `session-awareness-bench-${impl}-`));

@@ -188,13 +188,13 @@ impl From<core::Inspection> for DatabaseInspection {
                 .cursors
                 .into_iter()
                 .map(|c| InspectedCursor {
-                    watcher_key: c.watcher_key,
-                    target_key: c.target_key,
-                    last_seen: c.last_seen,
-                    notified: c.notified,
-                    material: c.material,
-                    provenance: c.provenance,
-                    updated_at: c.updated_at,
+                    watcher_key: c.row.watcher,
+                    target_key: c.row.target,
+                    last_seen: c.row.last_seen,
+                    notified: c.row.notified,
+                    material: c.row.material,
+                    provenance: c.row.provenance,
+                    updated_at: c.row.updated_at,
                     target_version: c.target_version,
                     lag: c.lag,
                     pending: c.pending,

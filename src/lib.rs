@@ -26,6 +26,7 @@ pub use inspect::{inspect_database, read_events};
 pub use metrics::metrics_layout;
 pub use packed::packed_layout;
 pub use session_state::NativeSessionState;
+pub use types::row_shapes;
 
 /// `session-state:` followed by the lowercase hex of the target key's UTF-8 bytes: the
 /// context key of the target's notices.

@@ -189,3 +189,26 @@ impl From<core::CursorRow> for CursorRow {
         }
     }
 }
+
+/// The fields of each row shape the core defines, in the JavaScript API's spelling, in order:
+/// what the tests check the TypeScript types against.
+#[napi(object, object_from_js = false)]
+pub struct RowShapes {
+    /// A cursor row (`cursorRows`).
+    pub cursor_row: Vec<String>,
+    /// A link row of OpenClaw's columns (`linkRow`, `watchedLinkRows`, `upsertLinkRow`).
+    pub link_row: Vec<String>,
+    /// A cursor as `inspectDatabase` shows it.
+    pub inspected_cursor: Vec<String>,
+}
+
+/// The core's row shapes ([`RowShapes`]).
+#[napi]
+pub fn row_shapes() -> RowShapes {
+    let own = |f: &[&str]| f.iter().map(|s| (*s).to_owned()).collect();
+    RowShapes {
+        cursor_row: own(core::CursorRow::FIELDS),
+        link_row: own(session_awareness_core::upstream::LinkRow::FIELDS),
+        inspected_cursor: own(&session_awareness_core::inspect::InspectedCursor::fields()),
+    }
+}

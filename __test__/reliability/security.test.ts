@@ -89,20 +89,25 @@ test('nothing from payload, summary or the other fields reaches a notice or a wa
 })
 
 describe('SQL', () => {
-  // The folders checked: the core's top level and its SQLite folder (where the statements of
-  // the top-level modules moved), the store's parts, the schema, and the binding. Subfolders
-  // such as cursors/ and upstream/ are not checked yet: a recursive scan finds format! SQL
-  // there (the links table's added columns, the scope filter) that still needs this review.
-  const SOURCES = [
-    path.join(ROOT, 'crates', 'core', 'src'),
-    path.join(ROOT, 'crates', 'core', 'src', 'sqlite'),
-    path.join(ROOT, 'crates', 'core', 'src', 'sqlite', 'schema'),
-    path.join(ROOT, 'crates', 'core', 'src', 'store'),
-    path.join(ROOT, 'src'),
-  ]
+  // Every Rust source of the core (every subfolder: cursors/, upstream/, sqlite/ and its
+  // schema/ and import/, store/, postgres/ …) and of the binding, tests aside.
+  const SOURCES = [path.join(ROOT, 'crates', 'core', 'src'), path.join(ROOT, 'src')]
+
+  /** The `.rs` files under `dir`, recursively, leaving out test-only files (`tests.rs`, `tests/`). */
+  function rustFiles(dir: string): string[] {
+    return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+      const p = path.join(dir, e.name)
+      if (e.isDirectory()) return e.name === 'tests' ? [] : rustFiles(p)
+      return e.name.endsWith('.rs') && e.name !== 'tests.rs' ? [p] : []
+    })
+  }
   const SQL_WORD = /\b(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|ROLLBACK|VALUES|WHERE)\b/
   /** The only constants spliced into SQL text: fixed column lists. */
   const KNOWN_FRAGMENTS = ['EVENT_COLUMNS']
+  /** The only fixed lists whose identifiers are spliced into SQL text (columns added by name). */
+  const KNOWN_LISTS = ['EXTRA_COLUMNS', 'OPENCLAW_COLUMNS']
+  /** The methods that take SQL text, in rusqlite and tokio-postgres. */
+  const TAKES_SQL = 'prepare|prepare_cached|execute_batch|execute|query_row|batch_execute|query|query_one|query_opt'
 
   interface Literal {
     file: string
@@ -177,7 +182,62 @@ describe('SQL', () => {
     return false
   }
 
-  const files = SOURCES.flatMap((d) => fs.readdirSync(d).filter((f) => f.endsWith('.rs')).map((f) => path.join(d, f)))
+  /**
+   * The sources where a constant `name` used in `src` may be declared: `src` itself, and, when
+   * `src` imports it (`use crate::…::NAME`), every product source of the core and the binding.
+   */
+  function declaredFor(src: string, name: string): string[] {
+    const imported = new RegExp(`^use crate::[\\w:]*\\{?[\\w, ]*\\b${name}\\b`, 'm').test(src)
+    return imported ? [src, ...files.map(productCode)] : [src]
+  }
+
+  /**
+   * The fixed list that binds `name` at `start`: the nearest `for name in LIST` or
+   * `for (name, …) in LIST` before it, where LIST is a constant array of string literals (or of
+   * tuples of them) of the same file or of the one it imports it from. Undefined when there is none.
+   */
+  function boundBy(src: string, start: number, name: string): string | undefined {
+    const loops = [...src.slice(0, start).matchAll(/for \(?([\w, ]+?)\)? in ([A-Z][A-Z0-9_]*) \{/g)]
+    const loop = loops.at(-1)
+    if (loop === undefined || !loop[1].split(',').map((v) => v.trim()).includes(name)) return undefined
+    const declared = new RegExp(`const ${loop[2]}: \\[[^\\]]*\\] =\\s*\\[([^\\]]*)\\];`)
+    // Declared in the file, or in the core file it imports the list from.
+    const decl = declaredFor(src, loop[2]).map((t) => declared.exec(t)).find((d) => d !== null) ?? null
+    // Only literals, commas, parentheses and whitespace in the list.
+    if (decl === null || !/^(\s|,|\(|\)|"[A-Za-z_][A-Za-z0-9_ ]*")*$/.test(decl[1])) return undefined
+    return loop[2]
+  }
+
+  /**
+   * The `[…].concat()` joins of `src` whose every part is a string constant of the file or a
+   * literal: text fixed at compile time, like a constant (`&[UPDATE, " AND …", RETURNING].concat()`).
+   */
+  function constantJoins(src: string): Array<{ start: number; end: number }> {
+    const out: Array<{ start: number; end: number }> = []
+    for (const m of src.matchAll(/\[([^[\]]*)\]\s*\.concat\(\)/g)) {
+      const parts = m[1].split(/,(?=(?:[^"]*"[^"]*")*[^"]*$)/).map((p) => p.trim()).filter((p) => p !== '')
+      const fixed = parts.every((p) =>
+        /^"[^"{]*"$/.test(p) || (/^[A-Z][A-Z0-9_]*$/.test(p) && new RegExp(`const ${p}: &str =`).test(src)),
+      )
+      if (fixed && parts.length > 0) out.push({ start: m.index!, end: m.index! + m[0].length })
+    }
+    return out
+  }
+
+  /** True when `rest` (what follows `let sql =`) picks one of several string constants of the file. */
+  function choiceOfConstants(src: string, rest: string): boolean {
+    const isConst = (c: string) => new RegExp(`const ${c}: &str =`).test(src)
+    const ifElse = /^if [^{};]+ \{\s*([A-Z][A-Z0-9_]*)\s*\} else \{\s*([A-Z][A-Z0-9_]*)\s*\};/.exec(rest)
+    if (ifElse !== null) return ifElse.slice(1).every(isConst)
+    const body = /^match [^{};]+ \{([^{}]*)\};/.exec(rest)?.[1]
+    if (body === undefined) return false
+    const arms = body.split(',').map((a) => a.trim()).filter((a) => a !== '')
+    // Each arm `pattern => CONST` (a tuple pattern's commas split it: those parts have no `=>`).
+    const targets = arms.filter((a) => a.includes('=>')).map((a) => a.split('=>')[1].trim())
+    return targets.length > 0 && targets.every((t) => /^[A-Z][A-Z0-9_]*$/.test(t) && isConst(t))
+  }
+
+  const files = SOURCES.flatMap(rustFiles)
   const sqlLiterals = files.flatMap((f) => {
     const src = productCode(f)
     return literals(f, src)
@@ -186,9 +246,12 @@ describe('SQL', () => {
   })
 
   test('the scan finds the SQL of every module that talks to SQLite', () => {
-    const where = new Set(sqlLiterals.map((l) => path.basename(l.file)))
-    for (const f of ['cursors.rs', 'log.rs', 'prune.rs', 'schema.rs', 'inspect.rs', 'inert.rs']) expect(where).toContain(f)
-    expect(sqlLiterals.length).toBeGreaterThan(30)
+    const where = new Set(sqlLiterals.map((l) => path.relative(path.join(ROOT, 'crates', 'core', 'src'), l.file)))
+    const sqlite = ['rows.rs', 'log.rs', 'lease.rs', 'poll.rs', 'prune.rs', 'links.rs', 'link_rows.rs', 'schema.rs', 'inspect.rs', 'inert.rs']
+    // Subfolders are read too: the schema's upgrade, the import's copy, inspect's cursors.
+    const nested = ['schema/upgrade.rs', 'import/copy.rs', 'inspect/cursors.rs']
+    for (const f of [...sqlite, ...nested]) expect(where).toContain(path.join('sqlite', f))
+    expect(sqlLiterals.length).toBeGreaterThan(100)
   })
 
   test('every SQL text is a literal handed straight to SQLite, a constant, or a format! of constants', () => {
@@ -196,47 +259,88 @@ describe('SQL', () => {
     const spliced = new Set<string>()
     for (const l of sqlLiterals) {
       const at = `${path.relative(ROOT, l.file)}: ${l.text.slice(0, 60)}`
-      if (/(prepare|prepare_cached|execute_batch|execute|query_row)\($/.test(l.before)) continue
+      if (new RegExp(`(${TAKES_SQL})\\($`).test(l.before)) continue
       if (/const [A-Z_]+: &str =$/.test(l.before)) continue
       // concat! takes only literals and macros that expand to literals: fixed at compile time,
       // like a constant. So is the body of a macro_rules! arm.
       if (insideConcat(l.src, l.start) || /=> \{$/.test(l.before)) continue
+      if (constantJoins(l.src).some((j) => j.start < l.start && l.start < j.end)) continue
       if (!/format!\($/.test(l.before)) {
         bad.push(`${at} (built some other way)`)
         continue
       }
-      // format!: only inline {NAME} of string constants of the same file, no other argument.
+      // format!: only inline {NAME} of string literal constants (of the same file, or imported
+      // from another), or {name} bound by a `for` over a fixed list of literals (identifiers
+      // from KNOWN_LISTS); no other argument, so no value ever enters the text.
       const holes = [...l.text.matchAll(/\{([^{}]*)\}/g)].map((m) => m[1])
       for (const h of holes) {
         const decl = new RegExp(`const ${h}: &str =\\s*"[^"{]*"\\s*;`)
-        if (!/^[A-Z][A-Z0-9_]*$/.test(h) || !decl.test(l.src)) bad.push(`${at} (splices {${h}})`)
-        else spliced.add(h)
+        if (/^[A-Z][A-Z0-9_]*$/.test(h) && declaredFor(l.src, h).some((t) => decl.test(t))) {
+          spliced.add(h)
+          continue
+        }
+        const list = /^[a-z][a-z0-9_]*$/.test(h) ? boundBy(l.src, l.start, h) : undefined
+        if (list === undefined) bad.push(`${at} (splices {${h}})`)
+        else spliced.add(list)
       }
       const after = l.src.slice(l.start + l.text.length + 2).trimStart()
       if (!after.startsWith(')')) bad.push(`${at} (format! with arguments)`)
     }
     expect(bad).toEqual([])
-    expect([...spliced].sort()).toEqual(KNOWN_FRAGMENTS)
+    expect([...spliced].sort()).toEqual([...KNOWN_FRAGMENTS, ...KNOWN_LISTS].sort())
   })
 
   test('every statement takes SQL text from a literal, a checked format! or a variable holding one', () => {
     const bad: string[] = []
     for (const f of files) {
       const src = productCode(f)
-      for (const m of src.matchAll(/\.(prepare|prepare_cached|execute_batch|execute|query_row)\(\s*/g)) {
+      for (const m of src.matchAll(new RegExp(`\\.(${TAKES_SQL})\\(\\s*`, 'g'))) {
         const arg = src.slice(m.index! + m[0].length, m.index! + m[0].length + 60)
         // A literal, a params list (a prepared statement's execute/query_row), or `sql`.
         if (/^("|r#*"|params!|\[|\(\)|&?sql\b|&format!\(|concat!\()/.test(arg)) continue
+        // A join of constants and literals.
+        const at = m.index! + m[0].length + (arg.startsWith('&') ? 1 : 0)
+        if (constantJoins(src).some((j) => j.start === at)) continue
         // A string constant of the same file.
         const name = /^([A-Z][A-Z0-9_]*)\b/.exec(arg)?.[1]
         if (name !== undefined && new RegExp(`const ${name}: &str =`).test(src)) continue
         bad.push(`${path.relative(ROOT, f)}: .${m[1]}(${arg}`)
       }
       for (const m of src.matchAll(/let sql(?::\s*\w+)? =\s*/g)) {
-        if (!src.slice(m.index! + m[0].length).startsWith('format!(')) bad.push(`${path.relative(ROOT, f)}: let sql = ...`)
+        const rest = src.slice(m.index! + m[0].length)
+        if (rest.startsWith('format!(')) continue
+        // A choice among string constants of the same file (`if`/`else`, `match`).
+        if (choiceOfConstants(src, rest)) continue
+        bad.push(`${path.relative(ROOT, f)}: let sql = ...`)
       }
     }
     expect(bad).toEqual([])
+  })
+
+  test('the review tells fixed text from text built of anything else', () => {
+    const src = [
+      'const COLS: [(&str, &str); 1] = [("failure_count", "INTEGER")];',
+      'const NAMES: [&str; 1] = [x];',
+      'const A: &str = "SELECT 1";',
+      'const B: &str = " WHERE x = ?1";',
+      'for (name, ty) in COLS { format!("ALTER TABLE t ADD COLUMN {name} {ty}") }',
+      'for name in NAMES { format!("ALTER TABLE t ADD COLUMN {name}") }',
+      'let a = &[A, B].concat(); let b = &[A, " AND y = ?2"].concat(); let c = &[A, user].concat();',
+    ].join('\n')
+    const hole = (marker: string, name: string) => boundBy(src, src.indexOf(marker), name)
+    expect(hole('ALTER TABLE t ADD COLUMN {name} {ty}', 'name')).toBe('COLS')
+    expect(hole('ALTER TABLE t ADD COLUMN {name} {ty}', 'ty')).toBe('COLS')
+    expect(hole('ALTER TABLE t ADD COLUMN {name} {ty}', 'other')).toBeUndefined()
+    // A list holding anything but literals binds nothing.
+    expect(hole('ALTER TABLE t ADD COLUMN {name}")', 'name')).toBeUndefined()
+    expect(constantJoins(src).map((j) => src.slice(j.start, j.end))).toEqual(['[A, B].concat()', '[A, " AND y = ?2"].concat()'])
+    expect(choiceOfConstants(src, 'if x { A } else { B };')).toBe(true)
+    expect(choiceOfConstants(src, 'if x { A } else { C };')).toBe(false)
+    expect(choiceOfConstants(src, 'match (p, q) { (true, _) => A, (false, _) => B };')).toBe(true)
+    expect(choiceOfConstants(src, 'match p { true => A, false => built };')).toBe(false)
+    // A constant is looked up beyond its file only where the file imports it.
+    expect(declaredFor('use crate::sqlite::rows::EVENT_COLUMNS;', 'EVENT_COLUMNS').length).toBeGreaterThan(1)
+    expect(declaredFor('fn f() {}', 'EVENT_COLUMNS')).toEqual(['fn f() {}'])
   })
 
   test('hostile text in every field is stored and read back exactly, and the tables survive', () => {

@@ -2,6 +2,8 @@
 export interface Cluster {
   /** The superuser's URL (`postgres`, trust authentication, database `postgres`). */
   readonly url: string
+  /** The superuser's URL at `address`, one of the addresses a server in a network namespace listens on. */
+  urlAt(address: string): string
   /** The URL of {@link passwordRole}, with its password. */
   readonly passwordUrl: string
   /** The role that must give its password (scram-sha-256): `sa_password`. */
@@ -29,7 +31,16 @@ export interface Cluster {
 }
 
 /** Starts a throwaway cluster on 127.0.0.1 and a free port; `durable: false` (default) turns fsync off. */
-export function startCluster(options?: { name?: string; durable?: boolean }): Promise<Cluster>
+export function startCluster(options?: {
+  name?: string
+  durable?: boolean
+  /** A network namespace to run the server in (scripts/pg/hosts.js); `url` is then its Unix socket. */
+  netns?: string | null
+  /** The addresses it listens on there, besides 127.0.0.1. */
+  addresses?: string[]
+  /** The CIDR ranges of the clients it accepts, besides 127.0.0.1. */
+  clients?: string[]
+}): Promise<Cluster>
 /** The folder of PostgreSQL's server binaries; throws {@link INSTALL_HINT} (code `ERR_PG_NOT_INSTALLED`) when there is none. */
 export function binDir(): string
 /** The one line a machine without PostgreSQL's server binaries gets. */

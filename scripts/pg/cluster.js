@@ -69,11 +69,13 @@ function binDir() {
 
 const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0
 
-/** Runs a server program (as `postgres` under root); returns stdout, throws with its output. */
-function run(bin, tool, args) {
-  const [file, argv] = isRoot()
+/** Runs a server program (as `postgres` under root, inside network namespace `netns` when
+ * given); returns stdout, throws with its output. */
+function run(bin, tool, args, netns) {
+  let [file, argv] = isRoot()
     ? ['runuser', ['-u', 'postgres', '--', path.join(bin, tool), ...args]]
     : [path.join(bin, tool), args]
+  if (netns) [file, argv] = ['ip', ['netns', 'exec', netns, file, ...argv]]
   const r = childProcess.spawnSync(file, argv, { encoding: 'utf8', cwd: '/' })
   if (r.status !== 0) {
     throw new Error(`${tool} failed (${r.status ?? r.signal}): ${(r.stderr || r.stdout || '').trim()}`)
@@ -132,8 +134,13 @@ function tail(file) {
  * Starts a throwaway cluster. `name` labels its temp dir; `durable: false` (the default)
  * turns fsync off, which only matters if the machine itself crashes; benchmarks pass
  * `durable: true`. Resolves once the server accepts connections.
+ *
+ * `netns` starts the server inside that network namespace (scripts/pg/hosts.js), listening on
+ * 127.0.0.1 and `addresses` there, port 5432, and accepting the clients of `clients` (CIDR
+ * ranges): `url` then names the server's Unix socket, which the test process reaches from
+ * any namespace, and `urlAt(address)` the TCP address a gateway in another namespace uses.
  */
-async function startCluster({ name = 'test', durable = false } = {}) {
+async function startCluster({ name = 'test', durable = false, netns = null, addresses = [], clients = [] } = {}) {
   const bin = binDir()
   const began = process.hrtime.bigint()
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `sa-pg-${name}-`))
@@ -142,26 +149,45 @@ async function startCluster({ name = 'test', durable = false } = {}) {
     const gid = Number(childProcess.execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }))
     fs.chownSync(dataDir, uid, gid)
   }
-  const cluster = { dataDir, bin, pid: 0, port: 0, durable, stopped: false, watchdog: watch(dataDir) }
+  const cluster = {
+    dataDir,
+    bin,
+    pid: 0,
+    // In a namespace of its own nothing else listens: the usual port.
+    port: netns ? 5432 : 0,
+    durable,
+    netns,
+    addresses: ['127.0.0.1', ...addresses],
+    stopped: false,
+    watchdog: watch(dataDir),
+  }
   try {
     run(bin, 'initdb', [
       '-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions',
     ])
-    // The password role's line comes first: pg_hba.conf takes the first line that matches.
+    // The password role's lines come first: pg_hba.conf takes the first line that matches.
+    const nets = ['127.0.0.1/32', ...clients]
     const hba = path.join(dataDir, 'pg_hba.conf')
     fs.writeFileSync(
       hba,
-      `local all all trust\nhost all ${PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\nhost all all 127.0.0.1/32 trust\n`,
+      'local all all trust\n' +
+        nets.map((n) => `host all ${PASSWORD_ROLE} ${n} scram-sha-256\n`).join('') +
+        nets.map((n) => `host all all ${n} trust\n`).join(''),
     )
     const initdbMs = Number(process.hrtime.bigint() - began) / 1e6
     await serve(cluster)
     const password = randomBytes(12).toString('hex')
-    const url = `postgresql://postgres@127.0.0.1:${cluster.port}/postgres`
+    const url = netns
+      ? `postgresql://postgres@/postgres?host=${encodeURIComponent(dataDir)}&port=${cluster.port}`
+      : `postgresql://postgres@127.0.0.1:${cluster.port}/postgres`
     const api = makeApi(cluster, url)
     await api.sql(`CREATE ROLE ${PASSWORD_ROLE} LOGIN PASSWORD '${password}'`)
     // defineProperties, not Object.assign: the port and pid getters must stay getters.
     return Object.defineProperties(api, Object.getOwnPropertyDescriptors({
       url,
+      urlAt(address) {
+        return `postgresql://postgres@${address}:${cluster.port}/postgres`
+      },
       dataDir,
       password,
       passwordRole: PASSWORD_ROLE,
@@ -189,14 +215,14 @@ async function serve(cluster) {
     const port = cluster.port || (await freePort())
     const log = path.join(cluster.dataDir, 'server.log')
     const opts = [
-      '-c listen_addresses=127.0.0.1',
+      `-c listen_addresses=${cluster.addresses.join(',')}`,
       `-c port=${port}`,
       `-c unix_socket_directories=${cluster.dataDir}`,
       '-c max_connections=200',
       ...(cluster.durable ? [] : ['-c fsync=off', '-c full_page_writes=off']),
     ].join(' ')
     try {
-      run(cluster.bin, 'pg_ctl', ['-D', cluster.dataDir, '-l', log, '-w', '-t', '60', '-o', opts, 'start'])
+      run(cluster.bin, 'pg_ctl', ['-D', cluster.dataDir, '-l', log, '-w', '-t', '60', '-o', opts, 'start'], cluster.netns)
     } catch (e) {
       last = new Error(`${e.message} ${tail(log)}`)
       if (cluster.port) break

@@ -2,32 +2,20 @@
 //! M (latest material event) per (watcher, target). The rows are the truth; the queue is a
 //! cache of the ones with N != L.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use rusqlite::types::ValueRef;
-use rusqlite::{params, Connection};
-
-use crate::error::{Error, Result};
-use crate::keys::{self, SessionKey};
-use crate::log;
-use crate::rows::Rows;
+use crate::error::Result;
+use crate::keys;
 pub use crate::rows::{Cursor, Pending, Provenance};
+use crate::rows::{Expired, Rows};
 use crate::rules::Positions;
-use crate::sqlite::inert::{self, live_cursor, within_head};
-use crate::sqlite::rows::{provenance_col, scope_col, SqliteRows};
 
 mod write;
-pub(crate) use write::{material_insert, material_update, seed};
-pub use write::{watch, WatchOptions};
+pub use write::WatchOptions;
+pub(crate) use write::{material_insert, material_update, seed, watch};
 
 /// Reads one cursor, if it is live: an inert row (semantics.md#storage) reads as none, and so
 /// does a pair that cannot hold a cursor (the same key twice, a key that is not watchable).
-pub fn get(conn: &Connection, watcher: &str, target: &str) -> Result<Option<Cursor>> {
-    live(&mut SqliteRows::new(conn), watcher, target)
-}
-
-/// [`get`] over any store's rows.
 pub(crate) fn live<R: Rows + ?Sized>(
     rows: &mut R,
     watcher: &str,
@@ -63,15 +51,15 @@ pub struct Acked {
 /// nothing is pending. A partial read (L < through < max(M, N)) sets L = through and
 /// N = max(M, N): one notice stays pending, naming `through`. A `through` at or below L has
 /// read nothing new and leaves the cursor alone (`None`).
-pub fn acknowledge(
-    conn: &Connection,
+pub(crate) fn acknowledge<R: Rows + ?Sized>(
+    rows: &mut R,
     watcher: &str,
     target: &str,
     scope: Option<&str>,
     through: Option<i64>,
     now: i64,
 ) -> Result<Option<Acked>> {
-    let Some(c) = get(conn, watcher, target)? else {
+    let Some(c) = live(rows, watcher, target)? else {
         return Ok(None);
     };
     if scope.is_some_and(|s| c.scope.as_deref() != Some(s)) {
@@ -86,11 +74,7 @@ pub fn acknowledge(
         return Ok(None);
     };
     let (new_l, new_n) = (after.last_seen, after.notified);
-    conn.prepare_cached(
-        "UPDATE session_watch_cursors SET last_seen_sequence = ?3, notified_sequence = ?4, updated_at = ?5 \
-         WHERE watcher_session_key = ?1 AND target_session_key = ?2",
-    )?
-    .execute(params![watcher, target, new_l, new_n, now])?;
+    rows.set_positions(watcher, target, new_l, new_n, now)?;
     Ok(Some(Acked {
         old_last_seen: c.last_seen,
         after: Pending {
@@ -104,142 +88,21 @@ pub fn acknowledge(
     }))
 }
 
-/// Watchers with material history past their acknowledged position (sweep candidates).
-pub fn watchers_behind(conn: &Connection) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT DISTINCT watcher_session_key FROM session_watch_cursors \
-         WHERE material_sequence > last_seen_sequence AND ",
-        live_cursor!(),
-        within_head!(),
-        " ORDER BY 1"
-    ))?;
-    let rows = stmt.query_map([], |r| r.get(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+/// Watchers with material history past their acknowledged position (sweep candidates),
+/// sorted.
+pub(crate) fn watchers_behind<R: Rows + ?Sized>(rows: &mut R) -> Result<Vec<String>> {
+    rows.watchers_behind()
 }
 
-/// A target key as a sweep found it: its shared string and head, or `None` when no cursor on
-/// it is live (not UTF-8 text, or not agent-qualified).
-type LiveTarget = Option<(Arc<str>, i64)>;
-
-/// Sweep (semantics.md#cursors): re-freezes N = M on every live cursor with M > L, for all watchers or for
-/// `only`. Returns the pending cursors in ascending order of N. Inert rows (semantics.md#storage) are neither
-/// written nor returned.
-///
-/// The rows are checked here, not in SQL, with each target's head read once: a sweep over
-/// 100,000 cursors costs one pass over them. Only the cursors whose N moves are written: a
-/// gateway that restarts with many notices already frozen re-queues them without rewriting
-/// the table.
-pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pending>> {
-    const COLUMNS: &str = "SELECT rowid, watcher_session_key, target_session_key, \
-         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
-         watcher_store_path FROM session_watch_cursors WHERE material_sequence > last_seen_sequence";
-    // The cursors of one target share one string, as they do when a record queues them; the
-    // target's checks and head are read once per target, keyed by its stored bytes (`None`:
-    // no cursor of it is live). Rows come in rowid order, mostly a watcher's at a time, so the
-    // last watcher's checks are kept too.
-    let mut targets: HashMap<Box<[u8]>, LiveTarget, foldhash::fast::RandomState> =
-        HashMap::default();
-    let mut last_watcher: Option<(Box<[u8]>, Option<String>)> = None;
-    let mut out = Vec::new();
-    let mut moved = Vec::new();
-    let mut visit = |r: &rusqlite::Row<'_>| -> Result<()> {
-        let (watcher, target) = (r.get_ref(1)?, r.get_ref(2)?);
-        let (ValueRef::Text(w), ValueRef::Text(t)) = (watcher, target) else {
-            return Ok(());
-        };
-        if w == t {
-            return Ok(());
-        }
-        let known = match targets.get(t) {
-            Some(known) => known.clone(),
-            None => {
-                let known = match inert::text(target) {
-                    Some(key) if keys::is_watchable(key) => {
-                        let head = match SessionKey::classify(key).agent() {
-                            Some(agent) => log::head(conn, key, agent)?.last_sequence,
-                            None => 0,
-                        };
-                        Some((Arc::from(key), head))
-                    }
-                    _ => None,
-                };
-                targets.insert(t.into(), known.clone());
-                known
-            }
-        };
-        let Some((shared, head)) = known else {
-            return Ok(());
-        };
-        let positions = [r.get_ref(3)?, r.get_ref(4)?, r.get_ref(5)?];
-        let provenance = r.get_ref(6)?;
-        if !inert::live_fields(positions, provenance, r.get_ref(7)?, head) {
-            return Ok(());
-        }
-        let watcher = match &last_watcher {
-            Some((bytes, key)) if **bytes == *w => key.clone(),
-            _ => {
-                let key = inert::text(watcher)
-                    .filter(|k| keys::is_watchable(k))
-                    .map(str::to_owned);
-                last_watcher = Some((w.into(), key.clone()));
-                key
-            }
-        };
-        let Some(watcher) = watcher else {
-            return Ok(());
-        };
-        // Integers: `live_fields` checked them.
-        let [last_seen, notified, material] = positions.map(|p| inert::integer(p).unwrap_or(0));
-        let at = Positions {
-            last_seen,
-            notified,
-            material,
-        };
-        let refrozen = at.refrozen();
-        if refrozen != at {
-            moved.push(r.get::<_, i64>(0)?);
-        }
-        out.push(Pending {
-            watcher,
-            target: shared,
-            last_seen,
-            notified: refrozen.notified,
-            provenance: match provenance {
-                ValueRef::Text(b"ambient-group") => Provenance::AmbientGroup,
-                _ => Provenance::Explicit,
-            },
-            scope: scope_col(r.get_ref(8)?),
-        });
-        Ok(())
-    };
-    match only {
-        None => {
-            let mut select = conn.prepare_cached(COLUMNS)?;
-            let mut rows = select.query([])?;
-            while let Some(r) = rows.next()? {
-                visit(r)?;
-            }
-        }
-        Some(watchers) => {
-            let mut select =
-                conn.prepare_cached(&format!("{COLUMNS} AND watcher_session_key = ?1"))?;
-            for w in watchers {
-                let mut rows = select.query([w])?;
-                while let Some(r) = rows.next()? {
-                    visit(r)?;
-                }
-            }
-        }
-    }
-    if !moved.is_empty() {
-        // One statement for every row that moves, however many.
-        let rowids = serde_json::to_string(&moved).map_err(|e| Error::invalid(e.to_string()))?;
-        conn.prepare_cached(
-            "UPDATE session_watch_cursors SET notified_sequence = material_sequence \
-             WHERE rowid IN (SELECT value FROM json_each(?1))",
-        )?
-        .execute([rowids])?;
-    }
+/// Sweep (semantics.md#cursors-sweep): re-freezes N = M ([`Positions::refrozen`]) on every
+/// live cursor with M > L, for all watchers or for `only`. Returns the pending cursors in
+/// ascending order of N, then watcher, then target. Inert rows (semantics.md#storage) are
+/// neither written nor returned.
+pub(crate) fn refreeze<R: Rows + ?Sized>(
+    rows: &mut R,
+    only: Option<&[String]>,
+) -> Result<Vec<Pending>> {
+    let mut out = rows.refreeze(only)?;
     out.sort_by(|a, b| {
         (a.notified, &a.watcher, &a.target).cmp(&(b.notified, &b.watcher, &b.target))
     });
@@ -247,163 +110,42 @@ pub fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pendin
 }
 
 /// The watcher's live pending cursors (N != L), in ascending order of N.
-pub fn pending_of(conn: &Connection, watcher: &str) -> Result<Vec<Pending>> {
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT target_session_key, last_seen_sequence, notified_sequence, provenance, \
-         watcher_store_path FROM session_watch_cursors WHERE watcher_session_key = ?1 \
-         AND notified_sequence != last_seen_sequence AND ",
-        live_cursor!(),
-        within_head!(),
-        " ORDER BY notified_sequence, target_session_key"
-    ))?;
-    let rows = stmt.query_map([watcher], |r| {
-        Ok(Pending {
-            watcher: watcher.to_owned(),
-            target: Arc::from(r.get::<_, String>(0)?),
-            last_seen: r.get(1)?,
-            notified: r.get(2)?,
-            provenance: provenance_col(r.get(3)?)?,
-            scope: scope_col(r.get_ref(4)?),
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+pub(crate) fn pending_of<R: Rows + ?Sized>(rows: &mut R, watcher: &str) -> Result<Vec<Pending>> {
+    rows.pending_of(watcher)
 }
 
 /// Every live cursor on `target`, pending or not (`notified != last_seen` tells), by watcher.
-pub fn on_target(conn: &Connection, target: &str) -> Result<Vec<Pending>> {
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT watcher_session_key, last_seen_sequence, notified_sequence, provenance, \
-         watcher_store_path FROM session_watch_cursors WHERE target_session_key = ?1 AND ",
-        live_cursor!(),
-        within_head!(),
-        " ORDER BY watcher_session_key"
-    ))?;
-    let shared: Arc<str> = Arc::from(target);
-    let rows = stmt.query_map([target], |r| {
-        Ok(Pending {
-            watcher: r.get(0)?,
-            target: Arc::clone(&shared),
-            last_seen: r.get(1)?,
-            notified: r.get(2)?,
-            provenance: provenance_col(r.get(3)?)?,
-            scope: scope_col(r.get_ref(4)?),
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+pub(crate) fn on_target<R: Rows + ?Sized>(rows: &mut R, target: &str) -> Result<Vec<Pending>> {
+    rows.on_target(target)
 }
 
-/// Deletes one cursor (`unwatch`). Returns true if it existed. An inert row of the pair (semantics.md#storage)
-/// is no cursor: it is left for retention, and gives false.
-pub fn delete(conn: &Connection, watcher: &str, target: &str) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(concat!(
-            "DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1 \
-             AND target_session_key = ?2 AND ",
-            live_cursor!(),
-            within_head!()
-        ))?
-        .execute([watcher, target])?
-        == 1)
+/// Deletes one cursor (`unwatch`). Returns true if it existed. An inert row of the pair
+/// (semantics.md#storage) is no cursor: it is left for retention, and gives false.
+pub(crate) fn delete<R: Rows + ?Sized>(rows: &mut R, watcher: &str, target: &str) -> Result<bool> {
+    rows.delete_cursor(watcher, target)
 }
 
-/// Deletes the cursors where `key` is the watcher.
-pub fn delete_watcher(conn: &Connection, key: &str) -> Result<usize> {
-    Ok(conn
-        .prepare_cached("DELETE FROM session_watch_cursors WHERE watcher_session_key = ?1")?
-        .execute([key])?)
+/// Deletes the cursors where `key` is the watcher (a reset, semantics.md#retention).
+pub(crate) fn delete_watcher<R: Rows + ?Sized>(rows: &mut R, key: &str) -> Result<usize> {
+    rows.delete_cursors_of(key)
 }
 
 /// Deletes the cursors where `key` is the target.
-pub fn delete_target(conn: &Connection, key: &str) -> Result<usize> {
-    Ok(conn
-        .prepare_cached("DELETE FROM session_watch_cursors WHERE target_session_key = ?1")?
-        .execute([key])?)
+pub(crate) fn delete_target<R: Rows + ?Sized>(rows: &mut R, key: &str) -> Result<usize> {
+    rows.delete_cursors_on(key)
 }
 
-/// A (watcher, target) pair.
-pub type Pair = (String, String);
-
-/// Cursor rows (by rowid) one expiry transaction looks at: a few milliseconds of scanning, so
-/// a large table is expired without holding the connection long.
+/// Cursor rows one expiry transaction looks at: a few milliseconds of scanning, so a large
+/// table is expired without holding the connection long.
 pub const EXPIRE_CHUNK: i64 = 5000;
 
-/// Deletes the cursors not updated since `cutoff` (semantics.md#retention) among the rows with a rowid in
-/// `(after, after + span]`; a row without a numeric `updated_at` counts as never updated.
-/// Returns the (watcher, target) pairs deleted whose keys are valid UTF-8 text (only those
-/// can have a queued notice), how many rows it deleted in all, and the `after` of the next
-/// chunk while rows remain past this one.
-pub fn expire_chunk(
-    conn: &Connection,
+/// Deletes the cursors not updated since `cutoff` (semantics.md#retention) among one chunk of
+/// `span` rows from `after` (0 first); see [`Rows::expire_cursors`].
+pub(crate) fn expire_chunk<R: Rows + ?Sized>(
+    rows: &mut R,
     cutoff: i64,
     after: i64,
     span: i64,
-) -> Result<(Vec<Pair>, u64, Option<i64>)> {
-    let end = after.saturating_add(span);
-    let mut stmt = conn.prepare_cached(
-        "DELETE FROM session_watch_cursors WHERE rowid > ?2 AND rowid <= ?3 \
-         AND (updated_at < ?1 OR typeof(updated_at) NOT IN ('integer', 'real')) \
-         RETURNING watcher_session_key, target_session_key",
-    )?;
-    let mut expired = Vec::new();
-    let mut deleted = 0;
-    let mut rows = stmt.query(params![cutoff, after, end])?;
-    while let Some(r) = rows.next()? {
-        deleted += 1;
-        let pair = (inert::text(r.get_ref(0)?), inert::text(r.get_ref(1)?));
-        if let (Some(w), Some(t)) = pair {
-            expired.push((w.to_owned(), t.to_owned()));
-        }
-    }
-    drop(rows);
-    let more = conn
-        .prepare_cached("SELECT 1 FROM session_watch_cursors WHERE rowid > ?1 LIMIT 1")?
-        .exists([end])?;
-    Ok((expired, deleted, more.then_some(end)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sqlite::schema;
-
-    #[test]
-    fn expiry_walks_the_table_in_chunks() -> Result<()> {
-        let conn = schema::open(":memory:", 0)?;
-        for i in 0..25 {
-            // Odd rows are stale (updated at 1), even rows fresh (updated at 100).
-            conn.execute(
-                "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
-                 last_seen_sequence, notified_sequence, material_sequence, provenance, \
-                 updated_at) VALUES (?1, 't', 0, 0, 0, 'explicit', ?2)",
-                params![
-                    format!("agent:w{i:02}:main"),
-                    if i % 2 == 1 { 1 } else { 100 }
-                ],
-            )?;
-        }
-        let mut after = 0;
-        let mut chunks = 0;
-        let mut expired = Vec::new();
-        loop {
-            let (gone, _, next) = expire_chunk(&conn, 50, after, 10)?;
-            expired.extend(gone.into_iter().map(|(w, _)| w));
-            chunks += 1;
-            match next {
-                Some(n) => after = n,
-                None => break,
-            }
-        }
-        assert_eq!(chunks, 3);
-        expired.sort();
-        let odd: Vec<String> = (0..25)
-            .filter(|i| i % 2 == 1)
-            .map(|i| format!("agent:w{i:02}:main"))
-            .collect();
-        assert_eq!(expired, odd);
-        let left: i64 = conn.query_row("SELECT count(*) FROM session_watch_cursors", [], |r| {
-            r.get(0)
-        })?;
-        assert_eq!(left, 13);
-        Ok(())
-    }
+) -> Result<Expired> {
+    rows.expire_cursors(cutoff, after, span)
 }

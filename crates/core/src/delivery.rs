@@ -11,8 +11,10 @@ use crate::cursors::{self, Pending, Provenance};
 use crate::error::Result;
 use crate::keys::SessionKey;
 use crate::metrics::{Count, Metrics};
-use crate::queue::{Notice, NoticeQueue, QueueSignal, QueuedNotice};
+use crate::queue::{Notice, NoticeQueue, QueueSignal, Queued, QueuedNotice};
+use crate::rows::Rows;
 use crate::sqlite::conn::Db;
+use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::tx::Tx;
 use crate::wake::{WakeRequest, WakeScheduler, WakeSink};
 
@@ -103,21 +105,9 @@ impl Delivery {
         let queued = self.queue().take(watcher);
         let outcome = (|| {
             let tx = Tx::immediate(&conn)?;
-            let mut out = Vec::with_capacity(queued.len());
-            let mut reopened = Vec::new();
-            for n in &queued {
-                // The cursor row decides: a notice consumed elsewhere is not handed out again.
-                if let Some(acked) = cursors::acknowledge(&tx, watcher, &n.target, None, None, now)?
-                {
-                    let scope = acked.after.scope.as_deref();
-                    out.push(Notice::new(watcher, &n.target, acked.old_last_seen, scope));
-                    if acked.after.notified != acked.after.last_seen {
-                        reopened.push(acked.after);
-                    }
-                }
-            }
+            let drained = drain_rows(&mut SqliteRows::new(&tx), watcher, &queued, now)?;
             tx.commit()?;
-            Ok((out, reopened))
+            Ok(drained)
         })();
         match outcome {
             Ok((out, reopened)) => {
@@ -155,15 +145,16 @@ impl Delivery {
     ) -> Result<u64> {
         let conn = db.lock()?;
         let tx = Tx::immediate(&conn)?;
-        let mut count = 0;
-        let mut acked = Vec::new();
-        for &t in targets {
-            if let Some(a) = cursors::acknowledge(&tx, watcher, t, scope, through, now)? {
-                count += 1;
-                acked.push(a.after);
-            }
-        }
+        let acked = acknowledge_rows(
+            &mut SqliteRows::new(&tx),
+            watcher,
+            targets,
+            scope,
+            through,
+            now,
+        )?;
         tx.commit()?;
+        let count = acked.len() as u64;
         let reopened: Vec<Pending> = {
             let mut q = self.queue();
             for a in &acked {
@@ -226,4 +217,48 @@ impl Delivery {
         q.clear();
         q.signal().close();
     }
+}
+
+/// Drain's writes inside the caller's open transaction: acknowledges the cursor of each
+/// `queued` notice of `watcher` (semantics.md#cursors-acknowledge). The cursor row decides: a
+/// notice consumed elsewhere (nothing pending any more) is not handed out again. Returns the
+/// notices to hand out and the cursors whose notice reopened.
+pub(crate) fn drain_rows<R: Rows + ?Sized>(
+    rows: &mut R,
+    watcher: &str,
+    queued: &[Queued],
+    now: i64,
+) -> Result<(Vec<Notice>, Vec<Pending>)> {
+    let mut out = Vec::with_capacity(queued.len());
+    let mut reopened = Vec::new();
+    for n in queued {
+        if let Some(acked) = cursors::acknowledge(rows, watcher, &n.target, None, None, now)? {
+            let scope = acked.after.scope.as_deref();
+            out.push(Notice::new(watcher, &n.target, acked.old_last_seen, scope));
+            if acked.after.notified != acked.after.last_seen {
+                reopened.push(acked.after);
+            }
+        }
+    }
+    Ok((out, reopened))
+}
+
+/// `acknowledge`'s writes inside the caller's open transaction: the watcher's pending cursors
+/// on `targets`, only those bound to `scope` when given, read up to `through` when given
+/// (semantics.md#cursors-acknowledge). Returns each acknowledged cursor as it is after.
+pub(crate) fn acknowledge_rows<R: Rows + ?Sized>(
+    rows: &mut R,
+    watcher: &str,
+    targets: &[&str],
+    scope: Option<&str>,
+    through: Option<i64>,
+    now: i64,
+) -> Result<Vec<Pending>> {
+    let mut acked = Vec::new();
+    for &t in targets {
+        if let Some(a) = cursors::acknowledge(rows, watcher, t, scope, through, now)? {
+            acked.push(a.after);
+        }
+    }
+    Ok(acked)
 }

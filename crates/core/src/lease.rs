@@ -8,54 +8,91 @@
 //! The table is the store's own: it is created only when the store creates the shared tables
 //! of a file (a file it made), never in a file whose tables another writer (OpenClaw, or this
 //! store before leases existed) created; there the old rule applies (semantics.md#storage-tables).
+//!
+//! The rules are here: how long a lease lasts, when one is live, which rows a renewal writes
+//! and which it deletes. A store provides the rows ([`LeaseRows`]; SQLite's are in
+//! `sqlite/lease.rs`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rusqlite::{params, Connection};
-
 use crate::error::Result;
-use crate::sqlite::tx::Tx;
-
-const CREATE: &str = "CREATE TABLE IF NOT EXISTS session_awareness_served (
-  watcher_key TEXT NOT NULL,
-  instance_id TEXT NOT NULL,
-  expires_at INTEGER NOT NULL,
-  PRIMARY KEY (watcher_key, instance_id)
-) STRICT;";
 
 /// The shortest lease, whatever the poll interval.
 const MIN_LEASE_MS: i64 = 1000;
 
-/// True when the file has no `session_state_events` table yet: the store is about to create
-/// the shared tables, so the file is its own. Called inside the schema transaction.
-pub(crate) fn before_install(conn: &Connection) -> Result<bool> {
-    Ok(!exists_table(conn, "session_state_events")?)
+/// One lease row: an instance serving a watcher until `expires_at` (wall clock ms).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Lease {
+    /// The instance (store) holding it.
+    pub(crate) instance: String,
+    /// When it stops counting.
+    pub(crate) expires_at: i64,
 }
 
-/// Creates the lease table when `fresh` (see [`before_install`]), inside the caller's transaction.
-pub(crate) fn install(conn: &Connection, fresh: bool) -> Result<()> {
-    if fresh {
-        conn.execute_batch(CREATE)?;
-    }
-    Ok(())
+/// A renewal of one instance's leases, as [`renewal`] decides it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Renewal<'a> {
+    /// The instance renewing.
+    pub(crate) instance: &'a str,
+    /// The watchers it serves: each leased (inserted or extended) until `expires_at`.
+    pub(crate) serving: &'a [String],
+    /// The watchers it stopped serving: their leases of this instance are dropped.
+    pub(crate) released: &'a [String],
+    /// The new end of the `serving` leases.
+    pub(crate) expires_at: i64,
+    /// Rows of any instance that expired before this go (a crashed process's).
+    pub(crate) stale_before: i64,
 }
 
-fn exists_table(conn: &Connection, name: &str) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
-        )?
-        .query_row([name], |r| r.get(0))?)
-}
-
-/// True when the file holds the lease table.
-pub(crate) fn present(conn: &Connection) -> Result<bool> {
-    exists_table(conn, "session_awareness_served")
+/// The lease rows a store keeps: SQLite's are in `sqlite/lease.rs`.
+pub(crate) trait LeaseRows {
+    /// The leases on `watcher`, of every instance.
+    fn leases_of(&self, watcher: &str) -> Result<Vec<Lease>>;
+    /// Writes `r` in one write transaction.
+    fn renew(&self, r: &Renewal<'_>) -> Result<()>;
+    /// Drops every lease of `instance`.
+    fn release_all(&self, instance: &str) -> Result<()>;
 }
 
 /// The lease length for a poll every `interval_ms`: max(3 × interval, 1 s).
 pub(crate) fn length_ms(interval_ms: u32) -> i64 {
     (3 * i64::from(interval_ms)).max(MIN_LEASE_MS)
+}
+
+/// The renewal of `instance`'s leases at `now` for leases of `length_ms`: `serving` leased
+/// until a lease length from now, `released` dropped, and the rows that expired a lease
+/// length ago deleted.
+pub(crate) fn renewal<'a>(
+    instance: &'a str,
+    serving: &'a [String],
+    released: &'a [String],
+    now: i64,
+    length_ms: i64,
+) -> Renewal<'a> {
+    Renewal {
+        instance,
+        serving,
+        released,
+        expires_at: now + length_ms,
+        stale_before: now - length_ms,
+    }
+}
+
+/// True when a lease other than `instance`'s is live at `now` (expires after it).
+pub(crate) fn live_elsewhere(leases: &[Lease], instance: &str, now: i64) -> bool {
+    leases
+        .iter()
+        .any(|l| l.instance != instance && l.expires_at > now)
+}
+
+/// True when another instance holds a live lease on `watcher`.
+pub(crate) fn served_elsewhere(
+    rows: &dyn LeaseRows,
+    watcher: &str,
+    instance: &str,
+    now: i64,
+) -> Result<bool> {
+    Ok(live_elsewhere(&rows.leases_of(watcher)?, instance, now))
 }
 
 /// A name for this store, unique among the stores of every process on the file.
@@ -78,59 +115,31 @@ pub(crate) fn now() -> i64 {
     crate::hooks::system_now()
 }
 
-/// Writes this instance's leases in one write transaction: `serving` until `expires_at`,
-/// `released` dropped, and the rows of any instance that expired before `stale_before`
-/// deleted (a crashed process's).
-pub(crate) fn renew(
-    conn: &Connection,
-    instance: &str,
-    serving: &[String],
-    released: &[String],
-    expires_at: i64,
-    stale_before: i64,
-) -> Result<()> {
-    let tx = Tx::immediate(conn)?;
-    if !serving.is_empty() {
-        let keys = serde_json::to_string(serving).unwrap_or_else(|_| "[]".into());
-        // `WHERE true` tells the parser the ON CONFLICT belongs to the INSERT.
-        tx.prepare_cached(
-            "INSERT INTO session_awareness_served (watcher_key, instance_id, expires_at) \
-             SELECT value, ?2, ?3 FROM json_each(?1) WHERE true \
-             ON CONFLICT (watcher_key, instance_id) DO UPDATE SET expires_at = excluded.expires_at",
-        )?
-        .execute(params![keys, instance, expires_at])?;
-    }
-    if !released.is_empty() {
-        let keys = serde_json::to_string(released).unwrap_or_else(|_| "[]".into());
-        tx.prepare_cached(
-            "DELETE FROM session_awareness_served WHERE instance_id = ?2 \
-             AND watcher_key IN (SELECT value FROM json_each(?1))",
-        )?
-        .execute(params![keys, instance])?;
-    }
-    tx.prepare_cached("DELETE FROM session_awareness_served WHERE expires_at < ?1")?
-        .execute([stale_before])?;
-    tx.commit()
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Drops every lease of this instance (the store closes).
-pub(crate) fn release_all(conn: &Connection, instance: &str) -> Result<()> {
-    conn.prepare_cached("DELETE FROM session_awareness_served WHERE instance_id = ?1")?
-        .execute([instance])?;
-    Ok(())
-}
+    fn lease(instance: &str, expires_at: i64) -> Lease {
+        Lease {
+            instance: instance.into(),
+            expires_at,
+        }
+    }
 
-/// True when another instance holds a live lease on `watcher`.
-pub(crate) fn served_elsewhere(
-    conn: &Connection,
-    watcher: &str,
-    instance: &str,
-    now: i64,
-) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT 1 FROM session_awareness_served WHERE watcher_key = ?1 \
-             AND instance_id != ?2 AND expires_at > ?3 LIMIT 1",
-        )?
-        .exists(params![watcher, instance, now])?)
+    #[test]
+    fn only_another_instance_s_unexpired_lease_counts() {
+        let rows = [lease("me", 500), lease("other", 100)];
+        assert!(!live_elsewhere(&rows, "me", 100));
+        assert!(live_elsewhere(&rows, "me", 99));
+        assert!(!live_elsewhere(&rows[..1], "me", 0));
+        assert!(live_elsewhere(&rows[..1], "other", 0));
+        assert!(!live_elsewhere(&[], "me", 0));
+    }
+
+    #[test]
+    fn a_renewal_leases_one_length_ahead_and_drops_one_length_behind() {
+        let r = renewal("me", &[], &[], 10_000, 3_000);
+        assert_eq!((r.expires_at, r.stale_before), (13_000, 7_000));
+        assert_eq!((length_ms(100), length_ms(500)), (1_000, 1_500));
+    }
 }

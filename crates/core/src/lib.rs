@@ -57,6 +57,7 @@ pub(crate) mod record;
 pub(crate) mod rows;
 pub(crate) mod rules;
 pub(crate) mod runtime;
+pub(crate) mod shapes;
 pub(crate) mod sqlite;
 pub(crate) mod store;
 pub(crate) mod sync;
@@ -92,7 +93,7 @@ pub use options::{
 pub use prune::PruneReport;
 pub use queue::{Notice, QueueSignal, QueuedNotice};
 pub use read_event::{ChangeEvent, ForeignEvent, ForeignFields, ForeignPayload};
-pub use sqlite::cursor_rows::CursorRow;
+pub use shapes::CursorRow;
 pub use store::{Store, VersionRef};
 pub use wake::{WakeRequest, WakeSink};
 pub use writer::{Done, Job, Sink, Writer};

@@ -13,9 +13,11 @@ use crate::hooks::Host;
 use crate::metrics::Count;
 use crate::options::Options;
 use crate::prune::{self, PruneReport};
+use crate::rows::Expired;
 use crate::runtime;
 use crate::sqlite::checkpoint::Checkpointer;
 use crate::sqlite::conn::Db;
+use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::tx::Tx;
 
 /// An hour: a record prunes when this long has passed since the last prune (semantics.md#recording).
@@ -80,7 +82,7 @@ impl Maintenance {
     pub(crate) fn sweep(&self, only: Option<&[String]>, now: i64) -> Result<SweepReport> {
         let conn = self.db.lock()?;
         let tx = Tx::immediate(&conn)?;
-        let pending = cursors::refreeze(&tx, only)?;
+        let pending = cursors::refreeze(&mut SqliteRows::new(&tx), only)?;
         tx.commit()?;
         let wakes = self.delivery.enqueue(&pending);
         drop(conn);
@@ -161,7 +163,7 @@ impl Maintenance {
             } else {
                 prune::SYNC_BATCH
             };
-            let n = prune::events_batch(&tx, age_cutoff, opts.max_events, batch)?;
+            let n = prune::events_batch(&*tx, age_cutoff, opts.max_events, batch)?;
             tx.commit()?;
             drop(conn);
             if background {
@@ -184,8 +186,16 @@ impl Maintenance {
         loop {
             let conn = self.db.lock()?;
             let tx = Tx::immediate(&conn)?;
-            let (expired, deleted, next) =
-                cursors::expire_chunk(&tx, age_cutoff, after, cursors::EXPIRE_CHUNK)?;
+            let Expired {
+                pairs: expired,
+                deleted,
+                next,
+            } = cursors::expire_chunk(
+                &mut SqliteRows::new(&tx),
+                age_cutoff,
+                after,
+                cursors::EXPIRE_CHUNK,
+            )?;
             tx.commit()?;
             {
                 let mut q = self.delivery.queue();

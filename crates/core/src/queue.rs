@@ -12,8 +12,8 @@ use std::sync::Arc;
 use foldhash::fast::RandomState;
 use indexmap::IndexMap;
 
-use crate::cursors::{Pending, Provenance};
 use crate::keys;
+use crate::rows::{Pending, Provenance};
 
 /// A pending stale-state notice, as handed to the watcher's turn.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,8 +3,6 @@
 
 use std::sync::Arc;
 
-use rusqlite::Connection;
-
 use crate::cursors::{self, Pending};
 use crate::delivery::{Delivery, Wake};
 use crate::error::Result;
@@ -13,7 +11,7 @@ use crate::keys;
 use crate::maintenance::Maintenance;
 use crate::metrics::{Count, Hist};
 use crate::rows::{Inserted, Rows};
-use crate::sqlite::conn::Db;
+use crate::sqlite::conn::{ConnGuard, Db};
 use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::tx::Tx;
 use crate::sync::SyncState;
@@ -106,7 +104,17 @@ impl Recorder {
     /// notice, opened ones are queued, except those of watchers that this process does not
     /// serve and another live process does (semantics.md#processes). Returns the wakes to
     /// schedule once every lock is released. Caller holds the connection lock, `conn`.
-    pub(crate) fn enqueue(&self, conn: &Connection, w: &Written) -> Vec<Wake> {
+    pub(crate) fn enqueue(&self, conn: &ConnGuard<'_>, w: &Written) -> Vec<Wake> {
+        let elsewhere = match &self.sync {
+            Some(s) => s.served_elsewhere(conn, &w.pending),
+            None => Vec::new(),
+        };
+        self.enqueue_except(w, &elsewhere)
+    }
+
+    /// [`Recorder::enqueue`] with the watchers served by another live process given
+    /// (`elsewhere`, as the store found them): their notices are not queued here.
+    pub(crate) fn enqueue_except(&self, w: &Written, elsewhere: &[String]) -> Vec<Wake> {
         if w.fresh {
             let m = &self.delivery.metrics;
             m.recorded(w.event.kind);
@@ -120,10 +128,6 @@ impl Recorder {
                 q.remove(watcher, &w.event.session_key);
             }
         }
-        let elsewhere = match &self.sync {
-            Some(s) => s.served_elsewhere(conn, &w.pending),
-            None => Vec::new(),
-        };
         if elsewhere.is_empty() {
             return self.delivery.enqueue(&w.pending);
         }

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::event::{StateEvent, ValidEvent};
+use crate::log::Head;
 use crate::rules::Positions;
 
 /// Where a cursor came from.
@@ -97,6 +98,20 @@ pub enum Inserted {
     Duplicate(StateEvent),
 }
 
+/// A (watcher, target) pair.
+pub type Pair = (String, String);
+
+/// What one call of [`Rows::expire_cursors`] deleted.
+#[derive(Debug, Default)]
+pub struct Expired {
+    /// The pairs deleted whose keys are text (only those can have a queued notice).
+    pub pairs: Vec<Pair>,
+    /// How many rows it deleted in all.
+    pub deleted: u64,
+    /// Where the next call resumes, while rows remain past this one; `None` when done.
+    pub next: Option<i64>,
+}
+
 /// The row operations of one write transaction. The caller opens and commits the transaction;
 /// each method runs inside it, and a failure of any leaves the transaction to be rolled back
 /// (or rolled back to the last [`Rows::savepoint`]).
@@ -173,6 +188,64 @@ pub trait Rows {
     /// True when a live cursor targets `target` (the caller checks that `target` is
     /// watchable).
     fn is_watched(&mut self, target: &str) -> Result<bool>;
+
+    /// The head of `(session_key, agent_id)`; zeroes when there is none.
+    fn head(&mut self, session_key: &str, agent_id: &str) -> Result<Head>;
+
+    /// Sets L and N of the cursor of `(watcher, target)` and its `updated_at` to `now`; M is
+    /// left as it is.
+    fn set_positions(
+        &mut self,
+        watcher: &str,
+        target: &str,
+        last_seen: i64,
+        notified: i64,
+        now: i64,
+    ) -> Result<()>;
+
+    /// Sets the provenance and `updated_at` of the cursor of `(watcher, target)`; its
+    /// positions and scope are left as they are.
+    fn touch_cursor(
+        &mut self,
+        watcher: &str,
+        target: &str,
+        provenance: Provenance,
+        updated_at: i64,
+    ) -> Result<()>;
+
+    /// Deletes the live cursor of `(watcher, target)`; a row that is not live is left. Returns
+    /// true when it deleted one.
+    fn delete_cursor(&mut self, watcher: &str, target: &str) -> Result<bool>;
+
+    /// Deletes every row (live or not) whose watcher is `key`. Returns how many.
+    fn delete_cursors_of(&mut self, key: &str) -> Result<usize>;
+
+    /// Deletes every row (live or not) whose target is `key`. Returns how many.
+    fn delete_cursors_on(&mut self, key: &str) -> Result<usize>;
+
+    /// Deletes the events and the head of `(session_key, agent_id)`.
+    fn delete_events(&mut self, session_key: &str, agent_id: &str) -> Result<()>;
+
+    /// The watchers with a live cursor whose M is past its L, distinct, in ascending order.
+    fn watchers_behind(&mut self) -> Result<Vec<String>>;
+
+    /// The watcher's live cursors with a pending notice (N ≠ L), in ascending order of N, then
+    /// target.
+    fn pending_of(&mut self, watcher: &str) -> Result<Vec<Pending>>;
+
+    /// Every live cursor on `target`, pending or not, in ascending order of watcher.
+    fn on_target(&mut self, target: &str) -> Result<Vec<Pending>>;
+
+    /// The sweep's re-freeze: every live cursor whose M is past its L (of the watchers in
+    /// `only` when given) gets [`Positions::refrozen`], written only where it moves N. Returns
+    /// each such cursor as it is after it (pending, naming L), in no particular order.
+    fn refreeze(&mut self, only: Option<&[String]>) -> Result<Vec<Pending>>;
+
+    /// Deletes cursors not updated since `cutoff` (a row without a numeric `updated_at`
+    /// counts as never updated), in chunks: a call deletes those among about `span` rows
+    /// from resume point `after` (0 for the first call) and says where the next call resumes.
+    /// A store may delete every such row in one call and answer `next: None`.
+    fn expire_cursors(&mut self, cutoff: i64, after: i64, span: i64) -> Result<Expired>;
 
     /// Opens a savepoint inside the transaction (one per event of a group commit; never
     /// nested).

@@ -23,14 +23,19 @@ use crate::options::Options;
 use crate::prune::PruneReport;
 use crate::queue::{Notice, QueueSignal};
 use crate::record::Recorder;
+use crate::rows::Rows;
+use crate::shapes::CursorRow;
+use crate::sqlite;
 use crate::sqlite::checkpoint::Checkpointer;
-use crate::sqlite::conn::Db;
-use crate::sqlite::cursor_rows::{self, CursorRow};
+use crate::sqlite::conn::{Connection, Db};
+use crate::sqlite::cursor_rows;
 use crate::sqlite::exclusive::FileGuard;
 use crate::sqlite::heads::{self, HeadCache};
+use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::schema;
 use crate::sqlite::tx::Tx;
 use crate::sync::SyncState;
+use crate::upstream::links::LinkRows;
 use crate::upstream::monitor::Monitor;
 
 mod remote;
@@ -211,10 +216,7 @@ impl Store {
     }
 
     /// Runs `f` with the connection, or fails with `ERR_CLOSED`.
-    pub(crate) fn with_conn<T>(
-        &self,
-        f: impl FnOnce(&mut rusqlite::Connection) -> Result<T>,
-    ) -> Result<T> {
+    pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
         if self.is_remote() {
             return Err(remote::not_yet("this call"));
         }
@@ -297,8 +299,7 @@ impl Store {
         self.mark_served(watcher);
         let conn = self.db().lock()?;
         let tx = Tx::immediate(&conn)?;
-        let head = log::head(&tx, target, agent)?.last_sequence;
-        let seeded = cursors::watch(&tx, watcher, target, head, o, now)?;
+        let seeded = cursors::watch(&mut SqliteRows::new(&tx), watcher, target, agent, o, now)?;
         tx.commit()?;
         if seeded {
             self.delivery().queue().remove(watcher, target);
@@ -334,7 +335,7 @@ impl Store {
         SessionKey::parse_named(watcher, "watcherKey")?;
         SessionKey::parse_named(target, "targetKey")?;
         let conn = self.db().lock()?;
-        let removed = cursors::delete(&conn, watcher, target)?;
+        let removed = cursors::delete(&mut SqliteRows::new(&conn), watcher, target)?;
         self.delivery().queue().remove(watcher, target);
         Ok(removed)
     }
@@ -346,7 +347,7 @@ impl Store {
         }
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
-        self.with_conn(|conn| Ok(log::head(conn, session_key, &agent)?.last_sequence))
+        self.with_conn(|conn| Ok(sqlite::log::head(conn, session_key, &agent)?.last_sequence))
     }
 
     /// The state versions of many sessions, in the order given, leaving out those at 0.
@@ -411,7 +412,8 @@ impl Store {
         let after = log::check_after(after)?;
         let limit = log::clamp_limit(limit)?;
         let start = std::time::Instant::now();
-        let r = self.with_conn(|conn| log::changes_since(conn, session_key, &agent, after, limit));
+        let r = self
+            .with_conn(|conn| sqlite::log::changes_since(conn, session_key, &agent, after, limit));
         self.delivery().metrics.since(Hist::ChangesSince, start);
         r
     }
@@ -527,7 +529,8 @@ impl Store {
         let only = match watcher_exists {
             None => None,
             Some(exists) => {
-                let candidates = self.with_conn(|conn| cursors::watchers_behind(conn))?;
+                let candidates =
+                    self.with_conn(|conn| cursors::watchers_behind(&mut SqliteRows::new(conn)))?;
                 Some(
                     candidates
                         .into_iter()
@@ -552,7 +555,7 @@ impl Store {
             return Err(remote::not_yet("sweep"));
         }
         self.check_open()?;
-        self.with_conn(|conn| cursors::watchers_behind(conn))
+        self.with_conn(|conn| cursors::watchers_behind(&mut SqliteRows::new(conn)))
     }
 
     /// The watcher session was reset: its cursors and pending notices go; its own history stays.
@@ -563,7 +566,7 @@ impl Store {
         self.check_open()?;
         SessionKey::parse(session_key)?;
         let conn = self.db().lock()?;
-        cursors::delete_watcher(&conn, session_key)?;
+        cursors::delete_watcher(&mut SqliteRows::new(&conn), session_key)?;
         self.delivery().queue().remove_watcher(session_key);
         drop(conn);
         self.delivery().cancel(session_key);
@@ -582,11 +585,12 @@ impl Store {
         let own = agent == keys::resolve_agent(session_key, None)?;
         let conn = self.db().lock()?;
         let tx = Tx::immediate(&conn)?;
-        log::delete_session(&tx, session_key, &agent)?;
-        crate::upstream::links::delete(&tx, session_key, &agent)?;
+        let mut rows = SqliteRows::new(&tx);
+        rows.delete_events(session_key, &agent)?;
+        tx.delete_link(session_key, &agent)?;
         if own {
-            cursors::delete_watcher(&tx, session_key)?;
-            cursors::delete_target(&tx, session_key)?;
+            cursors::delete_watcher(&mut rows, session_key)?;
+            cursors::delete_target(&mut rows, session_key)?;
         }
         tx.commit()?;
         if own {

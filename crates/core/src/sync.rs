@@ -25,7 +25,6 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use tokio::task::AbortHandle;
 use tokio::time::MissedTickBehavior;
 
@@ -34,15 +33,12 @@ use crate::delivery::{wakes_for, Delivery, Wake};
 use crate::error::{Error, Result};
 use crate::hooks::Host;
 use crate::keys;
-use crate::lease;
+use crate::lease::{self, LeaseRows};
 use crate::metrics::Count;
 use crate::runtime;
 use crate::sqlite::conn::Db;
-use crate::sqlite::inert;
-
-/// How long the reader waits for a lock before it gives up until the next poll. Readers of a
-/// WAL database never wait for writers; this only matters for rollback-journal files.
-const READER_BUSY_MS: u64 = 50;
+use crate::sqlite::poll::{self, Reader};
+use crate::sqlite::rows::SqliteRows;
 
 #[derive(Default)]
 struct Served {
@@ -66,7 +62,7 @@ struct Leases {
 
 /// What the poller knows of the file.
 struct Poller {
-    reader: Connection,
+    reader: Reader,
     data_version: i64,
     last_sequence: i64,
 }
@@ -84,66 +80,6 @@ pub(crate) struct SyncState {
     leases: Option<Leases>,
 }
 
-/// Opens the read-only connection the poller uses, beside the store's own.
-fn open_reader(path: &str) -> Result<Connection> {
-    crate::sqlite::exclusive::install();
-    let conn = Connection::open_with_flags(
-        crate::sqlite::schema::sqlite_name(path).as_ref(),
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.busy_timeout(Duration::from_millis(READER_BUSY_MS))?;
-    conn.set_prepared_statement_cache_capacity(16);
-    // Every commit elsewhere empties this connection's page cache before its next read, so a
-    // large one would only hold memory.
-    conn.pragma_update(None, "cache_size", -256)?;
-    crate::sqlite::inert::register(&conn)?;
-    Ok(conn)
-}
-
-/// On the store's own connection: changes whenever another connection (of this process or
-/// another) committed, and never for the store's own commits.
-fn data_version(conn: &Connection) -> Result<i64> {
-    Ok(conn
-        .prepare_cached("PRAGMA data_version")?
-        .query_row([], |r| r.get(0))?)
-}
-
-/// `data_version` and the top sequence of the store's own connection, in one snapshot.
-fn own_view(conn: &Connection) -> Result<(i64, i64)> {
-    let tx = conn.unchecked_transaction()?;
-    let view = (data_version(&tx)?, top_sequence(&tx)?);
-    tx.finish()?;
-    Ok(view)
-}
-
-/// The largest event sequence ever handed out (0 before the first event).
-fn top_sequence(conn: &Connection) -> Result<i64> {
-    Ok(conn
-        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'session_state_events'")?
-        .query_row([], |r| r.get(0))
-        .optional()?
-        .unwrap_or(0))
-}
-
-/// The sessions that may hold cursors (agent-qualified keys) with events in `(after, upto]`,
-/// and how many events that range holds in all (a foreign row's key is counted, not named).
-fn changed_sessions(conn: &Connection, after: i64, upto: i64) -> Result<(Vec<String>, i64)> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT session_key, COUNT(*) FROM session_state_events \
-         WHERE sequence > ?1 AND sequence <= ?2 GROUP BY session_key",
-    )?;
-    let mut sessions = Vec::new();
-    let mut count = 0;
-    let mut rows = stmt.query([after, upto])?;
-    while let Some(r) = rows.next()? {
-        count += r.get::<_, i64>(1)?;
-        if let Some(key) = inert::text(r.get_ref(0)?).filter(|k| keys::is_watchable(k)) {
-            sessions.push(key.to_owned());
-        }
-    }
-    Ok((sessions, count))
-}
-
 impl SyncState {
     /// Opens the reader on `path` and notes where the file stands, so the first poll only
     /// looks at what changes after the store opened. `db` holds the store's connection.
@@ -154,12 +90,16 @@ impl SyncState {
         delivery: Arc<Delivery>,
         host: Host,
     ) -> Result<Self> {
-        let (data_version, leased) =
-            db.with(|own| Ok((data_version(own)?, lease::present(own)?)))?;
-        let mut reader = open_reader(path)?;
-        let tx = reader.transaction()?;
-        let last_sequence = top_sequence(&tx)?;
-        tx.finish()?;
+        let (data_version, leased) = db.with(|own| {
+            Ok((
+                poll::data_version(own)?,
+                crate::sqlite::lease::present(own)?,
+            ))
+        })?;
+        let mut reader = Reader::open(path)?;
+        let snap = reader.snapshot()?;
+        let last_sequence = snap.top_sequence()?;
+        snap.finish()?;
         Ok(SyncState {
             db,
             delivery,
@@ -228,7 +168,7 @@ impl SyncState {
             return;
         }
         let read = self.db.lock().and_then(|conn| {
-            let pending = cursors::pending_of(&conn, watcher)?;
+            let pending = cursors::pending_of(&mut SqliteRows::new(&conn), watcher)?;
             Ok(self.delivery.enqueue(&pending))
         });
         match read {
@@ -262,9 +202,13 @@ impl SyncState {
     /// those it does not serve that another live process serves (semantics.md#processes).
     /// Nothing without the lease table; no SQL for the watchers this process serves or whose
     /// notice it already holds at that position, else one lookup by primary key per watcher.
-    /// Caller holds the store's connection lock, `conn`. A failing read leaves the notice
+    /// Caller holds the store's connection lock, and `rows` reads through it. A failing read leaves the notice
     /// here, as without leases.
-    pub(crate) fn served_elsewhere(&self, conn: &Connection, pending: &[Pending]) -> Vec<String> {
+    pub(crate) fn served_elsewhere(
+        &self,
+        rows: &dyn LeaseRows,
+        pending: &[Pending],
+    ) -> Vec<String> {
         let Some(leases) = &self.leases else {
             return Vec::new();
         };
@@ -283,7 +227,7 @@ impl SyncState {
             if held == Some(p.last_seen) {
                 continue;
             }
-            let elsewhere = lease::served_elsewhere(conn, &p.watcher, &leases.instance, now);
+            let elsewhere = lease::served_elsewhere(rows, &p.watcher, &leases.instance, now);
             if elsewhere.unwrap_or(false) {
                 if held.is_some() {
                     // The notice held here was consumed and a fresh one opened: it goes to
@@ -371,7 +315,7 @@ impl SyncState {
         // holds the connection, the poll decides under the lock instead of waiting here.
         match self.db.try_lock() {
             None => Ok(true),
-            Some(Some(conn)) => Ok(data_version(&conn)? != p.data_version),
+            Some(Some(conn)) => Ok(poll::data_version(&conn)? != p.data_version),
             Some(None) => Ok(false),
         }
     }
@@ -398,7 +342,7 @@ impl SyncState {
         // local write lands in between: the queue ends up matching one consistent snapshot.
         let guard = self.db.lock()?;
         self.renew(&guard)?;
-        let (version, own_top) = own_view(&guard)?;
+        let (version, own_top) = poll::own_view(&guard)?;
         let fresh = std::mem::take(&mut self.served.lock().fresh);
         // No other connection committed since the last poll: every event up to `own_top` is
         // this store's own or was read then, so only the fresh watchers need a look.
@@ -435,21 +379,21 @@ impl SyncState {
         fresh: &[String],
         foreign: bool,
     ) -> Result<(HashMap<(String, String), Option<Pending>>, Option<i64>)> {
-        let tx = p.reader.transaction()?;
+        let tx = p.reader.snapshot()?;
         let mut rows: HashMap<(String, String), Option<Pending>> = HashMap::new();
         if !foreign {
             for w in fresh {
-                for c in cursors::pending_of(&tx, w)? {
+                for c in tx.pending_of(w)? {
                     rows.insert((w.clone(), c.target.to_string()), Some(c));
                 }
             }
             tx.finish()?;
             return Ok((rows, None));
         }
-        let top = top_sequence(&tx)?;
+        let top = tx.top_sequence()?;
         let mut full: HashSet<String> = fresh.iter().cloned().collect();
         if top != p.last_sequence {
-            let (sessions, count) = changed_sessions(&tx, p.last_sequence, top)?;
+            let (sessions, count) = tx.changed_sessions(p.last_sequence, top)?;
             if count != top - p.last_sequence {
                 // Events are missing from the range (a dedupe hit used a number, a prune or a
                 // delete removed rows): the sessions list may be short, so every served
@@ -457,7 +401,7 @@ impl SyncState {
                 full.extend(self.served.lock().all.iter().cloned());
             }
             for target in sessions {
-                for c in cursors::on_target(&tx, &target)? {
+                for c in tx.on_target(&target)? {
                     rows.insert((c.watcher.clone(), target.clone()), Some(c));
                 }
             }
@@ -467,7 +411,7 @@ impl SyncState {
         let held = self.delivery.queue().pairs();
         full.extend(held.iter().map(|(w, _)| w.clone()));
         for w in &full {
-            for c in cursors::pending_of(&tx, w)? {
+            for c in tx.pending_of(w)? {
                 rows.insert((w.clone(), c.target.to_string()), Some(c));
             }
         }
@@ -539,7 +483,7 @@ impl SyncState {
     }
 
     /// Writes this process's leases when due. Caller holds the store's connection lock.
-    fn renew(&self, conn: &Connection) -> Result<()> {
+    fn renew(&self, rows: &dyn LeaseRows) -> Result<()> {
         let Some(leases) = &self.leases else {
             return Ok(());
         };
@@ -555,14 +499,13 @@ impl SyncState {
             )
         };
         let now = lease::now();
-        let written = lease::renew(
-            conn,
+        let written = rows.renew(&lease::renewal(
             &leases.instance,
             &serving,
             &released,
-            now + leases.length_ms,
-            now - leases.length_ms,
-        );
+            now,
+            leases.length_ms,
+        ));
         if let Err(e) = written {
             let mut s = self.served.lock();
             s.lease_due = true;
@@ -585,7 +528,7 @@ impl SyncState {
             if leases.renewed_at.load(Ordering::Acquire) != 0 {
                 // Best effort: a lease left behind expires on its own.
                 if let Ok(conn) = self.db.lock() {
-                    let _ = lease::release_all(&conn, &leases.instance);
+                    let _ = conn.release_all(&leases.instance);
                 }
             }
         }

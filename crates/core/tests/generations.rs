@@ -486,9 +486,9 @@ fn exercise(fx: &Fixture, g: &Generation) {
         .iter()
         .map(|c| {
             (
-                c.watcher_key.as_str(),
-                c.target_key.as_str(),
-                c.provenance.as_str(),
+                c.row.watcher.as_str(),
+                c.row.target.as_str(),
+                c.row.provenance.as_str(),
             )
         })
         .collect();
@@ -515,7 +515,7 @@ fn inspect_reads_a_first_generation_file_without_changing_it() {
         let rows: Vec<_> = report
             .cursors
             .iter()
-            .map(|c| (c.watcher_key.clone(), c.provenance.clone(), c.pending))
+            .map(|c| (c.row.watcher.clone(), c.row.provenance.clone(), c.pending))
             .collect();
         assert_eq!(
             rows,

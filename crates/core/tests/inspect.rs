@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use session_awareness_core::inspect::{self, CursorRow, EventRow, SessionRow};
+use session_awareness_core::inspect::{self, EventRow, InspectedCursor, SessionRow};
 use session_awareness_core::system_now;
-use session_awareness_core::{Hooks, Notice, Options, Provenance, RecordInput, Store};
+use session_awareness_core::{CursorRow, Hooks, Notice, Options, Provenance, RecordInput, Store};
 
 const PARENT: &str = "agent:main:main";
 const CHILD: &str = "agent:main:subagent:c";
@@ -167,14 +167,17 @@ fn reports_a_closed_database_exactly_and_leaves_it_untouched() {
             session("global", "main", 4, 1, 4),
         ]
     );
-    let cursor = |target: &str, l: i64, n: i64, m: i64, version: i64, lag: i64| CursorRow {
-        watcher_key: PARENT.into(),
-        target_key: target.into(),
-        last_seen: l,
-        notified: n,
-        material: m,
-        provenance: "explicit".into(),
-        updated_at: now,
+    let cursor = |target: &str, l: i64, n: i64, m: i64, version: i64, lag: i64| InspectedCursor {
+        row: CursorRow {
+            watcher: PARENT.into(),
+            target: target.into(),
+            last_seen: l,
+            notified: n,
+            material: m,
+            provenance: "explicit".into(),
+            scope: None,
+            updated_at: now,
+        },
         target_version: version,
         lag,
         pending: n != l,

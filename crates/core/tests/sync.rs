@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use session_awareness_core::{
-    cursors, Hooks, Notice, Options, Provenance, RecordInput, Store, WakeRequest, WakeSink,
+    Hooks, Notice, Options, Provenance, RecordInput, Store, WakeRequest, WakeSink,
 };
 
 const W: &str = "agent:main:main";
@@ -380,12 +380,19 @@ fn concurrent_drains_in_two_stores_deliver_each_notice_once() {
         // The chain of positions: it starts where the watch seeded the cursor, and each later
         // one (and the final acknowledged one) is an event of the target.
         assert_eq!(ls.first(), Some(&0), "{t}");
-        let c = cursors::get(&reader, W, t).unwrap().unwrap();
-        assert_eq!(c.notified, c.last_seen);
-        assert_eq!(c.material, c.last_seen);
+        let (last_seen, notified, material): (i64, i64, i64) = reader
+            .query_row(
+                "SELECT last_seen_sequence, notified_sequence, material_sequence \
+                 FROM session_watch_cursors WHERE watcher_session_key = ?1 AND target_session_key = ?2",
+                [W, t.as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(notified, last_seen);
+        assert_eq!(material, last_seen);
         let events = recorder.changes_since(t, 0.0, None, Some(200.0)).unwrap();
         let seqs: HashSet<i64> = events.events.iter().map(|e| e.sequence()).collect();
-        for l in ls.iter().skip(1).chain([&c.last_seen]) {
+        for l in ls.iter().skip(1).chain([&last_seen]) {
             assert!(seqs.contains(l), "{t}: position {l} is not an event");
         }
     }

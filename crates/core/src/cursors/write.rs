@@ -4,13 +4,10 @@
 
 use std::sync::Arc;
 
-use rusqlite::{params, Connection};
-
 use super::{Pending, Provenance};
 use crate::error::Result;
 use crate::rows::Rows;
 use crate::rules::Positions;
-use crate::sqlite::inert::{live_cursor, within_head};
 
 /// How `watch` registers a cursor (semantics.md#cursors-seed, semantics.md#cursors-scope).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,61 +104,36 @@ pub(crate) fn material_insert<R: Rows + ?Sized>(
     }))
 }
 
-/// `watch` (semantics.md#cursors-seed, semantics.md#cursors-scope): seeds at `head` when there
-/// is no cursor, or when `o.scope` is given and the cursor is bound to another scope (or none);
-/// otherwise refreshes `updated_at` (unless `o.refresh` is false) and promotes `ambient-group`
+/// `watch` (semantics.md#cursors-seed, semantics.md#cursors-scope) of `target`, whose own
+/// agent is `agent`: seeds at the target's head when there is no cursor, or when `o.scope` is
+/// given and the cursor is bound to another scope (or none); otherwise refreshes `updated_at` (unless `o.refresh` is false) and promotes `ambient-group`
 /// to `explicit` (never the reverse). Returns true when it seeded: a notice the pair had
 /// pending must then be dropped. The call names the pair explicitly, so an inert row of the
 /// pair (semantics.md#storage) is replaced by a seeded cursor, as if there were none.
-pub fn watch(
-    conn: &Connection,
+pub(crate) fn watch<R: Rows + ?Sized>(
+    rows: &mut R,
     watcher: &str,
     target: &str,
-    head: i64,
+    agent: &str,
     o: &WatchOptions,
     now: i64,
 ) -> Result<bool> {
-    let updated = conn
-        .prepare_cached(concat!(
-            "UPDATE session_watch_cursors SET \
-                 updated_at = CASE WHEN ?5 THEN ?3 ELSE updated_at END, \
-                 provenance = CASE WHEN ?4 = 'explicit' THEN 'explicit' ELSE provenance END \
-                 WHERE watcher_session_key = ?1 AND target_session_key = ?2 \
-                 AND (?6 IS NULL OR watcher_store_path IS ?6) AND ",
-            live_cursor!(),
-            within_head!()
-        ))?
-        .execute(params![
-            watcher,
-            target,
-            now,
-            o.provenance.as_str(),
-            o.refresh,
-            o.scope
-        ])?;
-    if updated == 1 {
-        return Ok(false);
+    if let Some(c) = super::live(rows, watcher, target)? {
+        if o.scope.is_none() || c.scope == o.scope {
+            let provenance = match o.provenance {
+                Provenance::Explicit => Provenance::Explicit,
+                Provenance::AmbientGroup => c.provenance,
+            };
+            let updated_at = if o.refresh { now } else { c.updated_at };
+            if (provenance, updated_at) != (c.provenance, c.updated_at) {
+                rows.touch_cursor(watcher, target, provenance, updated_at)?;
+            }
+            return Ok(false);
+        }
     }
+    let head = rows.head(target, agent)?.last_sequence;
     let at = Positions::seeded(head);
-    conn.prepare_cached(
-        "INSERT INTO session_watch_cursors (watcher_session_key, target_session_key, \
-         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
-         watcher_store_path) VALUES (?1, ?2, ?3, ?7, ?8, ?4, ?5, ?6) \
-         ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
-         last_seen_sequence = excluded.last_seen_sequence, notified_sequence = excluded.notified_sequence, \
-         material_sequence = excluded.material_sequence, provenance = excluded.provenance, \
-         updated_at = excluded.updated_at, watcher_store_path = coalesce(?6, watcher_store_path)",
-    )?
-    .execute(params![
-        watcher,
-        target,
-        at.last_seen,
-        o.provenance.as_str(),
-        now,
-        o.scope,
-        at.notified,
-        at.material
-    ])?;
+    rows.put_cursor(watcher, target, at, o.provenance, o.scope.as_deref(), now)?;
     Ok(true)
 }
 

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use crate::error::{DbFailure, Error, Result};
 use crate::event::{StateEvent, ValidEvent};
 use crate::keys::{self, SessionKey};
-use crate::rows::{Cursor, Inserted, Pending, Provenance, Rows};
+use crate::log::Head;
+use crate::postgres::rows::outside_the_write_flow;
+use crate::rows::{Cursor, Expired, Inserted, Pending, Provenance, Rows};
 use crate::rules::{self, Positions};
 
 /// One cursor row as the group sees it.
@@ -330,6 +332,68 @@ impl Rows for Overlay {
             rows.iter()
                 .any(|(w, c)| w != target && Self::live(c, bound))
         }))
+    }
+
+    fn head(&mut self, _session_key: &str, _agent_id: &str) -> Result<Head> {
+        // The group holds its heads' versions, not their watermarks.
+        Err(outside_the_write_flow("head"))
+    }
+
+    fn set_positions(
+        &mut self,
+        _watcher: &str,
+        _target: &str,
+        _last_seen: i64,
+        _notified: i64,
+        _now: i64,
+    ) -> Result<()> {
+        Err(outside_the_write_flow("set_positions"))
+    }
+
+    fn touch_cursor(
+        &mut self,
+        _watcher: &str,
+        _target: &str,
+        _provenance: Provenance,
+        _updated_at: i64,
+    ) -> Result<()> {
+        Err(outside_the_write_flow("touch_cursor"))
+    }
+
+    fn delete_cursor(&mut self, _watcher: &str, _target: &str) -> Result<bool> {
+        Err(outside_the_write_flow("delete_cursor"))
+    }
+
+    fn delete_cursors_of(&mut self, _key: &str) -> Result<usize> {
+        Err(outside_the_write_flow("delete_cursors_of"))
+    }
+
+    fn delete_cursors_on(&mut self, _key: &str) -> Result<usize> {
+        Err(outside_the_write_flow("delete_cursors_on"))
+    }
+
+    fn delete_events(&mut self, _session_key: &str, _agent_id: &str) -> Result<()> {
+        Err(outside_the_write_flow("delete_events"))
+    }
+
+    fn watchers_behind(&mut self) -> Result<Vec<String>> {
+        Err(outside_the_write_flow("watchers_behind"))
+    }
+
+    fn pending_of(&mut self, _watcher: &str) -> Result<Vec<Pending>> {
+        Err(outside_the_write_flow("pending_of"))
+    }
+
+    fn on_target(&mut self, _target: &str) -> Result<Vec<Pending>> {
+        Err(outside_the_write_flow("on_target"))
+    }
+
+    fn refreeze(&mut self, _only: Option<&[String]>) -> Result<Vec<Pending>> {
+        Err(outside_the_write_flow("refreeze"))
+    }
+
+    fn expire_cursors(&mut self, _cutoff: i64, _after: i64, _span: i64) -> Result<Expired> {
+        Err(outside_the_write_flow("expire_cursors"))
     }
 
     fn savepoint(&mut self) -> Result<()> {

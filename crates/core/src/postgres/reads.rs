@@ -11,7 +11,7 @@ use crate::log::{self, Changes};
 use crate::postgres::rows::{block, event_of, EVENT_COLUMNS};
 use crate::postgres::PgStore;
 use crate::read_event::ChangeEvent;
-use crate::sqlite::cursor_rows::CursorRow;
+use crate::shapes::CursorRow;
 
 const HEAD: &str = "SELECT last_sequence, pruned_max_sequence FROM __SCHEMA__.session_state_heads \
      WHERE session_key = $1 AND agent_id = $2";

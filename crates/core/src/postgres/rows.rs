@@ -20,9 +20,10 @@ use tokio_postgres::{Client, Statement};
 use crate::error::{Error, Result};
 use crate::event::{ActorType, EventKind, StateEvent, ValidEvent};
 use crate::keys::{self, SessionKey};
+use crate::log::Head;
 use crate::options::SchemaName;
 use crate::postgres::conn::Target;
-use crate::rows::{Cursor, Inserted, Pending, Provenance, Rows};
+use crate::rows::{Cursor, Expired, Inserted, Pending, Provenance, Rows};
 use crate::rules::{self, Positions};
 
 /// The columns of an event row, in the order [`event_of`] reads them.
@@ -78,6 +79,18 @@ const IS_WATCHED: &str = "SELECT EXISTS (SELECT 1 FROM __SCHEMA__.session_watch_
      AND greatest(c.last_seen_sequence, c.notified_sequence, c.material_sequence) <= \
      coalesce((SELECT h.last_sequence FROM __SCHEMA__.session_state_heads h \
      WHERE h.session_key = $1 AND h.agent_id = $2::text), 0))";
+
+const HEAD: &str = "SELECT last_sequence, pruned_max_sequence FROM __SCHEMA__.session_state_heads \
+     WHERE session_key = $1 AND agent_id = $2";
+
+/// The answer of a [`Rows`] method that only the cursor calls use: the PostgreSQL store runs
+/// those with statements of their own, never through a record's rows.
+pub(crate) fn outside_the_write_flow(method: &str) -> Error {
+    Error::db(
+        crate::error::DbFailure::Other,
+        format!("{method} is not an operation of a record's write"),
+    )
+}
 
 /// A parameter held until its statement is sent.
 type Param = Box<dyn ToSql + Sync + Send>;
@@ -446,6 +459,76 @@ impl Rows for PgRows<'_> {
         let tx = self.tx;
         let row = self.send(tx.query_one(&st, &[&target, &agent]))?;
         row.try_get(0).map_err(|e| self.error(&e))
+    }
+
+    fn head(&mut self, session_key: &str, agent_id: &str) -> Result<Head> {
+        let st = self.prepared(HEAD)?;
+        let tx = self.tx;
+        let row = self.send(tx.query_opt(&st, &[&session_key, &agent_id]))?;
+        match row {
+            None => Ok(Head::default()),
+            Some(r) => Ok(Head {
+                last_sequence: r.try_get(0).map_err(|e| self.error(&e))?,
+                pruned_max_sequence: r.try_get(1).map_err(|e| self.error(&e))?,
+            }),
+        }
+    }
+
+    fn set_positions(
+        &mut self,
+        _watcher: &str,
+        _target: &str,
+        _last_seen: i64,
+        _notified: i64,
+        _now: i64,
+    ) -> Result<()> {
+        Err(outside_the_write_flow("set_positions"))
+    }
+
+    fn touch_cursor(
+        &mut self,
+        _watcher: &str,
+        _target: &str,
+        _provenance: Provenance,
+        _updated_at: i64,
+    ) -> Result<()> {
+        Err(outside_the_write_flow("touch_cursor"))
+    }
+
+    fn delete_cursor(&mut self, _watcher: &str, _target: &str) -> Result<bool> {
+        Err(outside_the_write_flow("delete_cursor"))
+    }
+
+    fn delete_cursors_of(&mut self, _key: &str) -> Result<usize> {
+        Err(outside_the_write_flow("delete_cursors_of"))
+    }
+
+    fn delete_cursors_on(&mut self, _key: &str) -> Result<usize> {
+        Err(outside_the_write_flow("delete_cursors_on"))
+    }
+
+    fn delete_events(&mut self, _session_key: &str, _agent_id: &str) -> Result<()> {
+        Err(outside_the_write_flow("delete_events"))
+    }
+
+    fn watchers_behind(&mut self) -> Result<Vec<String>> {
+        Err(outside_the_write_flow("watchers_behind"))
+    }
+
+    fn pending_of(&mut self, _watcher: &str) -> Result<Vec<Pending>> {
+        Err(outside_the_write_flow("pending_of"))
+    }
+
+    fn on_target(&mut self, _target: &str) -> Result<Vec<Pending>> {
+        Err(outside_the_write_flow("on_target"))
+    }
+
+    fn refreeze(&mut self, _only: Option<&[String]>) -> Result<Vec<Pending>> {
+        Err(outside_the_write_flow("refreeze"))
+    }
+
+    fn expire_cursors(&mut self, _cutoff: i64, _after: i64, _span: i64) -> Result<Expired> {
+        Err(outside_the_write_flow("expire_cursors"))
     }
 
     fn savepoint(&mut self) -> Result<()> {

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
-use rusqlite::Connection;
+/// The SQLite connection, for the façade's SQLite branch (`Store::with_conn`).
+pub(crate) use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::sqlite::exclusive::FileGuard;

@@ -5,28 +5,8 @@ use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 
 use crate::error::Result;
+use crate::shapes::CursorRow;
 use crate::sqlite::inert;
-
-/// One cursor row, every column as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CursorRow {
-    /// The watching session.
-    pub watcher: String,
-    /// The watched session.
-    pub target: String,
-    /// L: the acknowledged position.
-    pub last_seen: i64,
-    /// N: the frozen notified position.
-    pub notified: i64,
-    /// M: the latest material event.
-    pub material: i64,
-    /// The provenance, as stored.
-    pub provenance: String,
-    /// The watcher's scope (OpenClaw's `watcher_store_path`), when the row has one.
-    pub scope: Option<String>,
-    /// Last write of the row (epoch ms).
-    pub updated_at: i64,
-}
 
 fn text(v: ValueRef<'_>) -> Option<String> {
     match v {

@@ -20,8 +20,13 @@ use crate::error::{Error, Result};
 use crate::keys;
 use crate::log::check_after;
 use crate::queue::Notice;
-use crate::read_event::{self, ChangeEvent};
+use crate::read_event::ChangeEvent;
+use crate::shapes::CursorRow;
 use crate::sqlite::inert::{lossy_integer, lossy_opt_text, lossy_text};
+use crate::sqlite::read_event;
+
+mod cursors;
+use cursors::cursors;
 
 /// The tables of the schema (semantics.md#storage), in the order the report names them.
 pub const TABLES: [&str; 4] = [
@@ -84,23 +89,12 @@ pub struct SessionRow {
     pub earliest_retained_sequence: Option<i64>,
 }
 
-/// One row of `session_watch_cursors`, with the target's version and the watcher's lag.
+/// One row of `session_watch_cursors` as stored (the row `cursor_rows` returns), with the
+/// target's version and the watcher's lag.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CursorRow {
-    /// The watching session.
-    pub watcher_key: String,
-    /// The watched session.
-    pub target_key: String,
-    /// L: the acknowledged position.
-    pub last_seen: i64,
-    /// N: the frozen notified position.
-    pub notified: i64,
-    /// M: the latest material event.
-    pub material: i64,
-    /// The provenance, as stored.
-    pub provenance: String,
-    /// Last seed, material update, acknowledge or re-watch (epoch ms).
-    pub updated_at: i64,
+pub struct InspectedCursor {
+    /// The row as stored.
+    pub row: CursorRow,
     /// The target's state version (under the target key's own agent).
     pub target_version: i64,
     /// Retained events of the target after L: what the watcher has not acknowledged yet.
@@ -109,6 +103,17 @@ pub struct CursorRow {
     /// (semantics.md#storage: a bare, empty or self pair, an unknown provenance, a value the store never
     /// writes, a position above the target's version) never has one.
     pub pending: bool,
+}
+
+impl InspectedCursor {
+    /// The fields `inspectDatabase` shows of each cursor, in the JavaScript API's spelling:
+    /// the row's ([`CursorRow::FIELDS`]) but its scope, then the three figures.
+    pub fn fields() -> Vec<&'static str> {
+        let row = CursorRow::FIELDS.iter().filter(|f| **f != "scope");
+        row.copied()
+            .chain(["targetVersion", "lag", "pending"])
+            .collect()
+    }
 }
 
 /// How many rows each table holds (0 for a missing table).
@@ -144,7 +149,7 @@ pub struct Inspection {
     /// Every head, by session key then agent.
     pub sessions: Vec<SessionRow>,
     /// Every cursor, by watcher then target.
-    pub cursors: Vec<CursorRow>,
+    pub cursors: Vec<InspectedCursor>,
     /// The notices the cursor rows leave pending, in the order a gateway-start sweep
     /// re-queues them (ascending N).
     pub pending_notices: Vec<Notice>,
@@ -242,17 +247,18 @@ pub fn inspect(path: &str) -> Result<Inspection> {
         pending_notices: Vec::new(),
     };
     tx.finish().map_err(on_err)?;
-    let mut pending: Vec<&CursorRow> = report.cursors.iter().filter(|c| c.pending).collect();
+    let mut pending: Vec<&CursorRow> = report
+        .cursors
+        .iter()
+        .filter(|c| c.pending)
+        .map(|c| &c.row)
+        .collect();
     pending.sort_by(|a, b| {
-        (a.notified, &a.watcher_key, &a.target_key).cmp(&(
-            b.notified,
-            &b.watcher_key,
-            &b.target_key,
-        ))
+        (a.notified, &a.watcher, &a.target).cmp(&(b.notified, &b.watcher, &b.target))
     });
     let pending_notices = pending
         .into_iter()
-        .map(|c| Notice::new(&c.watcher_key, &c.target_key, c.last_seen, None))
+        .map(|c| Notice::new(&c.watcher, &c.target, c.last_seen, None))
         .collect();
     Ok(Inspection {
         pending_notices,
@@ -492,97 +498,6 @@ fn sessions(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<SessionRow>> {
             })
         })?
         .collect()
-}
-
-/// Every cursor row.
-const CURSORS: &str = concat!(
-    "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
-     notified_sequence, material_sequence, provenance, updated_at, coalesce((",
-    crate::sqlite::inert::live_cursor!(),
-    "9223372036854775807)), 0) \
-     FROM session_watch_cursors ORDER BY watcher_session_key, target_session_key"
-);
-
-/// Every cursor row of a file without the provenance column, with the provenance the store's
-/// upgrade gives it: `ambient-group` when an ambient-group sentinel row (OpenClaw's encoding
-/// before the column) names it, else `explicit`.
-const CURSORS_BEFORE_PROVENANCE: &str = "SELECT watcher_session_key, target_session_key, \
-     last_seen_sequence, notified_sequence, material_sequence, \
-     CASE WHEN EXISTS (SELECT 1 FROM session_watch_cursors s \
-       WHERE s.watcher_session_key = 'ambient-group-watch:' || lower(hex(c.watcher_session_key)) \
-       AND s.target_session_key = c.target_session_key) \
-     THEN 'ambient-group' ELSE 'explicit' END, updated_at, \
-     coalesce(session_state_live(watcher_session_key, target_session_key, last_seen_sequence, \
-       notified_sequence, material_sequence, 'explicit', updated_at, 9223372036854775807), 0) \
-     FROM session_watch_cursors c ORDER BY watcher_session_key, target_session_key";
-
-fn cursors(
-    conn: &Connection,
-    has_events: bool,
-    has_heads: bool,
-) -> rusqlite::Result<Vec<CursorRow>> {
-    // A file of OpenClaw's first generations has no provenance column yet (the store appends
-    // it when it opens the file): show what the store will read there.
-    let has_provenance: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM pragma_table_xinfo('session_watch_cursors') \
-         WHERE name = 'provenance')",
-        [],
-        |r| r.get(0),
-    )?;
-    let mut live = Vec::new();
-    let mut stmt = if has_provenance {
-        conn.prepare(CURSORS)?
-    } else {
-        conn.prepare(CURSORS_BEFORE_PROVENANCE)?
-    };
-    let mut rows: Vec<CursorRow> = stmt
-        .query_map([], |r| {
-            live.push(r.get::<_, bool>(7)?);
-            let (last_seen, notified) =
-                (lossy_integer(r.get_ref(2)?), lossy_integer(r.get_ref(3)?));
-            Ok(CursorRow {
-                watcher_key: lossy_text(r.get_ref(0)?),
-                target_key: lossy_text(r.get_ref(1)?),
-                last_seen,
-                notified,
-                material: lossy_integer(r.get_ref(4)?),
-                provenance: lossy_text(r.get_ref(5)?),
-                updated_at: lossy_integer(r.get_ref(6)?),
-                target_version: 0,
-                lag: 0,
-                pending: notified != last_seen,
-            })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    for (c, live) in rows.iter_mut().zip(live) {
-        // Cursors only exist on agent-qualified targets, whose events carry the key's agent.
-        let agent = keys::resolve_agent(&c.target_key, None).unwrap_or_else(|_| "main".into());
-        if has_heads {
-            c.target_version = conn
-                .query_row(
-                    "SELECT last_sequence FROM session_state_heads \
-                     WHERE session_key = ?1 AND agent_id = ?2",
-                    params![c.target_key, agent],
-                    |r| Ok(lossy_integer(r.get_ref(0)?)),
-                )
-                .optional()?
-                .unwrap_or(0);
-        }
-        if has_events {
-            c.lag = conn.query_row(
-                "SELECT count(*) FROM session_state_events \
-                 WHERE session_key = ?1 AND agent_id = ?2 AND sequence > ?3",
-                params![c.target_key, agent, c.last_seen],
-                |r| r.get(0),
-            )?;
-        }
-        let (lo, hi) = (
-            c.last_seen.min(c.notified).min(c.material),
-            c.last_seen.max(c.notified).max(c.material),
-        );
-        c.pending = c.pending && live && lo >= 0 && hi <= c.target_version;
-    }
-    Ok(rows)
 }
 
 #[cfg(test)]

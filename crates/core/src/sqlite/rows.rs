@@ -12,14 +12,13 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::error::{Error, Result};
 use crate::event::ValidEvent;
 use crate::keys::SessionKey;
+use crate::log::Head;
 use crate::rows::{Cursor, Pending, Provenance};
-use crate::rows::{Inserted, Rows};
+use crate::rows::{Expired, Inserted, Rows};
 use crate::rules::Positions;
 use crate::sqlite::inert::{self, live_cursor, within_head};
-
-/// The columns of an event row, in the order [`inert::event_of`] reads them.
-pub(crate) const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, kind, actor_type, \
-     actor_id, run_id, session_id, occurred_at, summary, payload_json";
+use crate::sqlite::log::{self, EVENT_COLUMNS};
+use crate::sqlite::rows_cursors::{self, provenance_col, scope_col};
 
 /// [`Rows`] over a connection inside the caller's open transaction. It derefs to the
 /// connection, so a write of SQLite's own parts (an adopted session's link) joins the same
@@ -41,22 +40,6 @@ impl Deref for SqliteRows<'_> {
     fn deref(&self) -> &Connection {
         self.conn
     }
-}
-
-/// The stored provenance, when it is one the store knows.
-pub(crate) fn provenance_col(s: String) -> rusqlite::Result<Provenance> {
-    Provenance::parse(&s).map_err(|_| {
-        rusqlite::Error::FromSqlConversionFailure(
-            0,
-            rusqlite::types::Type::Text,
-            "unknown provenance".into(),
-        )
-    })
-}
-
-/// The scope column read from a row: text, else none (NULL, or a value another writer left).
-pub(crate) fn scope_col(v: rusqlite::types::ValueRef<'_>) -> Option<Arc<str>> {
-    inert::text(v).map(Arc::from)
 }
 
 impl Rows for SqliteRows<'_> {
@@ -325,6 +308,67 @@ impl Rows for SqliteRows<'_> {
                 " LIMIT 1"
             ))?
             .exists([target])?)
+    }
+
+    fn head(&mut self, session_key: &str, agent_id: &str) -> Result<Head> {
+        log::head(self.conn, session_key, agent_id)
+    }
+
+    fn set_positions(
+        &mut self,
+        watcher: &str,
+        target: &str,
+        last_seen: i64,
+        notified: i64,
+        now: i64,
+    ) -> Result<()> {
+        rows_cursors::set_positions(self.conn, watcher, target, last_seen, notified, now)
+    }
+
+    fn touch_cursor(
+        &mut self,
+        watcher: &str,
+        target: &str,
+        provenance: Provenance,
+        updated_at: i64,
+    ) -> Result<()> {
+        rows_cursors::touch(self.conn, watcher, target, provenance, updated_at)
+    }
+
+    fn delete_cursor(&mut self, watcher: &str, target: &str) -> Result<bool> {
+        rows_cursors::delete(self.conn, watcher, target)
+    }
+
+    fn delete_cursors_of(&mut self, key: &str) -> Result<usize> {
+        rows_cursors::delete_watcher(self.conn, key)
+    }
+
+    fn delete_cursors_on(&mut self, key: &str) -> Result<usize> {
+        rows_cursors::delete_target(self.conn, key)
+    }
+
+    fn delete_events(&mut self, session_key: &str, agent_id: &str) -> Result<()> {
+        log::delete_session(self.conn, session_key, agent_id)
+    }
+
+    fn watchers_behind(&mut self) -> Result<Vec<String>> {
+        rows_cursors::watchers_behind(self.conn)
+    }
+
+    fn pending_of(&mut self, watcher: &str) -> Result<Vec<Pending>> {
+        rows_cursors::pending_of(self.conn, watcher)
+    }
+
+    fn on_target(&mut self, target: &str) -> Result<Vec<Pending>> {
+        rows_cursors::on_target(self.conn, target)
+    }
+
+    fn refreeze(&mut self, only: Option<&[String]>) -> Result<Vec<Pending>> {
+        rows_cursors::refreeze(self.conn, only)
+    }
+
+    fn expire_cursors(&mut self, cutoff: i64, after: i64, span: i64) -> Result<Expired> {
+        rows_cursors::expire_chunk(self.conn, cutoff, after, span)
     }
 
     fn savepoint(&mut self) -> Result<()> {

@@ -159,12 +159,12 @@ fn wal_mode(conn: &Connection, busy_timeout_ms: u32) -> Result<String> {
 
 /// Creates the missing tables and upgrades the existing ones, inside the caller's transaction.
 fn install(conn: &Connection) -> Result<()> {
-    let own = crate::lease::before_install(conn)?;
+    let own = crate::sqlite::lease::before_install(conn)?;
     conn.execute_batch(SHARED_TABLES)?;
-    crate::lease::install(conn, own)?;
+    crate::sqlite::lease::install(conn, own)?;
     upgrade::upgrade(conn)?;
-    // The upstream link table and its generations are the upstream module's.
-    crate::upstream::links::ensure_table(conn)
+    // The upstream link table and its generations.
+    crate::sqlite::links::ensure_table(conn)
 }
 
 #[cfg(unix)]

@@ -9,12 +9,11 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use rusqlite::TransactionBehavior;
 use serde_json::{json, Map, Value};
 use tokio::task::AbortHandle;
 
-use super::classify::{cap_text, classify_value, LineClass, HUMAN_TEXT_CAP};
-use super::links::{self, Link, OWN_MESSAGES_KEPT};
+use super::classify::{classify_value, LineClass};
+use super::links::{Link, LinkRows};
 use super::normalize::is_self_echo;
 use super::scanner::LineScanner;
 use crate::error::{Error, Result};
@@ -173,7 +172,7 @@ impl Monitor {
                 ..Default::default()
             },
             now,
-            |tx| links::put(tx, &link, now),
+            |tx| tx.put_link(&link, now),
         )?;
         self.state.lock().scanners.remove(session_key);
         Ok(event)
@@ -181,7 +180,7 @@ impl Monitor {
 
     /// The link of an adopted session, if any.
     pub(crate) fn link(&self, session_key: &str) -> Result<Option<Link>> {
-        self.recorder.db.with(|conn| links::get(conn, session_key))
+        self.recorder.db.with(|conn| conn.link(session_key))
     }
 
     /// Remembers a user message the gateway itself sent into an adopted session, so its echo
@@ -194,18 +193,9 @@ impl Monitor {
         now: i64,
     ) -> Result<()> {
         keys::SessionKey::parse(session_key)?;
-        self.recorder.db.with(|conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            if let Some(mut link) = links::get(&tx, session_key)? {
-                link.own_messages
-                    .push(cap_text(text, HUMAN_TEXT_CAP).to_owned());
-                let excess = link.own_messages.len().saturating_sub(OWN_MESSAGES_KEPT);
-                link.own_messages.drain(..excess);
-                links::put(&tx, &link, now)?;
-            }
-            tx.commit()?;
-            Ok(())
-        })
+        self.recorder
+            .db
+            .with(|conn| conn.update_link(session_key, now, &mut |link| link.note_own(text)))
     }
 
     /// Records the outcome of a failed check; the third in a row records `upstream_missing`
@@ -213,7 +203,7 @@ impl Monitor {
     fn upstream_failed(&self, mut link: Link, now: i64) -> Result<Option<StateEvent>> {
         link.failure_count += 1;
         if link.failure_count < MISSING_AFTER_FAILURES {
-            self.recorder.db.with(|conn| links::put(conn, &link, now))?;
+            self.recorder.db.with(|conn| conn.put_link(&link, now))?;
             return Ok(None);
         }
         let event = self.recorder.record_with(
@@ -227,7 +217,7 @@ impl Monitor {
                 ..Default::default()
             },
             now,
-            |tx| links::delete(tx, &link.session_key, &link.agent_id).map(drop),
+            |tx| tx.delete_link(&link.session_key, &link.agent_id).map(drop),
         )?;
         self.state.lock().scanners.remove(&link.session_key);
         Ok(event)
@@ -258,7 +248,7 @@ impl Monitor {
                 ..Default::default()
             },
             now,
-            |tx| links::put(tx, link, now),
+            |tx| tx.put_link(link, now),
         )
     }
 
@@ -315,7 +305,7 @@ impl Monitor {
             }
             return self.record_human_turns(&link, turns, extra, None, now);
         }
-        self.recorder.db.with(|conn| links::put(conn, &link, now))?;
+        self.recorder.db.with(|conn| conn.put_link(&link, now))?;
         Ok(None)
     }
 
@@ -324,7 +314,7 @@ impl Monitor {
     /// partial last line waits; the non-echo human turns of the interval become one
     /// `human_direct_message`. Returns the events recorded.
     pub(crate) fn scan(&self, now: i64) -> Result<Vec<StateEvent>> {
-        let watched = self.recorder.db.with(|conn| links::watched_local(conn))?;
+        let watched = self.recorder.db.with(|conn| conn.watched_local_links())?;
         let mut out = Vec::new();
         for link in watched {
             match self.scan_one(link, now) {
@@ -403,7 +393,7 @@ impl Monitor {
             self.record_human_turns(&link, turns, Map::new(), Some(dedupe), now)?
         } else {
             if changed {
-                self.recorder.db.with(|conn| links::put(conn, &link, now))?;
+                self.recorder.db.with(|conn| conn.put_link(&link, now))?;
             }
             None
         };
