@@ -20,7 +20,7 @@ use crate::group::{self, WrittenItem};
 use crate::options::SchemaName;
 use crate::postgres::conn::Target;
 use crate::postgres::overlay::{heads_of, CursorState, Overlay};
-use crate::postgres::rows::{event_of, PgRows};
+use crate::postgres::rows::{event_of, PgRows, BEGIN};
 use crate::record::WriteRules;
 use crate::rows::Provenance;
 use crate::rules::Positions;
@@ -85,15 +85,10 @@ pub(crate) fn write(
     valid: Vec<(usize, ValidEvent, i64)>,
 ) -> std::result::Result<Vec<WrittenItem>, Fallback> {
     let mut rows = PgRows::new(client, statements, schema, target, false);
-    let prepared = (|| -> Result<_> {
-        Ok([
-            rows.prepared(LOCK_HEADS)?,
-            rows.prepared(FETCH_CURSORS)?,
-            rows.prepared(FETCH_DEDUPE)?,
-            rows.prepared(DRAW)?,
-        ])
-    })();
-    let [lock, fetch_cursors, fetch_dedupe, draw] = prepared.map_err(Fallback::Fail)?;
+    let lock = rows.prepared(LOCK_HEADS).map_err(Fallback::Fail)?;
+    let fetch_cursors = rows.prepared(FETCH_CURSORS).map_err(Fallback::Fail)?;
+    let fetch_dedupe = rows.prepared(FETCH_DEDUPE).map_err(Fallback::Fail)?;
+    let draw = rows.prepared(DRAW).map_err(Fallback::Fail)?;
     let heads = heads_of(valid.iter().map(|(_, v, _)| v));
     let (keys, agents): (Vec<String>, Vec<String>) = heads.into_iter().unzip();
     let now = valid.iter().map(|(_, _, now)| *now).max().unwrap_or(0);
@@ -113,7 +108,7 @@ pub(crate) fn write(
 
     // 1. BEGIN, the heads, what the group can read and its sequences, in one pipeline: the
     // server runs them in order, so the sequences are drawn once the heads are held.
-    rows.hold_simple("BEGIN");
+    rows.hold_simple(BEGIN);
     let (locked, cursors, dedupe, drawn) = rows
         .send(async {
             Ok(join4(

@@ -15,9 +15,12 @@ use crate::group::{self, copy};
 use crate::metrics::{Count, Hist};
 use crate::postgres::batch::{self, Fallback, DROP_EMPTY_HEADS, LOCK_HEADS};
 use crate::postgres::overlay::heads_of;
-use crate::postgres::rows::{block, PgRows};
+use crate::postgres::rows::{block, PgRows, BEGIN};
 use crate::postgres::PgStore;
 use crate::record::{WriteRules, Written};
+
+const COMMIT: &str = "COMMIT";
+const ROLLBACK: &str = "ROLLBACK";
 
 impl PgStore {
     /// [`crate::Store::record`]: a group of one.
@@ -190,7 +193,7 @@ fn write_each_alone(
     let mut rows = PgRows::new(client, statements, schema, target, single);
     let lock = rows.prepared(LOCK_HEADS)?;
     // BEGIN and the head locks in one round trip.
-    rows.hold_simple("BEGIN");
+    rows.hold_simple(BEGIN);
     let locked = rows.send(client.query(&lock, &[&keys, &agents, &now]))?;
     let created = locked
         .iter()
@@ -203,11 +206,11 @@ fn write_each_alone(
         )?;
     }
     // A group of one has no savepoint: its failure rolls the transaction back.
-    let end = if single && written.iter().any(|(_, _, r)| r.is_err()) {
-        "ROLLBACK"
+    let sql = if single && written.iter().any(|(_, _, r)| r.is_err()) {
+        ROLLBACK
     } else {
-        "COMMIT"
+        COMMIT
     };
-    rows.send(client.batch_execute(end))?;
+    rows.send(client.batch_execute(sql))?;
     Ok(written)
 }

@@ -26,10 +26,6 @@ use crate::postgres::conn::Target;
 use crate::rows::{Cursor, Expired, Inserted, Pending, Provenance, Rows};
 use crate::rules::{self, Positions};
 
-/// The columns of an event row, in the order [`event_of`] reads them.
-pub(crate) const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, kind, actor_type, \
-     actor_id, run_id, session_id, occurred_at, summary, payload_json";
-
 const INSERT_EVENT: &str = "INSERT INTO __SCHEMA__.session_state_events (dedupe_key, session_key, \
      session_id, agent_id, kind, actor_type, actor_id, run_id, occurred_at, summary, payload_json) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
@@ -91,6 +87,11 @@ pub(crate) fn outside_the_write_flow(method: &str) -> Error {
         format!("{method} is not an operation of a record's write"),
     )
 }
+
+/// The transaction statements the engine sends (held, or with the last writes).
+pub(crate) const BEGIN: &str = "BEGIN";
+const SAVEPOINT: &str = "SAVEPOINT event";
+const RELEASE: &str = "RELEASE event";
 
 /// A parameter held until its statement is sent.
 type Param = Box<dyn ToSql + Sync + Send>;
@@ -166,7 +167,7 @@ impl<'t> PgRows<'t> {
         let held = std::mem::take(&mut self.held);
         if held
             .iter()
-            .any(|h| matches!(h, Held::Simple(s) if s.starts_with("SAVEPOINT")))
+            .any(|h| matches!(h, Held::Simple(s) if *s == SAVEPOINT))
         {
             self.savepoint_sent = true;
         }
@@ -202,7 +203,8 @@ pub(crate) fn block<F: std::future::Future>(fut: F) -> F::Output {
     crate::runtime::handle().block_on(fut)
 }
 
-/// An event row (columns as [`EVENT_COLUMNS`]) as the event `record` returned, or `None` for
+/// An event row (`sequence, session_key, agent_id, kind, actor_type, actor_id, run_id,
+/// session_id, occurred_at, summary, payload_json`) as the event `record` returned, or `None` for
 /// a row this store would not write (an unknown kind or actor type).
 pub(crate) fn event_of(
     r: &tokio_postgres::Row,
@@ -533,7 +535,7 @@ impl Rows for PgRows<'_> {
 
     fn savepoint(&mut self) -> Result<()> {
         if !self.single {
-            self.held.push(Held::Simple("SAVEPOINT event"));
+            self.held.push(Held::Simple(SAVEPOINT));
         }
         Ok(())
     }
@@ -545,18 +547,18 @@ impl Rows for PgRows<'_> {
         if !self.savepoint_sent {
             // Nothing of the event reached the server: its held SAVEPOINT goes.
             self.held
-                .retain(|h| !matches!(h, Held::Simple(s) if s.starts_with("SAVEPOINT")));
+                .retain(|h| !matches!(h, Held::Simple(s) if *s == SAVEPOINT));
             return Ok(());
         }
         if self.held.iter().all(|h| matches!(h, Held::Simple(_))) {
             // Only the release is left to send: it cannot fail on its own, so it waits for
             // the next statement.
-            self.held.push(Held::Simple("RELEASE event"));
+            self.held.push(Held::Simple(RELEASE));
             self.savepoint_sent = false;
             return Ok(());
         }
         let tx = self.tx;
-        match self.send(tx.batch_execute("RELEASE event")) {
+        match self.send(tx.batch_execute(RELEASE)) {
             Ok(()) => {
                 self.savepoint_sent = false;
                 Ok(())
@@ -578,7 +580,7 @@ impl Rows for PgRows<'_> {
         if !self.savepoint_sent {
             // The SAVEPOINT was still held: nothing of the event reached the server.
             self.held
-                .retain(|h| !matches!(h, Held::Simple(s) if s.starts_with("SAVEPOINT")));
+                .retain(|h| !matches!(h, Held::Simple(s) if *s == SAVEPOINT));
             return Ok(());
         }
         // The event's held writes go unsent; a release held for the event before stays.
