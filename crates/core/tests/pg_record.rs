@@ -202,6 +202,7 @@ fn records_and_reads_as_sqlite_does() {
         (1, 3, 8)
     );
     let ten_days_later = NOW + 10 * 86_400_000;
+    // The skipped onlyIfWatched record drew no sequence: the next is 11, as on SQLite.
     let e = pg.record(human(CHILD), ten_days_later).unwrap().unwrap();
     assert_eq!(e.sequence, 11);
     assert_eq!(e.occurred_at, ten_days_later);
@@ -369,4 +370,190 @@ fn a_record_in_flight_when_its_backend_is_terminated_is_err_db_and_writes_nothin
         2
     );
     assert_eq!(store.state_version(CHILD, None).unwrap(), 2);
+}
+
+#[test]
+fn a_record_the_server_refuses_fails_alone_in_its_group() {
+    let c = cluster("rs-savepoint");
+    let store = open(&c);
+    // PostgreSQL's text cannot hold U+0000: the server refuses the row, not the store.
+    let refused = || RecordInput {
+        dedupe_key: Some("a\u{0}b".into()),
+        ..human(OTHER)
+    };
+    let out = store.record_group(vec![
+        (human(CHILD), NOW),
+        (refused(), NOW),
+        (spawned(MAIN, OTHER), NOW),
+        (refused(), NOW),
+        (human(OTHER), NOW),
+    ]);
+    let seen: Vec<String> = out
+        .iter()
+        .map(|r| match r {
+            Ok(Some(e)) => e.sequence.to_string(),
+            Ok(None) => "none".into(),
+            Err(e) => e.code().into(),
+        })
+        .collect();
+    assert_eq!(seen, ["1", "ERR_DB", "2", "ERR_DB", "3"]);
+    let rows = store.cursor_rows(Some(MAIN), None).unwrap();
+    assert_eq!(
+        (rows[0].last_seen, rows[0].notified, rows[0].material),
+        (2, 3, 3)
+    );
+    // Alone, it fails and leaves nothing; the next record goes on.
+    assert_eq!(store.record(refused(), NOW).unwrap_err().code(), "ERR_DB");
+    assert_eq!(
+        store.record(human(CHILD), NOW).unwrap().unwrap().sequence,
+        4
+    );
+    assert_eq!(
+        c.sql("SELECT string_agg(sequence::text, ',' ORDER BY sequence) FROM session_awareness.session_state_events")
+            .unwrap(),
+        "1,2,3,4"
+    );
+}
+
+#[test]
+fn history_gap_and_earliest_come_from_the_head_s_watermark() {
+    let c = cluster("rs-watermark");
+    let store = open(&c);
+    for _ in 0..4 {
+        store.record(human(CHILD), NOW).unwrap();
+    }
+    // What a prune leaves: the two oldest events gone, the head's watermark at 2.
+    c.sql(
+        "DELETE FROM session_awareness.session_state_events WHERE sequence <= 2; \
+         UPDATE session_awareness.session_state_heads SET pruned_max_sequence = 2",
+    )
+    .unwrap();
+    let d = store.changes_since(CHILD, 1.0, None, None).unwrap();
+    assert!(d.history_gap);
+    assert_eq!(d.earliest_available_sequence, 3);
+    assert_eq!(d.state_version, 4);
+    assert_eq!(
+        d.events
+            .iter()
+            .map(ChangeEvent::sequence)
+            .collect::<Vec<_>>(),
+        vec![3, 4]
+    );
+    let d = store.changes_since(CHILD, 2.0, None, None).unwrap();
+    assert!(!d.history_gap);
+    // Nothing left: earliest is the head + 1; a session never recorded answers zeroes.
+    c.sql("DELETE FROM session_awareness.session_state_events")
+        .unwrap();
+    let d = store.changes_since(CHILD, 4.0, None, None).unwrap();
+    assert_eq!((d.earliest_available_sequence, d.history_gap), (5, false));
+    let d = store.changes_since(OTHER, 0.0, None, None).unwrap();
+    assert_eq!((d.state_version, d.earliest_available_sequence), (0, 0));
+}
+
+#[test]
+fn a_record_waiting_past_the_statement_timeout_is_err_db() {
+    let c = cluster("rs-timeout");
+    let store = Store::open(
+        &format!("{}?sslmode=disable", c.url()),
+        Options {
+            statement_timeout_ms: 300,
+            ..Options::default()
+        },
+        Hooks::default(),
+    )
+    .unwrap();
+    store.record(human(CHILD), NOW).unwrap();
+    let holder = hold_head(&c, CHILD, 3000);
+    let start = std::time::Instant::now();
+    assert_eq!(
+        store.record(human(CHILD), NOW).unwrap_err().code(),
+        "ERR_DB"
+    );
+    assert!(
+        start.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        start.elapsed()
+    );
+    holder.join().unwrap();
+    // It timed out waiting for the head, before drawing a sequence.
+    assert_eq!(
+        store.record(human(CHILD), NOW).unwrap().unwrap().sequence,
+        2
+    );
+}
+
+#[test]
+fn a_per_session_follower_sees_every_event_while_two_stores_write() {
+    let c = cluster("rs-follower");
+    let writers = [open(&c), open(&c)];
+    let reader = open(&c);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let per_writer = 400;
+    let seen: Vec<i64> = thread::scope(|s| {
+        for w in &writers {
+            let done = &done;
+            s.spawn(move || {
+                for chunk in 0..per_writer / 8 {
+                    let group = (0..8).map(|_| (human(CHILD), NOW + chunk)).collect();
+                    for r in w.record_group(group) {
+                        r.unwrap().unwrap();
+                    }
+                }
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            });
+        }
+        let follower = s.spawn(|| {
+            // "Everything after the last one I saw", as a gateway's follower asks.
+            let mut seen = Vec::new();
+            let mut after = 0;
+            loop {
+                let finished = done.load(std::sync::atomic::Ordering::SeqCst) == 2;
+                let d = reader
+                    .changes_since(CHILD, after as f64, None, None)
+                    .unwrap();
+                for e in &d.events {
+                    seen.push(e.sequence());
+                    after = e.sequence();
+                }
+                if finished && d.events.is_empty() {
+                    return seen;
+                }
+            }
+        });
+        follower.join().unwrap()
+    });
+    let all: Vec<i64> = c
+        .sql("SELECT string_agg(sequence::text, ',' ORDER BY sequence) FROM session_awareness.session_state_events")
+        .unwrap()
+        .split(',')
+        .map(|s| s.parse().unwrap())
+        .collect();
+    assert_eq!(all.len(), 2 * per_writer as usize);
+    assert_eq!(seen, all, "the follower skipped an event");
+}
+
+#[test]
+fn a_record_only_if_watched_that_nobody_watches_draws_no_sequence() {
+    let c = cluster("pg-record-gated");
+    let store = open(&c);
+    let gated = || RecordInput {
+        only_if_watched: true,
+        ..human(CHILD)
+    };
+    // Alone, then in a group with plain records: the skipped ones use no number.
+    assert!(store.record(gated(), NOW).unwrap().is_none());
+    assert_eq!(
+        store.record(human(CHILD), NOW).unwrap().unwrap().sequence,
+        1
+    );
+    let out: Vec<Option<i64>> = store
+        .record_group(vec![(gated(), NOW), (human(OTHER), NOW), (gated(), NOW)])
+        .into_iter()
+        .map(|r| r.unwrap().map(|e| e.sequence))
+        .collect();
+    assert_eq!(out, [None, Some(2), None]);
+    assert_eq!(
+        store.record(human(CHILD), NOW).unwrap().unwrap().sequence,
+        3
+    );
 }

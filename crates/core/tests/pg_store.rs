@@ -142,3 +142,71 @@ fn nothing_listening_is_err_db_within_the_connect_timeout() {
     assert_eq!(e.code(), "ERR_DB");
     assert!(start.elapsed() < std::time::Duration::from_secs(20));
 }
+
+#[test]
+fn a_role_that_owns_only_its_schema_opens_and_records() {
+    let c = cluster("rs-role");
+    let role = session_awareness_pg_test::PASSWORD_ROLE;
+    c.sql(&format!("CREATE SCHEMA sa_owned AUTHORIZATION {role}"))
+        .unwrap();
+    assert_eq!(
+        c.sql(&format!(
+            "SELECT rolsuper, has_database_privilege('{role}', 'postgres', 'CREATE') \
+             FROM pg_roles WHERE rolname = '{role}'"
+        ))
+        .unwrap(),
+        "f|f"
+    );
+    let opts = Options {
+        pg_schema: SchemaName::parse("sa_owned").unwrap(),
+        ..Options::default()
+    };
+    let url = format!("{}?sslmode=disable", c.password_url());
+    let store = Store::open(&url, opts, Hooks::default()).unwrap();
+    let input = session_awareness_core::RecordInput {
+        session_key: "agent:main:subagent:c".into(),
+        kind: "human_direct_message".into(),
+        actor_type: "human".into(),
+        summary: "hi".into(),
+        ..Default::default()
+    };
+    assert_eq!(store.record(input, 1).unwrap().unwrap().sequence, 1);
+    store.close();
+    // Another schema, which it may not create, is refused by the server.
+    let e = Store::open(&url, Options::default(), Hooks::default())
+        .err()
+        .expect("no CREATE on the database");
+    assert_eq!(e.code(), "ERR_DB");
+}
+
+#[test]
+fn the_next_call_after_a_server_restart_connects_again() {
+    let mut c = cluster("rs-restart");
+    let store = Store::open(&url(&c), Options::default(), Hooks::default()).unwrap();
+    let input = || session_awareness_core::RecordInput {
+        session_key: "agent:main:subagent:c".into(),
+        kind: "human_direct_message".into(),
+        actor_type: "human".into(),
+        summary: "hi".into(),
+        ..Default::default()
+    };
+    assert_eq!(store.record(input(), 1).unwrap().unwrap().sequence, 1);
+    c.restart_immediate().unwrap();
+    // The first call may meet the dead connection (ERR_DB); a later one reconnects.
+    let mut last = None;
+    for _ in 0..3 {
+        match store.record(input(), 1) {
+            Ok(e) => {
+                last = e;
+                break;
+            }
+            Err(e) => assert_eq!(e.code(), "ERR_DB"),
+        }
+    }
+    let last = last.expect("recorded after the restart").sequence;
+    assert!(last > 1);
+    assert_eq!(
+        store.state_version("agent:main:subagent:c", None).unwrap(),
+        last
+    );
+}

@@ -14,7 +14,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::{DbFailure, Error, Result};
 use crate::options::{Options, SchemaName};
-use crate::postgres::tls;
+use crate::postgres::tls::{self, SslChoice};
 
 /// Where a listener's connection hands the payloads of its notifications.
 type Hints = tokio::sync::mpsc::UnboundedSender<String>;
@@ -29,41 +29,6 @@ pub(crate) fn is_url(path_or_url: &str) -> bool {
         .unwrap_or(path_or_url)
         .to_ascii_lowercase();
     lower.starts_with("postgres://") || lower.starts_with("postgresql://")
-}
-
-/// libpq's `sslmode` values (<https://www.postgresql.org/docs/current/libpq-ssl.html>).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SslChoice {
-    /// Plain TCP only.
-    Disable,
-    /// Plain TCP first; TLS (unverified) when the server refuses it.
-    Allow,
-    /// TLS (unverified) when the server offers it, else plain TCP. libpq's default.
-    Prefer,
-    /// TLS, unverified (verified as `verify-ca` when `sslrootcert` is given, as libpq does).
-    Require,
-    /// TLS, the certificate chain verified against the roots, not the host name.
-    VerifyCa,
-    /// TLS, the chain and the host name verified.
-    VerifyFull,
-}
-
-impl SslChoice {
-    fn parse(value: &str) -> Result<Self> {
-        Ok(match value {
-            "disable" => SslChoice::Disable,
-            "allow" => SslChoice::Allow,
-            "prefer" => SslChoice::Prefer,
-            "require" => SslChoice::Require,
-            "verify-ca" => SslChoice::VerifyCa,
-            "verify-full" => SslChoice::VerifyFull,
-            _ => {
-                return Err(Error::invalid(
-                    "sslmode must be disable, allow, prefer, require, verify-ca or verify-full",
-                ))
-            }
-        })
-    }
 }
 
 /// Where and how to connect: the URL read once at open.
@@ -376,12 +341,20 @@ pub(crate) struct Session {
     /// The client (its queries polled together are pipelined).
     pub(crate) client: Client,
     statements: HashMap<&'static str, Statement>,
+    /// A write transaction was begun and not yet ended (a call that unwound in the middle).
+    in_tx: bool,
 }
 
 impl Session {
-    /// The client and the statement cache, borrowed apart (a transaction holds the client).
-    pub(crate) fn parts(&mut self) -> (&mut Client, &mut HashMap<&'static str, Statement>) {
-        (&mut self.client, &mut self.statements)
+    /// The client, the statement cache and the open-transaction mark, borrowed apart.
+    pub(crate) fn parts(
+        &mut self,
+    ) -> (
+        &mut Client,
+        &mut HashMap<&'static str, Statement>,
+        &mut bool,
+    ) {
+        (&mut self.client, &mut self.statements, &mut self.in_tx)
     }
 }
 
@@ -427,6 +400,7 @@ impl Pg {
             *guard = Some(Session {
                 client,
                 statements: HashMap::new(),
+                in_tx: false,
             });
         }
         Ok(SessionGuard { guard, pg: self })

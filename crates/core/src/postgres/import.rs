@@ -23,13 +23,13 @@ use postgres_types::ToSql;
 use tokio_postgres::Client;
 
 use crate::error::{Error, Result};
-use crate::import::{ImportOptions, ImportSummary, Progress, TableSummary};
 use crate::options::{Options, SchemaName};
 use crate::postgres::block_on;
 use crate::postgres::conn::{Pg, Target};
 use crate::sqlite::import::rows::{self, Cell, Kind};
 use crate::sqlite::import::source::{read_all, Source, CURSOR_KINDS};
 use crate::sqlite::import::{head_key, Heads, ATTEMPTS};
+use crate::sqlite::import::{ImportOptions, ImportSummary, Progress, TableSummary};
 
 /// Imports the session-state rows of the SQLite database at `source` (an OpenClaw state
 /// database or a store file) into the PostgreSQL store at `url`, its tables in `schema`,

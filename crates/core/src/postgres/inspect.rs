@@ -16,9 +16,6 @@ use std::sync::Arc;
 use tokio_postgres::Client;
 
 use crate::error::{Error, Result};
-use crate::inspect::{
-    EventRow, InspectedCursor, Inspection, RowCounts, SessionEvents, SessionRow, TABLES,
-};
 use crate::keys;
 use crate::log::check_after;
 use crate::options::{Options, SchemaName};
@@ -26,6 +23,9 @@ use crate::postgres::block_on;
 use crate::postgres::conn::{redact, Pg, Target};
 use crate::queue::Notice;
 use crate::shapes::CursorRow;
+use crate::sqlite::inspect::{
+    EventRow, InspectedCursor, Inspection, RowCounts, SessionEvents, SessionRow, TABLES,
+};
 use crate::sqlite::reread;
 
 /// True when `path_or_url` names a PostgreSQL database (`postgres://` or `postgresql://`)

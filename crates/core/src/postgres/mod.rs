@@ -11,6 +11,7 @@ use crate::delivery::Delivery;
 use crate::error::{DbFailure, Error, Result};
 use crate::options::Options;
 
+mod batch;
 pub(crate) mod calls;
 pub(crate) mod catchup;
 pub(crate) mod conn;
@@ -20,11 +21,11 @@ pub mod import;
 pub mod inspect;
 pub(crate) mod lease;
 pub(crate) mod listen;
+mod overlay;
 pub(crate) mod prune;
 mod reads;
 mod record;
 pub(crate) mod rows;
-mod rows_cursors;
 pub(crate) mod schema;
 pub(crate) mod tls;
 
@@ -102,6 +103,13 @@ impl PgStore {
     ) -> Result<T> {
         let run = || {
             let mut guard = rows::block(self.pg.lock())?;
+            let (client, _, in_tx) = guard.session()?.parts();
+            if *in_tx {
+                // A write that unwound mid-transaction left it open: a read must not join it.
+                rows::block(client.batch_execute("ROLLBACK"))
+                    .map_err(|e| self.pg.target().error(&e))?;
+                *in_tx = false;
+            }
             let r = f(&mut guard);
             if r.is_err() {
                 guard.forget_if_closed();

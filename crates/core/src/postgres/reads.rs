@@ -8,7 +8,7 @@ use futures_util::future::{join3, join4};
 use crate::error::Result;
 use crate::keys::{self, SessionKey};
 use crate::log::{self, Changes};
-use crate::postgres::rows::{block, event_of, EVENT_COLUMNS};
+use crate::postgres::rows::{block, event_of};
 use crate::postgres::PgStore;
 use crate::read_event::ChangeEvent;
 use crate::shapes::CursorRow;
@@ -26,15 +26,9 @@ const CURSOR_ROWS: &str = "SELECT watcher_session_key, target_session_key, last_
      WHERE ($1::text IS NULL OR watcher_session_key = $1) AND ($2::text IS NULL OR target_session_key = $2) \
      ORDER BY watcher_session_key COLLATE \"C\", target_session_key COLLATE \"C\"";
 
-fn events_after() -> &'static str {
-    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    SQL.get_or_init(|| {
-        format!(
-            "SELECT {EVENT_COLUMNS} FROM __SCHEMA__.session_state_events \
-             WHERE session_key = $1 AND agent_id = $2 AND sequence > $3 ORDER BY sequence LIMIT $4"
-        )
-    })
-}
+const EVENTS_AFTER: &str = "SELECT sequence, session_key, agent_id, kind, actor_type, actor_id, \
+     run_id, session_id, occurred_at, summary, payload_json FROM __SCHEMA__.session_state_events \
+     WHERE session_key = $1 AND agent_id = $2 AND sequence > $3 ORDER BY sequence LIMIT $4";
 
 impl PgStore {
     /// [`crate::Store::changes_since`].
@@ -50,11 +44,10 @@ impl PgStore {
         let after = log::check_after(after)?;
         let limit = log::clamp_limit(limit)?;
         let start = std::time::Instant::now();
-        let events_sql = events_after();
         let target = self.pg.target();
         let r = self.with_session(|s| {
             let head = block(s.prepare(HEAD))?;
-            let events = block(s.prepare(events_sql))?;
+            let events = block(s.prepare(EVENTS_AFTER))?;
             let earliest = block(s.prepare(EARLIEST))?;
             let client = s.client()?;
             let fetch = i64::from(limit) + 1;

@@ -9,27 +9,18 @@
 
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::{DbFailure, Error, Result};
 use crate::event::{self, RecordInput, StateEvent, ValidEvent};
 use crate::group::{self, copy};
 use crate::metrics::{Count, Hist};
-use crate::postgres::rows::{block, PgRows};
+use crate::postgres::batch::{self, Fallback, DROP_EMPTY_HEADS, LOCK_HEADS};
+use crate::postgres::overlay::heads_of;
+use crate::postgres::rows::{block, PgRows, BEGIN};
 use crate::postgres::PgStore;
 use crate::record::{WriteRules, Written};
 
-/// Locks (creating when missing) the heads of a group's sessions, in the order given (sorted).
-/// A head it had to create says so, so one left at 0 by the group can be removed again.
-const LOCK_HEADS: &str = "INSERT INTO __SCHEMA__.session_state_heads AS h (session_key, agent_id, \
-     last_sequence, pruned_max_sequence, updated_at) \
-     SELECT k, a, 0, 0, $3 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(k, a, i) ORDER BY i \
-     ON CONFLICT (session_key, agent_id) DO UPDATE SET last_sequence = h.last_sequence \
-     RETURNING session_key, agent_id, (xmax = 0) AS created";
-/// Removes the heads the group created and left without an event (every record of their
-/// session was a repeated dedupe key, skipped by `onlyIfWatched`, or failed).
-const DROP_EMPTY_HEADS: &str = "DELETE FROM __SCHEMA__.session_state_heads h \
-     USING unnest($1::text[], $2::text[]) AS t(k, a) \
-     WHERE h.session_key = t.k AND h.agent_id = t.a AND h.last_sequence = 0 \
-     AND h.pruned_max_sequence = 0";
+const COMMIT: &str = "COMMIT";
+const ROLLBACK: &str = "ROLLBACK";
 
 impl PgStore {
     /// [`crate::Store::record`]: a group of one.
@@ -124,47 +115,51 @@ impl PgStore {
         out
     }
 
-    /// One transaction: the heads locked, each event in its savepoint, the commit.
+    /// One transaction: the fast path ([`batch::write`]), or, when the server refused a row
+    /// or a host raced it, the group again event by event ([`write_each_alone`]).
     fn write_group(&self, valid: Vec<(usize, ValidEvent, i64)>) -> Result<Vec<group::WrittenItem>> {
-        let mut heads: Vec<(&str, &str)> = valid
-            .iter()
-            .map(|(_, v, _)| (v.event.session_key.as_str(), v.event.agent_id.as_str()))
-            .collect();
-        heads.sort_unstable();
-        heads.dedup();
-        let (keys, agents): (Vec<String>, Vec<String>) = heads
-            .iter()
-            .map(|(k, a)| ((*k).to_owned(), (*a).to_owned()))
-            .unzip();
-        let now = valid.iter().map(|(_, _, now)| *now).max().unwrap_or(0);
         let rules = self.rules;
         let pg = Arc::clone(&self.pg);
         let target = pg.target();
+        let schema = pg.schema();
         let mut guard = block(pg.lock())?;
-        let result = (|| {
-            let session = guard.session()?;
-            let (client, statements) = session.parts();
-            let tx = block(client.transaction()).map_err(|e| target.error(&e))?;
-            let mut rows = PgRows::new(&tx, statements, pg.schema(), target);
-            let lock = rows.prepared(LOCK_HEADS)?;
-            let locked =
-                block(tx.query(&lock, &[&keys, &agents, &now])).map_err(|e| target.error(&e))?;
-            let created = locked
-                .iter()
-                .filter(|r| r.try_get::<_, bool>(2).unwrap_or(false))
-                .count();
-            let written = group::write_each(&mut rows, rules, valid);
-            rows.flush()?;
-            if created > 0 {
-                let drop_empty = rows.prepared(DROP_EMPTY_HEADS)?;
-                block(tx.execute(&drop_empty, &[&keys, &agents])).map_err(|e| target.error(&e))?;
+        let session = guard.session()?;
+        let (client, statements, in_tx) = session.parts();
+        if *in_tx {
+            // A call that unwound mid-transaction left it open: end it before anything else.
+            block(client.batch_execute("ROLLBACK")).map_err(|e| target.error(&e))?;
+            *in_tx = false;
+        }
+        let client: &tokio_postgres::Client = client;
+        *in_tx = true;
+        let result = match batch::write(client, statements, schema, target, rules, valid.clone()) {
+            Ok(w) => Ok(w),
+            Err(Fallback::Fail(e)) => Err(e),
+            Err(Fallback::Again(e)) => {
+                let _ = block(client.batch_execute("ROLLBACK"));
+                // Waiting longer (a lock, the statement timeout) or a lost connection would
+                // fail again: only a refused row or a race is written again event by event.
+                let retry = !matches!(
+                    e,
+                    Error::Db {
+                        kind: DbFailure::Busy | DbFailure::Connection,
+                        ..
+                    }
+                );
+                if client.is_closed() || !retry {
+                    Err(e)
+                } else {
+                    write_each_alone(client, statements, schema, target, rules, valid)
+                }
             }
-            drop(rows);
-            block(tx.commit()).map_err(|e| target.error(&e))?;
-            Ok(written)
-        })();
+        };
         if result.is_err() {
-            // The connection may be gone or mid-transaction: the next call starts afresh.
+            // Whatever was sent, nothing of the group stays.
+            let _ = block(client.batch_execute("ROLLBACK"));
+        }
+        *in_tx = false;
+        if result.is_err() {
+            // The connection may be gone: the next call starts afresh.
             guard.forget_if_closed();
         }
         result
@@ -194,4 +189,44 @@ pub(crate) fn rules_of(opts: &crate::options::Options) -> WriteRules {
         notify_kinds: opts.notify_kinds,
         seed_resets_provenance: opts.seed_resets_provenance,
     }
+}
+
+/// The group event by event over [`PgRows`], each in its own savepoint (none for a group of
+/// one), so each event gets its own answer; the heads locked first as on the fast path.
+fn write_each_alone(
+    client: &tokio_postgres::Client,
+    statements: &mut std::collections::HashMap<&'static str, tokio_postgres::Statement>,
+    schema: crate::options::SchemaName,
+    target: &crate::postgres::conn::Target,
+    rules: WriteRules,
+    valid: Vec<(usize, ValidEvent, i64)>,
+) -> Result<Vec<group::WrittenItem>> {
+    let single = valid.len() == 1;
+    let (keys, agents): (Vec<String>, Vec<String>) = heads_of(valid.iter().map(|(_, v, _)| v))
+        .into_iter()
+        .unzip();
+    let now = valid.iter().map(|(_, _, now)| *now).max().unwrap_or(0);
+    let mut rows = PgRows::new(client, statements, schema, target, single);
+    let lock = rows.prepared(LOCK_HEADS)?;
+    // BEGIN and the head locks in one round trip.
+    rows.hold_simple(BEGIN);
+    let locked = rows.send(client.query(&lock, &[&keys, &agents, &now]))?;
+    let created = locked
+        .iter()
+        .any(|r| r.try_get::<_, bool>(2).unwrap_or(false));
+    let written = group::write_each(&mut rows, rules, valid);
+    if created {
+        rows.hold(
+            DROP_EMPTY_HEADS,
+            vec![Box::new(keys.clone()), Box::new(agents.clone())],
+        )?;
+    }
+    // A group of one has no savepoint: its failure rolls the transaction back.
+    let sql = if single && written.iter().any(|(_, _, r)| r.is_err()) {
+        ROLLBACK
+    } else {
+        COMMIT
+    };
+    rows.send(client.batch_execute(sql))?;
+    Ok(written)
 }

@@ -1,9 +1,11 @@
 //! The PostgreSQL store's [`Rows`]: the row operations of one write transaction as prepared
-//! statements inside the caller's open transaction. The trait is synchronous; each call blocks
-//! the calling (writer) thread on the core runtime. To save round trips, the writes whose
-//! answer nothing waits for (a savepoint, a head's bump, a material event's cursor update) are
-//! held back and sent with the next statement in one pipeline, and [`Rows::release_savepoint`]
-//! always sends what is held, so a failure is still the failure of its own event.
+//! statements inside the transaction the caller opened on the client. The trait is
+//! synchronous; each call blocks the calling (writer) thread on the core runtime. To save round
+//! trips, the writes whose answer nothing waits for (`BEGIN`, a savepoint and its release, a
+//! head's bump, a material event's cursor update) are held back and sent with the next
+//! statement in one pipeline. [`Rows::release_savepoint`] sends the event's held writes, so a
+//! failure is still the failure of its own event; only a bare `RELEASE` waits for the next
+//! statement. A group of one needs no savepoint: its failure is the group's.
 //!
 //! Inert rows (semantics.md#storage): the schema's types and checks keep most of them out; a
 //! cursor position outside `[0, head]` or a key that cannot watch is filtered here as on SQLite.
@@ -13,7 +15,7 @@ use std::sync::Arc;
 
 use futures_util::future::{join, join_all};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Statement, Transaction};
+use tokio_postgres::{Client, Statement};
 
 use crate::error::{Error, Result};
 use crate::event::{ActorType, EventKind, StateEvent, ValidEvent};
@@ -21,13 +23,11 @@ use crate::keys::{self, SessionKey};
 use crate::log::Head;
 use crate::options::SchemaName;
 use crate::postgres::conn::Target;
-use crate::postgres::rows_cursors as rc;
 use crate::rows::{Cursor, Expired, Inserted, Pending, Provenance, Rows};
 use crate::rules::{self, Positions};
 
-/// The columns of an event row, in the order [`event_of`] reads them.
-pub(crate) const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, kind, actor_type, \
-     actor_id, run_id, session_id, occurred_at, summary, payload_json";
+mod cursor_ops;
+use cursor_ops as rc;
 
 const INSERT_EVENT: &str = "INSERT INTO __SCHEMA__.session_state_events (dedupe_key, session_key, \
      session_id, agent_id, kind, actor_type, actor_id, run_id, occurred_at, summary, payload_json) \
@@ -79,44 +79,69 @@ const IS_WATCHED: &str = "SELECT EXISTS (SELECT 1 FROM __SCHEMA__.session_watch_
      coalesce((SELECT h.last_sequence FROM __SCHEMA__.session_state_heads h \
      WHERE h.session_key = $1 AND h.agent_id = $2::text), 0))";
 
+/// The answer of a [`Rows`] method that a group's in-memory rows ([`super::overlay`]) cannot
+/// answer: the cursor calls run over [`PgRows`] or statements of their own, never over them.
+pub(crate) fn outside_the_write_flow(method: &str) -> Error {
+    Error::db(
+        crate::error::DbFailure::Other,
+        format!("{method} is not an operation of a record's write"),
+    )
+}
+
+/// The transaction statements the engine sends (held, or with the last writes).
+pub(crate) const BEGIN: &str = "BEGIN";
+const SAVEPOINT: &str = "SAVEPOINT event";
+const RELEASE: &str = "RELEASE event";
+
 /// A parameter held until its statement is sent.
 type Param = Box<dyn ToSql + Sync + Send>;
 
 /// A write held back until the next round trip.
 enum Held {
-    /// A statement of the simple protocol (`SAVEPOINT`).
+    /// A statement of the simple protocol (`BEGIN`, `SAVEPOINT`, `RELEASE`).
     Simple(&'static str),
     /// A prepared statement and its parameters.
     Prepared(Statement, Vec<Param>),
 }
 
 /// [`Rows`] inside an open transaction of the PostgreSQL store.
-pub(crate) struct PgRows<'t, 'c> {
-    tx: &'t Transaction<'c>,
+pub(crate) struct PgRows<'t> {
+    tx: &'t Client,
     statements: &'t mut HashMap<&'static str, Statement>,
     schema: SchemaName,
     target: &'t Target,
     held: Vec<Held>,
-    /// A savepoint is open on the server (its `SAVEPOINT` was sent).
+    /// The event's savepoint is open on the server (its `SAVEPOINT` was sent).
     savepoint_sent: bool,
+    /// One event: no savepoints.
+    single: bool,
 }
 
-impl<'t, 'c> PgRows<'t, 'c> {
-    /// The row operations inside `tx`, with the connection's statement cache.
+impl<'t> PgRows<'t> {
+    /// The row operations on `client`, inside the transaction the caller opens (or holds,
+    /// see [`PgRows::hold_simple`]), with the connection's statement cache. `single`: the
+    /// group has one event, which needs no savepoint.
     pub(crate) fn new(
-        tx: &'t Transaction<'c>,
+        client: &'t Client,
         statements: &'t mut HashMap<&'static str, Statement>,
         schema: SchemaName,
         target: &'t Target,
+        single: bool,
     ) -> Self {
         PgRows {
-            tx,
+            tx: client,
             statements,
             schema,
             target,
             held: Vec::new(),
             savepoint_sent: false,
+            single,
         }
+    }
+
+    /// Holds a statement of the simple protocol until the next round trip.
+    pub(crate) fn hold_simple(&mut self, sql: &'static str) {
+        self.held.push(Held::Simple(sql));
     }
 
     pub(super) fn error(&self, e: &tokio_postgres::Error) -> Error {
@@ -135,19 +160,19 @@ impl<'t, 'c> PgRows<'t, 'c> {
     }
 
     /// The open transaction.
-    pub(super) fn tx(&self) -> &'t Transaction<'c> {
+    pub(super) fn tx(&self) -> &'t Client {
         self.tx
     }
 
     /// Runs `main` after the held writes, in one round trip; the first failure is the answer.
-    pub(super) fn send<T>(
+    pub(crate) fn send<T>(
         &mut self,
         main: impl std::future::Future<Output = std::result::Result<T, tokio_postgres::Error>>,
     ) -> Result<T> {
         let held = std::mem::take(&mut self.held);
         if held
             .iter()
-            .any(|h| matches!(h, Held::Simple(s) if s.starts_with("SAVEPOINT")))
+            .any(|h| matches!(h, Held::Simple(s) if *s == SAVEPOINT))
         {
             self.savepoint_sent = true;
         }
@@ -169,15 +194,8 @@ impl<'t, 'c> PgRows<'t, 'c> {
         main.map_err(|e| self.error(&e))
     }
 
-    /// Sends what is held, if anything.
-    pub(crate) fn flush(&mut self) -> Result<()> {
-        if self.held.is_empty() {
-            return Ok(());
-        }
-        self.send(async { Ok(()) })
-    }
-
-    fn hold(&mut self, template: &'static str, params: Vec<Param>) -> Result<()> {
+    /// Holds a prepared write until the next round trip.
+    pub(crate) fn hold(&mut self, template: &'static str, params: Vec<Param>) -> Result<()> {
         let st = self.prepared(template)?;
         self.held.push(Held::Prepared(st, params));
         Ok(())
@@ -190,7 +208,8 @@ pub(crate) fn block<F: std::future::Future>(fut: F) -> F::Output {
     crate::runtime::handle().block_on(fut)
 }
 
-/// An event row (columns as [`EVENT_COLUMNS`]) as the event `record` returned, or `None` for
+/// An event row (`sequence, session_key, agent_id, kind, actor_type, actor_id, run_id,
+/// session_id, occurred_at, summary, payload_json`) as the event `record` returned, or `None` for
 /// a row this store would not write (an unknown kind or actor type).
 pub(crate) fn event_of(
     r: &tokio_postgres::Row,
@@ -216,7 +235,7 @@ pub(crate) fn event_of(
     }))
 }
 
-impl Rows for PgRows<'_, '_> {
+impl Rows for PgRows<'_> {
     fn insert_event(&mut self, v: &ValidEvent) -> Result<Inserted> {
         let st = self.prepared(INSERT_EVENT)?;
         let e = &v.event;
@@ -511,24 +530,31 @@ impl Rows for PgRows<'_, '_> {
     }
 
     fn savepoint(&mut self) -> Result<()> {
-        self.held.push(Held::Simple("SAVEPOINT event"));
+        if !self.single {
+            self.held.push(Held::Simple(SAVEPOINT));
+        }
         Ok(())
     }
 
     fn release_savepoint(&mut self) -> Result<()> {
+        if self.single {
+            return Ok(());
+        }
         if !self.savepoint_sent {
-            // Nothing was sent since the savepoint (nothing reached the server): drop it.
-            if self
-                .held
-                .iter()
-                .all(|h| matches!(h, Held::Simple(s) if s.starts_with("SAVEPOINT")))
-            {
-                self.held.clear();
-                return Ok(());
-            }
+            // Nothing of the event reached the server: its held SAVEPOINT goes.
+            self.held
+                .retain(|h| !matches!(h, Held::Simple(s) if *s == SAVEPOINT));
+            return Ok(());
+        }
+        if self.held.iter().all(|h| matches!(h, Held::Simple(_))) {
+            // Only the release is left to send: it cannot fail on its own, so it waits for
+            // the next statement.
+            self.held.push(Held::Simple(RELEASE));
+            self.savepoint_sent = false;
+            return Ok(());
         }
         let tx = self.tx;
-        match self.send(tx.batch_execute("RELEASE event")) {
+        match self.send(tx.batch_execute(RELEASE)) {
             Ok(()) => {
                 self.savepoint_sent = false;
                 Ok(())
@@ -542,14 +568,21 @@ impl Rows for PgRows<'_, '_> {
     }
 
     fn rollback_to_savepoint(&mut self) -> Result<()> {
-        let held = std::mem::take(&mut self.held);
-        let opened = self.savepoint_sent;
-        self.savepoint_sent = false;
-        if !opened {
-            // The SAVEPOINT was still held: nothing of the event reached the server.
-            drop(held);
+        if self.single {
+            // The caller rolls the whole transaction back.
+            self.held.clear();
             return Ok(());
         }
-        block(self.tx.batch_execute("ROLLBACK TO event; RELEASE event")).map_err(|e| self.error(&e))
+        if !self.savepoint_sent {
+            // The SAVEPOINT was still held: nothing of the event reached the server.
+            self.held
+                .retain(|h| !matches!(h, Held::Simple(s) if *s == SAVEPOINT));
+            return Ok(());
+        }
+        // The event's held writes go unsent; a release held for the event before stays.
+        self.held.retain(|h| matches!(h, Held::Simple(_)));
+        self.savepoint_sent = false;
+        let tx = self.tx;
+        self.send(tx.batch_execute("ROLLBACK TO event; RELEASE event"))
     }
 }

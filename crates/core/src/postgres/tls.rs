@@ -16,7 +16,42 @@ use rustls::{
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::{Error, Result};
-use crate::postgres::conn::SslChoice;
+
+/// libpq's `sslmode` values (<https://www.postgresql.org/docs/current/libpq-ssl.html>).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SslChoice {
+    /// Plain TCP only.
+    Disable,
+    /// Plain TCP first; TLS (unverified) when the server refuses it.
+    Allow,
+    /// TLS (unverified) when the server offers it, else plain TCP. libpq's default.
+    Prefer,
+    /// TLS, unverified (verified as `verify-ca` when `sslrootcert` is given, as libpq does).
+    Require,
+    /// TLS, the certificate chain verified against the roots, not the host name.
+    VerifyCa,
+    /// TLS, the chain and the host name verified.
+    VerifyFull,
+}
+
+impl SslChoice {
+    /// Reads a URL's `sslmode` value.
+    pub(crate) fn parse(value: &str) -> Result<Self> {
+        Ok(match value {
+            "disable" => SslChoice::Disable,
+            "allow" => SslChoice::Allow,
+            "prefer" => SslChoice::Prefer,
+            "require" => SslChoice::Require,
+            "verify-ca" => SslChoice::VerifyCa,
+            "verify-full" => SslChoice::VerifyFull,
+            _ => {
+                return Err(Error::invalid(
+                    "sslmode must be disable, allow, prefer, require, verify-ca or verify-full",
+                ))
+            }
+        })
+    }
+}
 
 /// The connector for `mode` (any but `disable`), trusting `root_cert` (a PEM file) or the
 /// bundled roots. An unreadable or empty root file is `ERR_INVALID_ARG`.

@@ -7,9 +7,9 @@ use rusqlite::params;
 use rusqlite::types::ValueRef;
 
 use crate::error::Result;
-use crate::inspect::{EventRow, InspectedCursor};
 use crate::read_event;
 use crate::sqlite::inert;
+use crate::sqlite::inspect::{EventRow, InspectedCursor};
 use crate::sqlite::read_event::read;
 
 /// The cursor is one the store acts on (the rule of the SQLite report, [`inert::live`]), with

@@ -6,7 +6,7 @@ use super::copy::fold_sentinels;
 use super::rows::{self, Cell, Kind};
 use super::{each_row, relabel, Plan, Stamp};
 use crate::error::Result;
-use crate::import::ImportSummary;
+use crate::sqlite::import::ImportSummary;
 use crate::sqlite::inspect::{db_error, open_read_only};
 
 /// Every source row the import copies, read in one snapshot.

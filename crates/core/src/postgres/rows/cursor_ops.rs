@@ -1,6 +1,6 @@
 //! The PostgreSQL statements of the cursor flows behind [`crate::rows::Rows`] (acknowledge,
 //! unwatch, the deletes, the sweep's re-freeze, expiry, the reads of pending cursors), called
-//! by [`super::rows::PgRows`] inside the caller's transaction through its statement cache.
+//! by [`super::PgRows`] inside the caller's transaction through its statement cache.
 //! Inert rows (semantics.md#storage): the schema's types and checks keep most of them out; a
 //! position outside `[0, head]` is filtered in SQL, a key that cannot watch in Rust.
 
@@ -13,7 +13,7 @@ use crate::log::Head;
 use crate::rows::{Expired, Pending, Provenance};
 use crate::rules::Positions;
 
-use super::rows::PgRows;
+use super::PgRows;
 
 /// A live cursor's positions: each in `[0, head]`, the head the target's own agent's (the
 /// text between `agent:` and the next colon), 0 when there is none.
@@ -91,7 +91,7 @@ fn provenance(s: &str) -> Provenance {
 }
 
 /// [`crate::rows::Rows::head`].
-pub(super) fn head(rows: &mut PgRows<'_, '_>, session_key: &str, agent_id: &str) -> Result<Head> {
+pub(super) fn head(rows: &mut PgRows<'_>, session_key: &str, agent_id: &str) -> Result<Head> {
     let st = rows.prepared(HEAD)?;
     let tx = rows.tx();
     let row = rows.send(tx.query_opt(&st, &[&session_key, &agent_id]))?;
@@ -109,7 +109,7 @@ pub(super) fn head(rows: &mut PgRows<'_, '_>, session_key: &str, agent_id: &str)
 
 /// [`crate::rows::Rows::set_positions`].
 pub(super) fn set_positions(
-    rows: &mut PgRows<'_, '_>,
+    rows: &mut PgRows<'_>,
     watcher: &str,
     target: &str,
     last_seen: i64,
@@ -124,7 +124,7 @@ pub(super) fn set_positions(
 
 /// [`crate::rows::Rows::touch_cursor`].
 pub(super) fn touch(
-    rows: &mut PgRows<'_, '_>,
+    rows: &mut PgRows<'_>,
     watcher: &str,
     target: &str,
     p: Provenance,
@@ -137,7 +137,7 @@ pub(super) fn touch(
 }
 
 /// [`crate::rows::Rows::delete_cursor`]: a row that is not live is left.
-pub(super) fn delete_one(rows: &mut PgRows<'_, '_>, watcher: &str, target: &str) -> Result<bool> {
+pub(super) fn delete_one(rows: &mut PgRows<'_>, watcher: &str, target: &str) -> Result<bool> {
     if watcher == target || !keys::is_watchable(watcher) || !keys::is_watchable(target) {
         return Ok(false);
     }
@@ -148,7 +148,7 @@ pub(super) fn delete_one(rows: &mut PgRows<'_, '_>, watcher: &str, target: &str)
 
 /// [`crate::rows::Rows::delete_cursors_of`] (`on`: false) and
 /// [`crate::rows::Rows::delete_cursors_on`] (`on`: true).
-pub(super) fn delete_all(rows: &mut PgRows<'_, '_>, key: &str, on: bool) -> Result<usize> {
+pub(super) fn delete_all(rows: &mut PgRows<'_>, key: &str, on: bool) -> Result<usize> {
     let st = rows.prepared(if on { DELETE_ON } else { DELETE_OF })?;
     let tx = rows.tx();
     let n = rows.send(tx.execute(&st, &[&key]))?;
@@ -157,7 +157,7 @@ pub(super) fn delete_all(rows: &mut PgRows<'_, '_>, key: &str, on: bool) -> Resu
 
 /// [`crate::rows::Rows::delete_events`].
 pub(super) fn delete_events(
-    rows: &mut PgRows<'_, '_>,
+    rows: &mut PgRows<'_>,
     session_key: &str,
     agent_id: &str,
 ) -> Result<()> {
@@ -172,7 +172,7 @@ pub(super) fn delete_events(
 }
 
 /// [`crate::rows::Rows::watchers_behind`].
-pub(super) fn watchers_behind(rows: &mut PgRows<'_, '_>) -> Result<Vec<String>> {
+pub(super) fn watchers_behind(rows: &mut PgRows<'_>) -> Result<Vec<String>> {
     let st = rows.prepared(BEHIND)?;
     let tx = rows.tx();
     let found = rows.send(tx.query(&st, &[]))?;
@@ -204,7 +204,7 @@ fn read_pending(
 }
 
 /// [`crate::rows::Rows::pending_of`].
-pub(super) fn pending_of(rows: &mut PgRows<'_, '_>, watcher: &str) -> Result<Vec<Pending>> {
+pub(super) fn pending_of(rows: &mut PgRows<'_>, watcher: &str) -> Result<Vec<Pending>> {
     if !keys::is_watchable(watcher) {
         return Ok(Vec::new());
     }
@@ -230,7 +230,7 @@ pub(super) fn pending_of(rows: &mut PgRows<'_, '_>, watcher: &str) -> Result<Vec
 }
 
 /// [`crate::rows::Rows::on_target`].
-pub(super) fn on_target(rows: &mut PgRows<'_, '_>, target: &str) -> Result<Vec<Pending>> {
+pub(super) fn on_target(rows: &mut PgRows<'_>, target: &str) -> Result<Vec<Pending>> {
     if !keys::is_watchable(target) {
         return Ok(Vec::new());
     }
@@ -258,7 +258,7 @@ pub(super) fn on_target(rows: &mut PgRows<'_, '_>, target: &str) -> Result<Vec<P
 
 /// [`crate::rows::Rows::refreeze`]: [`Positions::refrozen`] decides; only the rows whose N
 /// moves are written, in one statement.
-pub(super) fn refreeze(rows: &mut PgRows<'_, '_>, only: Option<&[String]>) -> Result<Vec<Pending>> {
+pub(super) fn refreeze(rows: &mut PgRows<'_>, only: Option<&[String]>) -> Result<Vec<Pending>> {
     let read = rows.prepared(REFREEZE_READ)?;
     let tx = rows.tx();
     let only: Option<Vec<&str>> = only.map(|ws| ws.iter().map(String::as_str).collect());
@@ -310,7 +310,7 @@ pub(super) fn refreeze(rows: &mut PgRows<'_, '_>, only: Option<&[String]>) -> Re
 }
 
 /// [`crate::rows::Rows::expire_cursors`]: every such row in one statement.
-pub(super) fn expire(rows: &mut PgRows<'_, '_>, cutoff: i64) -> Result<Expired> {
+pub(super) fn expire(rows: &mut PgRows<'_>, cutoff: i64) -> Result<Expired> {
     let st = rows.prepared(EXPIRE)?;
     let tx = rows.tx();
     let found = rows.send(tx.query(&st, &[&cutoff]))?;
