@@ -63,8 +63,8 @@ impl PgStore {
             let c = g.client()?;
             c.batch_execute("BEGIN").await.map_err(cursors::db)?;
             let r = async {
-                let head = cursors::head_for_share(&*c, s.as_str(), target, agent).await?;
-                cursors::watch(&*c, s.as_str(), watcher, target, head, o, now).await
+                let head = cursors::head_for_share(&*c, s, target, agent).await?;
+                cursors::watch(&*c, s, watcher, target, head, o, now).await
             }
             .await;
             let seeded = delivery::end(&*c, r).await?;
@@ -85,7 +85,7 @@ impl PgStore {
         let removed = block_on(async {
             let mut g = self.pg.lock().await?;
             let c = g.client()?;
-            let removed = cursors::delete(&*c, s.as_str(), watcher, target).await?;
+            let removed = cursors::delete(&*c, s, watcher, target).await?;
             if removed {
                 self.notices.consumed(&*c, watcher).await;
             }
@@ -138,7 +138,7 @@ impl PgStore {
         block_on(async {
             let mut g = self.pg.lock().await?;
             let c = g.client()?;
-            cursors::watchers_behind(&*c, s.as_str()).await
+            cursors::watchers_behind(&*c, s).await
         })?
     }
 
@@ -173,7 +173,7 @@ impl PgStore {
         block_on(async {
             let mut g = self.pg.lock().await?;
             let c = g.client()?;
-            prune::prune(c, s.as_str(), &self.delivery, retention, max_events, now).await
+            prune::prune(c, s, &self.delivery, retention, max_events, now).await
         })?
     }
 
@@ -197,7 +197,7 @@ impl PgStore {
                     let mut g = pg.lock().await?;
                     let c = g.client()?;
                     let s = pg.schema();
-                    prune::prune(c, s.as_str(), &delivery, retention, max_events, now).await
+                    prune::prune(c, s, &delivery, retention, max_events, now).await
                 };
                 if let Err(e) = run.await {
                     state.report(e);
@@ -222,7 +222,7 @@ impl PgStore {
         block_on(async {
             let mut g = self.pg.lock().await?;
             let c = g.client()?;
-            let n = cursors::delete_of(&*c, s.as_str(), key, false).await?;
+            let n = cursors::delete_of(&*c, s, key, false).await?;
             if n > 0 {
                 self.notices.consumed(&*c, key).await;
             }
@@ -241,7 +241,7 @@ impl PgStore {
             let mut g = self.pg.lock().await?;
             let c = g.client()?;
             c.batch_execute("BEGIN").await.map_err(cursors::db)?;
-            let r = cursors::delete_session(&*c, s.as_str(), key, agent, own).await;
+            let r = cursors::delete_session(&*c, s, key, agent, own).await;
             delivery::end(&*c, r).await?;
             if own {
                 self.notices.changed_all(&*c).await;

@@ -34,6 +34,7 @@ use crate::error::{Error, Result};
 use crate::hooks::Host;
 use crate::keys;
 use crate::metrics::Count;
+use crate::options::SchemaName;
 
 /// Opens the listener's connection: a client whose connection is driven on the core runtime,
 /// and the payloads of its notifications ([`listen::drive`]).
@@ -60,7 +61,7 @@ struct Served {
 /// What the store and its task share.
 pub(crate) struct State {
     /// The schema, and the hint's channel.
-    pub(crate) schema: String,
+    pub(crate) schema: SchemaName,
     /// This store's name among the hosts.
     pub(crate) instance: String,
     delivery: Arc<Delivery>,
@@ -88,10 +89,15 @@ pub(crate) struct Notices {
 impl Notices {
     /// The state of a store on `schema`, its task not started; `interval_ms` is
     /// `syncIntervalMs` (0: no task, no leases, the recording host queues everything).
-    pub(crate) fn new(schema: &str, interval_ms: u32, delivery: Arc<Delivery>, host: Host) -> Self {
+    pub(crate) fn new(
+        schema: SchemaName,
+        interval_ms: u32,
+        delivery: Arc<Delivery>,
+        host: Host,
+    ) -> Self {
         Notices {
             state: Arc::new(State {
-                schema: schema.to_owned(),
+                schema,
                 instance: crate::lease::instance_id(),
                 delivery,
                 host,
@@ -227,8 +233,8 @@ impl Notices {
         };
         let now = crate::lease::now();
         let (hinted, elsewhere) = tokio::join!(
-            listen::notify(c, &st.schema, &st.instance, &watchers),
-            lease::served_elsewhere(c, &st.schema, &ask, &st.instance, now)
+            listen::notify(c, st.schema.as_str(), &st.instance, &watchers),
+            lease::served_elsewhere(c, st.schema, &ask, &st.instance, now)
         );
         if let Err(e) = hinted {
             st.failed(e);
@@ -259,7 +265,7 @@ impl Notices {
     pub(crate) async fn consumed<C: GenericClient + Sync>(&self, c: &C, watcher: &str) {
         if self.is_on() {
             let st = &self.state;
-            if let Err(e) = listen::notify(c, &st.schema, &st.instance, &[watcher]).await {
+            if let Err(e) = listen::notify(c, st.schema.as_str(), &st.instance, &[watcher]).await {
                 st.failed(e);
             }
         }
@@ -270,7 +276,7 @@ impl Notices {
     pub(crate) async fn changed_all<C: GenericClient + Sync>(&self, c: &C) {
         if self.is_on() {
             let st = &self.state;
-            if let Err(e) = listen::notify_all(c, &st.schema, &st.instance).await {
+            if let Err(e) = listen::notify_all(c, st.schema.as_str(), &st.instance).await {
                 st.failed(e);
             }
         }
@@ -324,7 +330,7 @@ impl Notices {
     pub(crate) async fn release<C: GenericClient + Sync>(&self, c: &C) {
         let st = &self.state;
         if st.renewed_at.load(Ordering::Acquire) != 0 {
-            let _ = lease::release_all(c, &st.schema, &st.instance).await;
+            let _ = lease::release_all(c, st.schema, &st.instance).await;
         }
     }
 }
@@ -423,7 +429,7 @@ impl State {
         connect: &Connector,
     ) -> Result<(Arc<Client>, mpsc::UnboundedReceiver<String>)> {
         let (client, hints) = connect().await?;
-        listen::listen(&client, &self.schema).await?;
+        listen::listen(&client, self.schema.as_str()).await?;
         Ok((Arc::new(client), hints))
     }
 
@@ -469,7 +475,7 @@ impl State {
     /// another host), withdrawing a wake that has nothing left to wake for.
     async fn catch_up<C: GenericClient + Sync>(&self, c: &C, watchers: Vec<String>) -> Result<()> {
         let _g = self.sync_lock.lock().await;
-        let rows = cursors::pending_of(c, &self.schema, &watchers).await?;
+        let rows = cursors::pending_of(c, self.schema, &watchers).await?;
         self.catch_ups.fetch_add(1, Ordering::AcqRel);
         let wakes = self.apply(&watchers, rows);
         self.delivery.wake_all(wakes);
@@ -536,7 +542,7 @@ impl State {
         };
         let written = lease::renew(
             c,
-            &self.schema,
+            self.schema,
             &self.instance,
             &serving,
             &released,

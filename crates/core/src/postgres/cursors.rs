@@ -13,6 +13,7 @@ use tokio_postgres::{GenericClient, Row};
 
 use crate::cursors::{Pending, Provenance, WatchOptions};
 use crate::error::{DbFailure, Error, Result};
+use crate::options::SchemaName;
 use crate::rules::Positions;
 
 /// A PostgreSQL failure as the store's `ERR_DB`: the server's own message (which never holds
@@ -91,7 +92,7 @@ pub(crate) fn pending(watcher: &str, row: &Row3, at: Positions) -> Pending {
 /// fixed order, so two hosts acknowledging the same pairs cannot deadlock).
 pub(crate) async fn lock_rows<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
     watcher: &str,
     targets: &[String],
 ) -> Result<Vec<Row3>> {
@@ -117,7 +118,7 @@ pub(crate) struct Move {
 /// was read at. Returns the targets written.
 pub(crate) async fn write_moves<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
     watcher: &str,
     moves: &[Move],
     now: i64,
@@ -159,7 +160,7 @@ pub(crate) async fn write_moves<C: GenericClient + Sync>(
 /// transaction, so a `watch` seeds at a head no record is moving past.
 pub(crate) async fn head_for_share<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
     target: &str,
     agent: &str,
 ) -> Result<i64> {
@@ -177,7 +178,7 @@ pub(crate) async fn head_for_share<C: GenericClient + Sync>(
 /// ([`Positions::seeded`]). Returns true when it seeded.
 pub(crate) async fn watch<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
     watcher: &str,
     target: &str,
     head: i64,
@@ -234,7 +235,7 @@ pub(crate) async fn watch<C: GenericClient + Sync>(
 /// Deletes one cursor (`unwatch`). True if it existed.
 pub(crate) async fn delete<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
     watcher: &str,
     target: &str,
 ) -> Result<bool> {
@@ -249,26 +250,34 @@ pub(crate) async fn delete<C: GenericClient + Sync>(
 /// those where it is the target (`deleteSession`).
 pub(crate) async fn delete_of<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
     key: &str,
     as_target: bool,
 ) -> Result<u64> {
-    let sql = if as_target {
-        format!(
-            "DELETE FROM {s}.session_watch_cursors \
-             WHERE watcher_session_key = $1 OR target_session_key = $1"
+    let deleted = if as_target {
+        c.execute(
+            &format!(
+                "DELETE FROM {s}.session_watch_cursors \
+                 WHERE watcher_session_key = $1 OR target_session_key = $1"
+            ),
+            &[&key],
         )
+        .await
     } else {
-        format!("DELETE FROM {s}.session_watch_cursors WHERE watcher_session_key = $1")
+        c.execute(
+            &format!("DELETE FROM {s}.session_watch_cursors WHERE watcher_session_key = $1"),
+            &[&key],
+        )
+        .await
     };
-    c.execute(&sql, &[&key]).await.map_err(db)
+    deleted.map_err(db)
 }
 
 /// The pending cursors (N ≠ L) of `watchers`, in ascending order of N, then watcher, then
 /// target: the order in which notices that enter together enter the queue.
 pub(crate) async fn pending_of<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
     watchers: &[String],
 ) -> Result<Vec<Pending>> {
     if watchers.is_empty() {
@@ -292,7 +301,7 @@ pub(crate) async fn pending_of<C: GenericClient + Sync>(
 /// The watchers with material history past their acknowledged position (sweep candidates).
 pub(crate) async fn watchers_behind<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
 ) -> Result<Vec<String>> {
     let sql = format!(
         "SELECT DISTINCT watcher_session_key FROM {s}.session_watch_cursors \
@@ -308,7 +317,7 @@ pub(crate) async fn watchers_behind<C: GenericClient + Sync>(
 /// then target. Runs inside the caller's transaction (the rows are locked in key order).
 pub(crate) async fn refreeze<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
     only: Option<&[String]>,
 ) -> Result<Vec<Pending>> {
     let base = format!(
@@ -364,7 +373,7 @@ pub(crate) async fn refreeze<C: GenericClient + Sync>(
 /// inside the caller's transaction.
 pub(crate) async fn delete_session<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
     key: &str,
     agent: &str,
     own: bool,

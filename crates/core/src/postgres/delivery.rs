@@ -16,6 +16,7 @@ use crate::cursors::Pending;
 use crate::delivery::Delivery;
 use crate::error::Result;
 use crate::metrics::Count;
+use crate::options::SchemaName;
 use crate::queue::{Notice, Queued};
 
 const TRIES: usize = 3;
@@ -43,7 +44,7 @@ pub(crate) async fn end<T>(c: &Client, r: Result<T>) -> Result<T> {
 /// Decides the drain of `queued` against the locked rows and writes it: the moves written.
 async fn drain_tx(
     c: &Client,
-    s: &str,
+    s: SchemaName,
     watcher: &str,
     queued: &[Queued],
     now: i64,
@@ -93,7 +94,7 @@ pub(crate) async fn drain(
     let mut outcome = Err(crate::error::Error::Closed);
     for _ in 0..TRIES {
         begin(c).await?;
-        let r = drain_tx(c, &st.schema, watcher, &queued, now).await;
+        let r = drain_tx(c, st.schema, watcher, &queued, now).await;
         outcome = end(c, r).await;
         match &outcome {
             Err(e) if cursors::is_retryable(e) => continue,
@@ -143,7 +144,7 @@ pub(crate) async fn drain(
 
 async fn acknowledge_tx(
     c: &Client,
-    s: &str,
+    s: SchemaName,
     watcher: &str,
     targets: &[String],
     scope: Option<&str>,
@@ -189,7 +190,7 @@ pub(crate) async fn acknowledge(
     let mut outcome = Err(crate::error::Error::Closed);
     for _ in 0..TRIES {
         begin(c).await?;
-        let r = acknowledge_tx(c, &st.schema, watcher, &targets, scope, through, now).await;
+        let r = acknowledge_tx(c, st.schema, watcher, &targets, scope, through, now).await;
         outcome = end(c, r).await;
         match &outcome {
             Err(e) if cursors::is_retryable(e) => continue,
@@ -240,7 +241,7 @@ pub(crate) async fn refreeze(
     let mut outcome = Err(crate::error::Error::Closed);
     for _ in 0..TRIES {
         begin(c).await?;
-        let r = cursors::refreeze(c, &st.schema, only).await;
+        let r = cursors::refreeze(c, st.schema, only).await;
         outcome = end(c, r).await;
         match &outcome {
             Err(e) if cursors::is_retryable(e) => continue,

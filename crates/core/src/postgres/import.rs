@@ -181,11 +181,10 @@ fn event_kinds() -> Vec<Kind> {
 /// destination holds already, and its heads as they were.
 async fn check(c: &Client, pg: &Pg, src: &Source) -> Result<(Vec<i64>, u64, Heads)> {
     let err = |e: tokio_postgres::Error| pg.target().error(&e);
-    let s = pg.schema();
-    let s = s.as_str();
+    let s: SchemaName = pg.schema();
     c.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended('session-awareness import ' || $1, 0))",
-        &[&s],
+        &[&s.as_str()],
     )
     .await
     .map_err(err)?;
@@ -355,8 +354,7 @@ fn copy_events(
 
 async fn write_events(c: &Client, pg: &Pg, batch: Vec<Vec<Cell>>) -> Result<u64> {
     let err = |e: tokio_postgres::Error| pg.target().error(&e);
-    let s = pg.schema();
-    let s = s.as_str();
+    let s: SchemaName = pg.schema();
     let insert = c
         .prepare(&format!(
             "INSERT INTO {s}.session_state_events ({EVENT_COLUMNS}) \
@@ -464,8 +462,7 @@ fn copy_heads(
 
 async fn write_heads(c: &Client, pg: &Pg, rows: Vec<Vec<Cell>>) -> Result<()> {
     let err = |e: tokio_postgres::Error| pg.target().error(&e);
-    let s = pg.schema();
-    let s = s.as_str();
+    let s: SchemaName = pg.schema();
     let up = c
         .prepare(&format!(
             "INSERT INTO {s}.session_state_heads (session_key, agent_id, last_sequence, pruned_max_sequence, updated_at) \

@@ -92,14 +92,13 @@ pub fn inspect(url: &str, schema: &str) -> Result<Inspection> {
 
 async fn read_report(c: &Client, pg: &Pg) -> Result<Inspection> {
     let err = |e: tokio_postgres::Error| pg.target().error(&e);
-    let schema = pg.schema();
-    let s = schema.as_str();
+    let s: SchemaName = pg.schema();
     let present: Vec<String> = c
         .query(
             "SELECT c.relname::text FROM pg_catalog.pg_class c \
              JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
              WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')",
-            &[&s],
+            &[&s.as_str()],
         )
         .await
         .map_err(err)?
@@ -327,14 +326,13 @@ async fn read_session(
     since: i64,
 ) -> Result<((i64, i64), Vec<EventRow>)> {
     let err = |e: tokio_postgres::Error| pg.target().error(&e);
-    let s = pg.schema();
-    let s = s.as_str();
+    let s: SchemaName = pg.schema();
     let present: Vec<String> = c
         .query(
             "SELECT c.relname::text FROM pg_catalog.pg_class c \
                  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
                  WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')",
-            &[&s],
+            &[&s.as_str()],
         )
         .await
         .map_err(err)?

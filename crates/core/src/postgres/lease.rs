@@ -9,13 +9,14 @@ use tokio_postgres::GenericClient;
 
 use super::cursors::db;
 use crate::error::Result;
+use crate::options::SchemaName;
 
 /// Writes this instance's leases: `serving` until `expires_at`, `released` dropped, and every
 /// row that expired before `stale_before` deleted (a crashed host's). One statement each,
 /// autocommitted: a lease is a hint of its own, never part of a data transaction.
 pub(crate) async fn renew<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
     instance: &str,
     serving: &[String],
     released: &[String],
@@ -47,7 +48,7 @@ pub(crate) async fn renew<C: GenericClient + Sync>(
 /// Drops every lease of this instance (the store closes).
 pub(crate) async fn release_all<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
     instance: &str,
 ) -> Result<()> {
     let sql = format!("DELETE FROM {s}.session_awareness_served WHERE instance_id = $1");
@@ -59,7 +60,7 @@ pub(crate) async fn release_all<C: GenericClient + Sync>(
 /// statement.
 pub(crate) async fn served_elsewhere<C: GenericClient + Sync>(
     c: &C,
-    s: &str,
+    s: SchemaName,
     watchers: &[String],
     instance: &str,
     now: i64,

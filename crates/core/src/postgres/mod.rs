@@ -61,7 +61,7 @@ impl PgStore {
         let target = Target::parse(url, opts)?;
         let pg = Arc::new(Pg::new(target, opts.pg_schema));
         let notices = catchup::Notices::new(
-            opts.pg_schema.as_str(),
+            opts.pg_schema,
             opts.sync_interval_ms,
             Arc::clone(&delivery),
             host,

@@ -18,6 +18,7 @@ use crate::delivery::Delivery;
 use crate::error::Result;
 use crate::maintenance::AUTO_PRUNE_INTERVAL_MS;
 use crate::metrics::Count;
+use crate::options::SchemaName;
 use crate::prune::PruneReport;
 
 /// The automatic prune's hour (semantics.md#recording-auto-prune), as on SQLite: a record
@@ -76,7 +77,7 @@ pub(crate) const BATCH: i64 = 10_000;
 /// Cursor rows expired per transaction.
 pub(crate) const EXPIRE_CHUNK: i64 = 5_000;
 
-async fn lock(c: &Client, s: &str) -> Result<()> {
+async fn lock(c: &Client, s: SchemaName) -> Result<()> {
     c.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
         &[&format!("session-awareness prune {s}")],
@@ -88,7 +89,7 @@ async fn lock(c: &Client, s: &str) -> Result<()> {
 
 /// Deletes the events with sequence in `victims` after raising the watermarks of their
 /// sessions to the largest sequence each loses (within its head). Inside a transaction.
-async fn delete_events(c: &Client, s: &str, victims: &[i64]) -> Result<u64> {
+async fn delete_events(c: &Client, s: SchemaName, victims: &[i64]) -> Result<u64> {
     let heads = format!(
         "SELECT h.session_key, h.agent_id FROM {s}.session_state_heads h \
          WHERE (h.session_key, h.agent_id) IN (SELECT DISTINCT session_key, agent_id \
@@ -113,7 +114,7 @@ async fn delete_events(c: &Client, s: &str, victims: &[i64]) -> Result<u64> {
 
 /// One batch: by age while any event is older than `age_cutoff`, then by the row cap.
 /// Returns how many events it deleted; 0 means done.
-async fn events_batch(c: &Client, s: &str, age_cutoff: i64, max_events: i64) -> Result<u64> {
+async fn events_batch(c: &Client, s: SchemaName, age_cutoff: i64, max_events: i64) -> Result<u64> {
     lock(c, s).await?;
     let aged = format!(
         "SELECT sequence FROM {s}.session_state_events WHERE occurred_at < $1 \
@@ -171,7 +172,7 @@ async fn in_tx<T>(c: &Client, r: impl std::future::Future<Output = Result<T>>) -
 /// notices leave `delivery`'s queue.
 pub(crate) async fn prune(
     c: &Client,
-    s: &str,
+    s: SchemaName,
     delivery: &Delivery,
     retention_ms: i64,
     max_events: u64,
