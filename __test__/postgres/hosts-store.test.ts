@@ -369,3 +369,27 @@ test('a cut link: calls in flight settle, nothing resolved is lost, and the stor
   expect(out.recoveredAfter).toBe(true)
   await assertWhole(g1, sessions, out.resolved)
 }, 120000)
+
+test('a call in flight on a link cut for longer than its deadline settles while the link is still cut', async () => {
+  // Deadline: statementTimeoutMs plus the connect timeout (at least 5 s): 7 s here.
+  const g1 = await gateway(1, { statementTimeoutMs: 2000, connectTimeoutMs: 2000 })
+  const s = child('cut-long')
+  const first = await g1.call<Event>('record', { input: input(s, 'before') })
+  hosts.cut(1)
+  let settled = false
+  const during = g1
+    .call<(number | { error: string } | null)[]>('recordMany', { inputs: [input(s, 'during')] })
+    .finally(() => (settled = true))
+  const until = Date.now() + 40000
+  while (!settled && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 100))
+  const settledWhileCut = settled
+  hosts.restore(1)
+  expect(settledWhileCut).toBe(true)
+  // Best-effort as ever: null and one onError with the code of a lost connection.
+  expect(await during).toEqual([null])
+  expect(g1.errors).toEqual(['ERR_DB'])
+  // The next call connects again by itself; nothing but what resolved is in the table.
+  const after = await g1.call<Event>('record', { input: input(s, 'after') })
+  expect(await tableSequences(s)).toEqual([first.sequence, after.sequence])
+  expect(await follow(g1, s)).toEqual([first.sequence, after.sequence])
+}, 120000)

@@ -291,6 +291,26 @@ const place = JSON.parse(process.argv[2])
 })()
 `
 
+test('a record whose text holds U+0000 on PostgreSQL: ERR_INVALID_ARG, null plus one onError, a rejection with strict, nothing written', async () => {
+  const errors = errorSink()
+  const place = stores.place('postgres')
+  const s = await stores.at(place, { onError: errors.onError })
+  // SQLite keeps it; PostgreSQL's text cannot (docs/postgres.md#differences).
+  expect(await s.recordAsync(human(CHILD, { summary: 'a\u0000b' }) as never)).toBeNull()
+  expect(await s.recordAsync(human(CHILD, { runId: 'r\u0000' }) as never)).toBeNull()
+  expect(errors.codes()).toEqual(['ERR_INVALID_ARG', 'ERR_INVALID_ARG'])
+  // Alone in its group: the records around it are written.
+  const group = [human(CHILD), human(CHILD, { dedupeKey: 'k\u0000' }), human(CHILD)]
+  const settled = await Promise.all(group.map((i) => s.recordAsync(i as never)))
+  expect(settled.map((e) => e?.sequence ?? null)).toEqual([1, null, 2])
+  expect(errors.codes()).toEqual(['ERR_INVALID_ARG', 'ERR_INVALID_ARG', 'ERR_INVALID_ARG'])
+  // In a payload it is escaped in the JSON, and fine.
+  expect(must(await s.recordAsync(human(CHILD, { payload: { t: 'a\u0000b' } }) as never)).sequence).toBe(3)
+  const strict = await stores.at(place, { strict: true })
+  expect(await rejection(strict.recordAsync(human(CHILD, { summary: '\u0000' }) as never))).toBe('ERR_INVALID_ARG')
+  expect(await strict.stateVersionsAsync([{ sessionKey: CHILD }])).toEqual([{ sessionKey: CHILD, agentId: 'main', stateVersion: 3 }])
+})
+
 describe.each(KINDS)('a process with a store on %s', (kind) => {
   test('exits by itself once every promise has settled, its store left open; a handle only while one waits', () => {
     const place = stores.place(kind)

@@ -332,10 +332,13 @@ describe('SQL', () => {
         // A prepared statement of the PostgreSQL store (a tokio-postgres `Statement`): a
         // variable bound from the statement cache's `prepared(CONST)` / `prepare(CONST)`, or
         // one the cache hands back (`Held::Prepared(st, …)`); the cache prepares `&sql` only.
+        // Or one prepared from text this review checks where it is prepared (`prepare(&sql)`,
+        // `prepare(&format!(…))`, as for any method that takes SQL text).
         const handle = /^&?([a-z_][a-z0-9_]*)\s*[,)]/.exec(arg)?.[1]
         if (
           handle !== undefined &&
           (new RegExp(`let ${handle} = [^;]*\\.prepared?\\([A-Z][A-Z0-9_]*\\)`).test(src) ||
+            new RegExp(`let ${handle} = [^;]*\\.prepare\\(\\s*&(sql\\b|format!\\()`).test(src) ||
             new RegExp(`Held::Prepared\\(${handle},`).test(src))
         )
           continue

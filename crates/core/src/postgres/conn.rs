@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use tokio::sync::{Mutex, MutexGuard};
+use tokio::task::AbortHandle;
 use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, Config, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -123,8 +124,21 @@ impl Target {
 
     /// A new client; its connection runs on the core runtime until it ends. Bounded by the
     /// connect timeout as a whole (TCP, TLS, authentication and the session's settings).
-    pub(crate) async fn connect(&self) -> Result<Client> {
+    pub(crate) async fn connect(&self) -> Result<(Client, AbortHandle)> {
         self.connect_bounded(None).await
+    }
+
+    /// How long one call may hold the connection before the client gives up on it: the
+    /// statement timeout (the server's own answer comes first while the link works) and the
+    /// connect timeout (at least 5 s) on top; `None` when statements have no timeout. A call
+    /// past it (a cut link: nothing comes back, and TCP would wait many minutes) ends its
+    /// connection, so it settles with `ERR_DB` and the next call connects again.
+    pub(crate) fn call_deadline(&self) -> Option<Duration> {
+        (self.statement_timeout_ms > 0).then(|| {
+            let connect = self.connect_timeout.unwrap_or_default();
+            Duration::from_millis(self.statement_timeout_ms.into())
+                + connect.max(Duration::from_secs(5))
+        })
     }
 
     /// A new client for the listener (docs/postgres.md#notices): its connection runs on the
@@ -134,11 +148,11 @@ impl Target {
         &self,
     ) -> Result<(Client, tokio::sync::mpsc::UnboundedReceiver<String>)> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let client = self.connect_bounded(Some(tx)).await?;
+        let (client, _) = self.connect_bounded(Some(tx)).await?;
         Ok((client, rx))
     }
 
-    async fn connect_bounded(&self, hints: Option<Hints>) -> Result<Client> {
+    async fn connect_bounded(&self, hints: Option<Hints>) -> Result<(Client, AbortHandle)> {
         let attempt = self.connect_unbounded(hints);
         match self.connect_timeout {
             Some(t) => tokio::time::timeout(t, attempt).await.map_err(|_| {
@@ -151,8 +165,8 @@ impl Target {
         }
     }
 
-    async fn connect_unbounded(&self, hints: Option<Hints>) -> Result<Client> {
-        let client = match (self.ssl, &self.tls) {
+    async fn connect_unbounded(&self, hints: Option<Hints>) -> Result<(Client, AbortHandle)> {
+        let (client, task) = match (self.ssl, &self.tls) {
             (SslChoice::Disable, _) | (_, None) => {
                 self.connect_with(SslMode::Disable, &hints).await?
             }
@@ -173,10 +187,14 @@ impl Target {
             ))
             .await
             .map_err(|e| self.error(&e))?;
-        Ok(client)
+        Ok((client, task))
     }
 
-    async fn connect_with(&self, mode: SslMode, hints: &Option<Hints>) -> Result<Client> {
+    async fn connect_with(
+        &self,
+        mode: SslMode,
+        hints: &Option<Hints>,
+    ) -> Result<(Client, AbortHandle)> {
         let mut config = self.config.clone();
         config.ssl_mode(mode);
         if hints.is_some() {
@@ -184,43 +202,35 @@ impl Target {
             config.application_name(name);
         }
         let handle = crate::runtime::handle();
-        let client = match (&self.tls, mode) {
+        let connected = match (&self.tls, mode) {
             (Some(tls), SslMode::Prefer | SslMode::Require) => {
                 let (client, conn) = config
                     .connect(tls.clone())
                     .await
                     .map_err(|e| self.error(&e))?;
-                match hints {
-                    Some(tx) => {
-                        handle.spawn(crate::postgres::listen::forward(conn, tx.clone()));
-                    }
-                    None => {
-                        handle.spawn(async move {
-                            let _ = conn.await;
-                        });
-                    }
-                }
-                client
+                let task = match hints {
+                    Some(tx) => handle.spawn(crate::postgres::listen::forward(conn, tx.clone())),
+                    None => handle.spawn(async move {
+                        let _ = conn.await;
+                    }),
+                };
+                (client, task.abort_handle())
             }
             _ => {
                 let (client, conn) = config
                     .connect(tokio_postgres::NoTls)
                     .await
                     .map_err(|e| self.error(&e))?;
-                match hints {
-                    Some(tx) => {
-                        handle.spawn(crate::postgres::listen::forward(conn, tx.clone()));
-                    }
-                    None => {
-                        handle.spawn(async move {
-                            let _ = conn.await;
-                        });
-                    }
-                }
-                client
+                let task = match hints {
+                    Some(tx) => handle.spawn(crate::postgres::listen::forward(conn, tx.clone())),
+                    None => handle.spawn(async move {
+                        let _ = conn.await;
+                    }),
+                };
+                (client, task.abort_handle())
             }
         };
-        Ok(client)
+        Ok(connected)
     }
 }
 
@@ -343,6 +353,8 @@ pub(crate) struct Session {
     statements: HashMap<&'static str, Statement>,
     /// A write transaction was begun and not yet ended (a call that unwound in the middle).
     in_tx: bool,
+    /// The task that runs the connection: ended by a call's deadline.
+    conn: AbortHandle,
 }
 
 impl Session {
@@ -369,6 +381,16 @@ pub(crate) struct Pg {
 pub(crate) struct SessionGuard<'a> {
     guard: MutexGuard<'a, Option<Session>>,
     pg: &'a Pg,
+    /// Ends the connection if the call still holds it at the deadline.
+    watchdog: Option<AbortHandle>,
+}
+
+impl Drop for SessionGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.watchdog.take() {
+            w.abort();
+        }
+    }
 }
 
 impl Pg {
@@ -396,14 +418,30 @@ impl Pg {
         let mut guard = self.session.lock().await;
         if guard.as_ref().is_none_or(|s| s.client.is_closed()) {
             *guard = None;
-            let client = self.target.connect().await?;
+            let (client, conn) = self.target.connect().await?;
             *guard = Some(Session {
                 client,
                 statements: HashMap::new(),
                 in_tx: false,
+                conn,
             });
         }
-        Ok(SessionGuard { guard, pg: self })
+        let watchdog = match (self.target.call_deadline(), guard.as_ref()) {
+            (Some(after), Some(s)) => {
+                let conn = s.conn.clone();
+                let timer = crate::runtime::handle().spawn(async move {
+                    tokio::time::sleep(after).await;
+                    conn.abort();
+                });
+                Some(timer.abort_handle())
+            }
+            _ => None,
+        };
+        Ok(SessionGuard {
+            guard,
+            pg: self,
+            watchdog,
+        })
     }
 
     /// Drops the client (its connection closes); the next call connects again.

@@ -60,9 +60,6 @@ fn provenance(s: &str) -> Provenance {
     }
 }
 
-const COLUMNS: &str = "target_session_key, last_seen_sequence, notified_sequence, \
-     material_sequence, provenance, watcher_store_path";
-
 fn row3(r: &Row) -> Row3 {
     Row3 {
         target: r.get(0),
@@ -97,7 +94,7 @@ pub(crate) async fn lock_rows<C: GenericClient + Sync>(
     targets: &[String],
 ) -> Result<Vec<Row3>> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM {s}.session_watch_cursors WHERE watcher_session_key = $1 \
+        "SELECT target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path FROM {s}.session_watch_cursors WHERE watcher_session_key = $1 \
          AND target_session_key = ANY($2) ORDER BY target_session_key FOR UPDATE"
     );
     let rows = c.query(&sql, &[&watcher, &targets]).await.map_err(db)?;
@@ -185,7 +182,7 @@ pub(crate) async fn watch<C: GenericClient + Sync>(
     o: &WatchOptions,
     now: i64,
 ) -> Result<bool> {
-    let update = format!(
+    let sql = format!(
         "UPDATE {s}.session_watch_cursors SET \
          updated_at = CASE WHEN $5 THEN $3 ELSE updated_at END, \
          provenance = CASE WHEN $4 = 'explicit' THEN 'explicit' ELSE provenance END \
@@ -195,14 +192,14 @@ pub(crate) async fn watch<C: GenericClient + Sync>(
     let scope = o.scope.as_deref();
     let p = o.provenance.as_str();
     let n = c
-        .execute(&update, &[&watcher, &target, &now, &p, &o.refresh, &scope])
+        .execute(&sql, &[&watcher, &target, &now, &p, &o.refresh, &scope])
         .await
         .map_err(db)?;
     if n == 1 {
         return Ok(false);
     }
     let at = Positions::seeded(head);
-    let insert = format!(
+    let sql = format!(
         "INSERT INTO {s}.session_watch_cursors (watcher_session_key, target_session_key, \
          last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
          watcher_store_path) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
@@ -215,7 +212,7 @@ pub(crate) async fn watch<C: GenericClient + Sync>(
          {s}.session_watch_cursors.watcher_store_path)"
     );
     c.execute(
-        &insert,
+        &sql,
         &[
             &watcher,
             &target,
@@ -284,7 +281,7 @@ pub(crate) async fn pending_of<C: GenericClient + Sync>(
         return Ok(Vec::new());
     }
     let sql = format!(
-        "SELECT {COLUMNS}, watcher_session_key FROM {s}.session_watch_cursors \
+        "SELECT target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, watcher_session_key FROM {s}.session_watch_cursors \
          WHERE watcher_session_key = ANY($1) AND notified_sequence <> last_seen_sequence \
          ORDER BY notified_sequence, watcher_session_key, target_session_key"
     );
@@ -320,16 +317,25 @@ pub(crate) async fn refreeze<C: GenericClient + Sync>(
     s: SchemaName,
     only: Option<&[String]>,
 ) -> Result<Vec<Pending>> {
-    let base = format!(
-        "SELECT {COLUMNS}, watcher_session_key FROM {s}.session_watch_cursors \
-         WHERE material_sequence > last_seen_sequence"
-    );
-    let order = " ORDER BY watcher_session_key, target_session_key FOR UPDATE";
     let rows = match only {
-        None => c.query(&format!("{base}{order}"), &[]).await,
+        None => {
+            c.query(
+                &format!(
+                    "SELECT target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, watcher_session_key FROM {s}.session_watch_cursors \
+                     WHERE material_sequence > last_seen_sequence \
+                     ORDER BY watcher_session_key, target_session_key FOR UPDATE"
+                ),
+                &[],
+            )
+            .await
+        }
         Some(ws) => {
             c.query(
-                &format!("{base} AND watcher_session_key = ANY($1){order}"),
+                &format!(
+                    "SELECT target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, watcher_session_key FROM {s}.session_watch_cursors \
+                     WHERE material_sequence > last_seen_sequence AND watcher_session_key = ANY($1) \
+                     ORDER BY watcher_session_key, target_session_key FOR UPDATE"
+                ),
                 &[&ws],
             )
             .await
@@ -378,14 +384,24 @@ pub(crate) async fn delete_session<C: GenericClient + Sync>(
     agent: &str,
     own: bool,
 ) -> Result<()> {
-    for table in [
-        "session_state_events",
-        "session_state_heads",
-        "session_upstream_links",
-    ] {
-        let sql = format!("DELETE FROM {s}.{table} WHERE session_key = $1 AND agent_id = $2");
-        c.execute(&sql, &[&key, &agent]).await.map_err(db)?;
-    }
+    c.execute(
+        &format!("DELETE FROM {s}.session_state_events WHERE session_key = $1 AND agent_id = $2"),
+        &[&key, &agent],
+    )
+    .await
+    .map_err(db)?;
+    c.execute(
+        &format!("DELETE FROM {s}.session_state_heads WHERE session_key = $1 AND agent_id = $2"),
+        &[&key, &agent],
+    )
+    .await
+    .map_err(db)?;
+    c.execute(
+        &format!("DELETE FROM {s}.session_upstream_links WHERE session_key = $1 AND agent_id = $2"),
+        &[&key, &agent],
+    )
+    .await
+    .map_err(db)?;
     if own {
         delete_of(c, s, key, true).await?;
     }

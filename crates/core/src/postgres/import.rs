@@ -267,18 +267,10 @@ async fn check(c: &Client, pg: &Pg, src: &Source) -> Result<(Vec<i64>, u64, Head
         }
     }
     // The identity past the source's largest sequence, never back.
-    let seq: String = c
-        .query_one(
-            &format!("SELECT pg_get_serial_sequence('{s}.session_state_events', 'sequence')"),
-            &[],
-        )
-        .await
-        .map_err(err)?
-        .get(0);
     c.execute(
         &format!(
-            "SELECT setval('{seq}', greatest($1::bigint, \
-             (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {seq})), true) \
+            "SELECT setval(q, greatest($1::bigint, coalesce(pg_sequence_last_value(q), 0)), true) \
+             FROM (SELECT pg_get_serial_sequence('{s}.session_state_events', 'sequence')::regclass AS q) AS t \
              WHERE $1::bigint > 0"
         ),
         &[&src.last_sequence],
@@ -495,7 +487,7 @@ const INSERT_LINK: &str = "INSERT INTO __SCHEMA__.session_upstream_links (sessio
 #[allow(clippy::too_many_arguments)]
 fn copy_rows(
     pg: &Arc<Pg>,
-    sql: &'static str,
+    template: &'static str,
     all: &[Vec<Cell>],
     kinds: &[Kind],
     batch: usize,
@@ -511,7 +503,7 @@ fn copy_rows(
         let kinds = kinds.to_vec();
         let inserted = run(pg, move |c, pg| {
             Box::pin(async move {
-                let sql = sql.replace("__SCHEMA__", pg.schema().as_str());
+                let sql = template.replace("__SCHEMA__", pg.schema().as_str());
                 let st = c.prepare(&sql).await.map_err(|e| pg.target().error(&e))?;
                 let mut n = 0;
                 for r in &rows {

@@ -90,6 +90,22 @@ pub fn inspect(url: &str, schema: &str) -> Result<Inspection> {
     Ok(report)
 }
 
+/// The one row `sql` answers (text the caller built of the schema's checked name).
+async fn one_row(
+    c: &Client,
+    sql: &str,
+) -> std::result::Result<tokio_postgres::Row, tokio_postgres::Error> {
+    c.query_one(sql, &[]).await
+}
+
+/// The rows `sql` answers (text the caller built of the schema's checked name).
+async fn all_rows(
+    c: &Client,
+    sql: &str,
+) -> std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
+    c.query(sql, &[]).await
+}
+
 async fn read_report(c: &Client, pg: &Pg) -> Result<Inspection> {
     let err = |e: tokio_postgres::Error| pg.target().error(&e);
     let s: SchemaName = pg.schema();
@@ -108,17 +124,18 @@ async fn read_report(c: &Client, pg: &Pg) -> Result<Inspection> {
     let has = |t: &str| present.iter().any(|p| p == t);
     let mut counts = RowCounts::default();
     let mut file_bytes = 0u64;
+    // One statement per table, each of the schema's checked name and the table's own.
+    let counted = [
+        format!("SELECT count(*), pg_total_relation_size('{s}.session_state_events') FROM {s}.session_state_events"),
+        format!("SELECT count(*), pg_total_relation_size('{s}.session_state_heads') FROM {s}.session_state_heads"),
+        format!("SELECT count(*), pg_total_relation_size('{s}.session_watch_cursors') FROM {s}.session_watch_cursors"),
+        format!("SELECT count(*), pg_total_relation_size('{s}.session_upstream_links') FROM {s}.session_upstream_links"),
+    ];
     for (i, table) in TABLES.iter().enumerate() {
         if !has(table) {
             continue;
         }
-        let r = c
-            .query_one(
-                &format!("SELECT count(*), pg_total_relation_size('{s}.{table}') FROM {s}.{table}"),
-                &[],
-            )
-            .await
-            .map_err(err)?;
+        let r = one_row(c, &counted[i]).await.map_err(err)?;
         let n: i64 = r.get(0);
         file_bytes += r.get::<_, i64>(1).max(0) as u64;
         match i {
@@ -151,26 +168,25 @@ async fn read_report(c: &Client, pg: &Pg) -> Result<Inspection> {
     }
     let mut sessions = Vec::new();
     if heads {
-        let (count, min) = if events {
-            (
-                format!("(SELECT count(*) FROM {s}.session_state_events e WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id)"),
-                format!("(SELECT min(sequence) FROM {s}.session_state_events e WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id)"),
+        let listed = if events {
+            format!(
+                "SELECT h.session_key, h.agent_id, h.last_sequence, h.pruned_max_sequence, \
+                 h.updated_at, \
+                 (SELECT count(*) FROM {s}.session_state_events e \
+                 WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id), \
+                 (SELECT min(sequence) FROM {s}.session_state_events e \
+                 WHERE e.session_key = h.session_key AND e.agent_id = h.agent_id) \
+                 FROM {s}.session_state_heads h \
+                 ORDER BY h.session_key COLLATE \"C\", h.agent_id COLLATE \"C\""
             )
         } else {
-            ("0::bigint".to_owned(), "NULL::bigint".to_owned())
-        };
-        for r in c
-            .query(
-                &format!(
-                    "SELECT h.session_key, h.agent_id, h.last_sequence, h.pruned_max_sequence, \
-                     h.updated_at, {count}, {min} FROM {s}.session_state_heads h \
-                     ORDER BY h.session_key COLLATE \"C\", h.agent_id COLLATE \"C\""
-                ),
-                &[],
+            format!(
+                "SELECT h.session_key, h.agent_id, h.last_sequence, h.pruned_max_sequence, \
+                 h.updated_at, 0::bigint, NULL::bigint FROM {s}.session_state_heads h \
+                 ORDER BY h.session_key COLLATE \"C\", h.agent_id COLLATE \"C\""
             )
-            .await
-            .map_err(err)?
-        {
+        };
+        for r in all_rows(c, &listed).await.map_err(err)? {
             last_sequence = last_sequence.max(r.get(2)).max(r.get(3));
             sessions.push(SessionRow {
                 session_key: r.get(0),

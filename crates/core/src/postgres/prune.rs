@@ -90,14 +90,14 @@ async fn lock(c: &Client, s: SchemaName) -> Result<()> {
 /// Deletes the events with sequence in `victims` after raising the watermarks of their
 /// sessions to the largest sequence each loses (within its head). Inside a transaction.
 async fn delete_events(c: &Client, s: SchemaName, victims: &[i64]) -> Result<u64> {
-    let heads = format!(
+    let sql = format!(
         "SELECT h.session_key, h.agent_id FROM {s}.session_state_heads h \
          WHERE (h.session_key, h.agent_id) IN (SELECT DISTINCT session_key, agent_id \
          FROM {s}.session_state_events WHERE sequence = ANY($1)) \
          ORDER BY h.session_key, h.agent_id FOR UPDATE"
     );
-    c.query(&heads, &[&victims]).await.map_err(db)?;
-    let raise = format!(
+    c.query(&sql, &[&victims]).await.map_err(db)?;
+    let sql = format!(
         "UPDATE {s}.session_state_heads AS h \
          SET pruned_max_sequence = GREATEST(h.pruned_max_sequence, v.lost) \
          FROM (SELECT e.session_key AS k, e.agent_id AS a, max(e.sequence) AS lost \
@@ -107,21 +107,21 @@ async fn delete_events(c: &Client, s: SchemaName, victims: &[i64]) -> Result<u64
                GROUP BY 1, 2) AS v \
          WHERE h.session_key = v.k AND h.agent_id = v.a"
     );
-    c.execute(&raise, &[&victims]).await.map_err(db)?;
-    let delete = format!("DELETE FROM {s}.session_state_events WHERE sequence = ANY($1)");
-    c.execute(&delete, &[&victims]).await.map_err(db)
+    c.execute(&sql, &[&victims]).await.map_err(db)?;
+    let sql = format!("DELETE FROM {s}.session_state_events WHERE sequence = ANY($1)");
+    c.execute(&sql, &[&victims]).await.map_err(db)
 }
 
 /// One batch: by age while any event is older than `age_cutoff`, then by the row cap.
 /// Returns how many events it deleted; 0 means done.
 async fn events_batch(c: &Client, s: SchemaName, age_cutoff: i64, max_events: i64) -> Result<u64> {
     lock(c, s).await?;
-    let aged = format!(
+    let sql = format!(
         "SELECT sequence FROM {s}.session_state_events WHERE occurred_at < $1 \
          ORDER BY occurred_at, sequence LIMIT $2"
     );
     let victims: Vec<i64> = c
-        .query(&aged, &[&age_cutoff, &BATCH])
+        .query(&sql, &[&age_cutoff, &BATCH])
         .await
         .map_err(db)?
         .iter()
@@ -142,10 +142,9 @@ async fn events_batch(c: &Client, s: SchemaName, age_cutoff: i64, max_events: i6
     if take <= 0 {
         return Ok(0);
     }
-    let oldest =
-        format!("SELECT sequence FROM {s}.session_state_events ORDER BY sequence LIMIT $1");
+    let sql = format!("SELECT sequence FROM {s}.session_state_events ORDER BY sequence LIMIT $1");
     let victims: Vec<i64> = c
-        .query(&oldest, &[&take])
+        .query(&sql, &[&take])
         .await
         .map_err(db)?
         .iter()
@@ -189,14 +188,14 @@ pub(crate) async fn prune(
             break;
         }
     }
-    let expire = format!(
+    let sql = format!(
         "DELETE FROM {s}.session_watch_cursors WHERE ctid = ANY(ARRAY(\
          SELECT ctid FROM {s}.session_watch_cursors WHERE updated_at < $1 LIMIT $2)) \
          RETURNING watcher_session_key, target_session_key"
     );
     loop {
         let rows = c
-            .query(&expire, &[&age_cutoff, &EXPIRE_CHUNK])
+            .query(&sql, &[&age_cutoff, &EXPIRE_CHUNK])
             .await
             .map_err(db)?;
         {

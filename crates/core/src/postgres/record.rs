@@ -55,7 +55,11 @@ impl PgStore {
         let mut out: Vec<Result<Option<StateEvent>>> = Vec::with_capacity(items.len());
         let mut valid: Vec<(usize, ValidEvent, i64)> = Vec::with_capacity(items.len());
         for (i, (input, now)) in items.into_iter().enumerate() {
-            match self.check_open().and_then(|()| event::validate(input, now)) {
+            match self
+                .check_open()
+                .and_then(|()| event::validate(input, now))
+                .and_then(no_nul)
+            {
                 Ok(v) => {
                     valid.push((i, v, now));
                     out.push(Ok(None));
@@ -229,4 +233,38 @@ fn write_each_alone(
     };
     rows.send(client.batch_execute(sql))?;
     Ok(written)
+}
+
+/// PostgreSQL's `text` cannot hold U+0000 (docs/postgres.md#differences): a record with one in
+/// any text it stores is refused before it is sent, `ERR_INVALID_ARG` naming the field, so it
+/// fails as any invalid record does (best-effort: `null` and one `onError`). A payload's
+/// U+0000 is stored escaped in its JSON and is fine.
+fn no_nul(v: ValidEvent) -> Result<ValidEvent> {
+    let e = &v.event;
+    let fields = [
+        ("sessionKey", Some(e.session_key.as_str())),
+        ("agentId", Some(e.agent_id.as_str())),
+        ("actorId", e.actor_id.as_deref()),
+        ("runId", e.run_id.as_deref()),
+        ("sessionId", e.session_id.as_deref()),
+        ("summary", Some(e.summary.as_str())),
+        ("dedupeKey", v.dedupe_key.as_deref()),
+    ];
+    let nul = |t: &str| t.contains('\0');
+    if let Some((name, _)) = fields.iter().find(|(_, t)| t.is_some_and(nul)) {
+        return Err(Error::invalid(format!(
+            "{name} holds U+0000, which a PostgreSQL store cannot keep"
+        )));
+    }
+    if v.watchers.iter().any(|w| nul(w)) {
+        return Err(Error::invalid(
+            "watchers holds U+0000, which a PostgreSQL store cannot keep",
+        ));
+    }
+    if v.watcher_scopes.iter().any(|(k, s)| nul(k) || nul(s)) {
+        return Err(Error::invalid(
+            "watcherScopes holds U+0000, which a PostgreSQL store cannot keep",
+        ));
+    }
+    Ok(v)
 }
