@@ -211,6 +211,7 @@ impl PgStore {
     }
 
     /// True while an automatic prune runs in the background.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn is_pruning(&self) -> bool {
         self.auto_prune.is_running()
     }

@@ -164,6 +164,7 @@ impl Notices {
     }
 
     /// True when `watcher` is served.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn serves(&self, watcher: &str) -> bool {
         self.state.served.lock().all.contains(watcher)
     }
@@ -283,6 +284,7 @@ impl Notices {
     }
 
     /// Runs one catch-up of every served watcher now, on the listener's connection (tests).
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) async fn catch_up_now(&self) -> Result<()> {
         let client = self.state.listener.lock().clone();
         match client {
@@ -295,6 +297,7 @@ impl Notices {
     }
 
     /// How often the listener connected, and how many catch-ups ran.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn counts(&self) -> (u64, u64) {
         (
             self.state.connects.load(Ordering::Acquire),
@@ -303,6 +306,7 @@ impl Notices {
     }
 
     /// True while the listener is connected.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn is_listening(&self) -> bool {
         self.state
             .listener

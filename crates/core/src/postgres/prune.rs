@@ -67,6 +67,7 @@ impl Auto {
     }
 
     /// True while a background prune runs.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn is_running(&self) -> bool {
         self.running.load(Ordering::Acquire)
     }
