@@ -100,8 +100,8 @@ impl PgStore {
         self.notices.serve(watcher);
         block_on(async {
             let mut g = self.pg.lock().await?;
-            let c = g.client()?;
-            delivery::drain(c, &self.notices, &self.delivery, watcher, now).await
+            let mut c = g.cached()?;
+            delivery::drain(&mut c, &self.notices, &self.delivery, watcher, now).await
         })?
     }
 
@@ -117,9 +117,9 @@ impl PgStore {
         self.notices.serve(watcher);
         block_on(async {
             let mut g = self.pg.lock().await?;
-            let c = g.client()?;
+            let mut c = g.cached()?;
             delivery::acknowledge(
-                c,
+                &mut c,
                 &self.notices,
                 &self.delivery,
                 watcher,

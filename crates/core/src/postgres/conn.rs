@@ -481,6 +481,21 @@ impl SessionGuard<'_> {
         Ok(st)
     }
 
+    /// The client with its statement cache, for statements prepared once per connection.
+    pub(crate) fn cached(&mut self) -> Result<Cached<'_>> {
+        let (schema, target) = (self.pg.schema, &self.pg.target);
+        let s = self
+            .guard
+            .as_mut()
+            .ok_or_else(|| Error::db(DbFailure::Connection, "not connected"))?;
+        Ok(Cached {
+            client: &s.client,
+            statements: &mut s.statements,
+            schema,
+            target,
+        })
+    }
+
     /// Drops the client when its connection has ended, so the next call connects again.
     pub(crate) fn forget_if_closed(&mut self) {
         if self.guard.as_ref().is_some_and(|s| s.client.is_closed()) {
@@ -552,5 +567,32 @@ mod tests {
             .expect("refused");
         assert_eq!(e.code(), "ERR_INVALID_ARG");
         assert!(!e.to_string().contains("hunter22"), "{e}");
+    }
+}
+
+/// A connection's client and its statement cache: the cursor calls' statements (templates
+/// naming the schema `__SCHEMA__`) prepared once per connection.
+pub(crate) struct Cached<'a> {
+    /// The client.
+    pub(crate) client: &'a Client,
+    statements: &'a mut HashMap<&'static str, Statement>,
+    schema: SchemaName,
+    target: &'a Target,
+}
+
+impl Cached<'_> {
+    /// `template` prepared on this connection, once.
+    pub(crate) async fn prepare(&mut self, template: &'static str) -> Result<Statement> {
+        if let Some(st) = self.statements.get(template) {
+            return Ok(st.clone());
+        }
+        let sql = template.replace("__SCHEMA__", self.schema.as_str());
+        let st = self
+            .client
+            .prepare(&sql)
+            .await
+            .map_err(|e| self.target.error(&e))?;
+        self.statements.insert(template, st.clone());
+        Ok(st)
     }
 }

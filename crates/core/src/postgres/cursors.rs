@@ -14,6 +14,7 @@ use tokio_postgres::{GenericClient, Row};
 use crate::cursors::{Pending, Provenance, WatchOptions};
 use crate::error::{DbFailure, Error, Result};
 use crate::options::SchemaName;
+use crate::postgres::conn::Cached;
 use crate::rules::Positions;
 
 /// A PostgreSQL failure as the store's `ERR_DB`: the server's own message (which never holds
@@ -85,19 +86,32 @@ pub(crate) fn pending(watcher: &str, row: &Row3, at: Positions) -> Pending {
     }
 }
 
+const LOCK_ROWS: &str = "SELECT target_session_key, last_seen_sequence, notified_sequence, \
+     material_sequence, provenance, watcher_store_path FROM __SCHEMA__.session_watch_cursors \
+     WHERE watcher_session_key = $1 AND target_session_key = ANY($2) \
+     ORDER BY target_session_key FOR UPDATE";
+const WRITE_MOVES: &str =
+    "UPDATE __SCHEMA__.session_watch_cursors AS c SET last_seen_sequence = v.l, \
+     notified_sequence = v.n, updated_at = $2 \
+     FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], \
+     $8::bigint[]) AS v(t, ol, o_n, om, l, n) \
+     WHERE c.watcher_session_key = $1 AND c.target_session_key = v.t \
+     AND c.last_seen_sequence = v.ol AND c.notified_sequence = v.o_n \
+     AND c.material_sequence = v.om RETURNING c.target_session_key";
+
 /// The cursors of `watcher` on `targets`, locked for this transaction, in target order (one
 /// fixed order, so two hosts acknowledging the same pairs cannot deadlock).
-pub(crate) async fn lock_rows<C: GenericClient + Sync>(
-    c: &C,
-    s: SchemaName,
+pub(crate) async fn lock_rows(
+    c: &mut Cached<'_>,
     watcher: &str,
     targets: &[String],
 ) -> Result<Vec<Row3>> {
-    let sql = format!(
-        "SELECT target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path FROM {s}.session_watch_cursors WHERE watcher_session_key = $1 \
-         AND target_session_key = ANY($2) ORDER BY target_session_key FOR UPDATE"
-    );
-    let rows = c.query(&sql, &[&watcher, &targets]).await.map_err(db)?;
+    let st = c.prepare(LOCK_ROWS).await?;
+    let rows = c
+        .client
+        .query(&st, &[&watcher, &targets])
+        .await
+        .map_err(db)?;
     Ok(rows.iter().map(row3).collect())
 }
 
@@ -113,9 +127,8 @@ pub(crate) struct Move {
 
 /// Writes `moves` of `watcher`'s cursors, each only where the row still holds the positions it
 /// was read at. Returns the targets written.
-pub(crate) async fn write_moves<C: GenericClient + Sync>(
-    c: &C,
-    s: SchemaName,
+pub(crate) async fn write_moves(
+    c: &mut Cached<'_>,
     watcher: &str,
     moves: &[Move],
     now: i64,
@@ -125,18 +138,11 @@ pub(crate) async fn write_moves<C: GenericClient + Sync>(
     }
     let col = |f: fn(&Move) -> i64| moves.iter().map(f).collect::<Vec<i64>>();
     let targets: Vec<&str> = moves.iter().map(|m| m.target.as_str()).collect();
-    let sql = format!(
-        "UPDATE {s}.session_watch_cursors AS c SET last_seen_sequence = v.l, \
-         notified_sequence = v.n, updated_at = $2 \
-         FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], \
-         $8::bigint[]) AS v(t, ol, o_n, om, l, n) \
-         WHERE c.watcher_session_key = $1 AND c.target_session_key = v.t \
-         AND c.last_seen_sequence = v.ol AND c.notified_sequence = v.o_n \
-         AND c.material_sequence = v.om RETURNING c.target_session_key"
-    );
+    let st = c.prepare(WRITE_MOVES).await?;
     let rows = c
+        .client
         .query(
-            &sql,
+            &st,
             &[
                 &watcher,
                 &now,

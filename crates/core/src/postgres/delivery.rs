@@ -11,12 +11,12 @@
 use tokio_postgres::Client;
 
 use super::catchup::Notices;
+use super::conn::Cached;
 use super::cursors::{self, Move};
 use crate::cursors::Pending;
 use crate::delivery::Delivery;
 use crate::error::Result;
 use crate::metrics::Count;
-use crate::options::SchemaName;
 use crate::queue::{Notice, Queued};
 
 const TRIES: usize = 3;
@@ -43,14 +43,13 @@ pub(crate) async fn end<T>(c: &Client, r: Result<T>) -> Result<T> {
 
 /// Decides the drain of `queued` against the locked rows and writes it: the moves written.
 async fn drain_tx(
-    c: &Client,
-    s: SchemaName,
+    c: &mut Cached<'_>,
     watcher: &str,
     queued: &[Queued],
     now: i64,
 ) -> Result<(Vec<Move>, Vec<cursors::Row3>)> {
     let targets: Vec<String> = queued.iter().map(|q| q.target.to_string()).collect();
-    let rows = cursors::lock_rows(c, s, watcher, &targets).await?;
+    let rows = cursors::lock_rows(c, watcher, &targets).await?;
     let mut moves = Vec::new();
     for q in queued {
         let Some(row) = rows.iter().find(|r| *r.target == *q.target) else {
@@ -68,7 +67,7 @@ async fn drain_tx(
             });
         }
     }
-    let written = cursors::write_moves(c, s, watcher, &moves, now).await?;
+    let written = cursors::write_moves(c, watcher, &moves, now).await?;
     moves.retain(|m| written.contains(&m.target));
     Ok((moves, rows))
 }
@@ -78,13 +77,13 @@ async fn drain_tx(
 /// pending cursors read. On failure the notices taken stay queued; a drain that leaves the
 /// watcher nothing queued withdraws its scheduled wake.
 pub(crate) async fn drain(
-    c: &Client,
+    c: &mut Cached<'_>,
     notices: &Notices,
     delivery: &Delivery,
     watcher: &str,
     now: i64,
 ) -> Result<Vec<Notice>> {
-    notices.read_fresh(c, watcher).await?;
+    notices.read_fresh(c.client, watcher).await?;
     if !delivery.queue().has_any(watcher) {
         return Ok(Vec::new());
     }
@@ -93,9 +92,9 @@ pub(crate) async fn drain(
     let queued = delivery.queue().take(watcher);
     let mut outcome = Err(crate::error::Error::Closed);
     for _ in 0..TRIES {
-        begin(c).await?;
-        let r = drain_tx(c, st.schema, watcher, &queued, now).await;
-        outcome = end(c, r).await;
+        begin(c.client).await?;
+        let r = drain_tx(c, watcher, &queued, now).await;
+        outcome = end(c.client, r).await;
         match &outcome {
             Err(e) if cursors::is_retryable(e) => continue,
             _ => break,
@@ -137,21 +136,20 @@ pub(crate) async fn drain(
     drop(_g);
     delivery.wake_all(wakes);
     if !out.is_empty() {
-        notices.consumed(c, watcher).await;
+        notices.consumed(c.client, watcher).await;
     }
     Ok(out)
 }
 
 async fn acknowledge_tx(
-    c: &Client,
-    s: SchemaName,
+    c: &mut Cached<'_>,
     watcher: &str,
     targets: &[String],
     scope: Option<&str>,
     through: Option<i64>,
     now: i64,
 ) -> Result<(Vec<Move>, Vec<cursors::Row3>)> {
-    let rows = cursors::lock_rows(c, s, watcher, targets).await?;
+    let rows = cursors::lock_rows(c, watcher, targets).await?;
     let mut moves = Vec::new();
     for row in &rows {
         if scope.is_some_and(|s| row.scope.as_deref() != Some(s)) {
@@ -165,7 +163,7 @@ async fn acknowledge_tx(
             });
         }
     }
-    let written = cursors::write_moves(c, s, watcher, &moves, now).await?;
+    let written = cursors::write_moves(c, watcher, &moves, now).await?;
     moves.retain(|m| written.contains(&m.target));
     Ok((moves, rows))
 }
@@ -175,7 +173,7 @@ async fn acknowledge_tx(
 /// (semantics.md#cursors-acknowledge). Returns how many it acknowledged.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn acknowledge(
-    c: &Client,
+    c: &mut Cached<'_>,
     notices: &Notices,
     delivery: &Delivery,
     watcher: &str,
@@ -189,9 +187,9 @@ pub(crate) async fn acknowledge(
     let _g = st.sync_lock().await;
     let mut outcome = Err(crate::error::Error::Closed);
     for _ in 0..TRIES {
-        begin(c).await?;
-        let r = acknowledge_tx(c, st.schema, watcher, &targets, scope, through, now).await;
-        outcome = end(c, r).await;
+        begin(c.client).await?;
+        let r = acknowledge_tx(c, watcher, &targets, scope, through, now).await;
+        outcome = end(c.client, r).await;
         match &outcome {
             Err(e) if cursors::is_retryable(e) => continue,
             _ => break,
@@ -222,7 +220,7 @@ pub(crate) async fn acknowledge(
     drop(_g);
     delivery.wake_all(wakes);
     if count > 0 {
-        notices.consumed(c, watcher).await;
+        notices.consumed(c.client, watcher).await;
     }
     Ok(count)
 }
