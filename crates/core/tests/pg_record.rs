@@ -376,9 +376,16 @@ fn a_record_in_flight_when_its_backend_is_terminated_is_err_db_and_writes_nothin
 fn a_record_the_server_refuses_fails_alone_in_its_group() {
     let c = cluster("rs-savepoint");
     let store = open(&c);
-    // PostgreSQL's text cannot hold U+0000: the server refuses the row, not the store.
+    // A check of the server's own that the store does not know of: the server refuses the
+    // row, not the store (U+0000, which PostgreSQL's text cannot hold, is refused by the
+    // store before anything is sent).
+    c.sql(
+        "ALTER TABLE session_awareness.session_state_events \
+         ADD CONSTRAINT refused CHECK (dedupe_key IS DISTINCT FROM 'refused')",
+    )
+    .unwrap();
     let refused = || RecordInput {
-        dedupe_key: Some("a\u{0}b".into()),
+        dedupe_key: Some("refused".into()),
         ..human(OTHER)
     };
     let out = store.record_group(vec![
@@ -396,22 +403,24 @@ fn a_record_the_server_refuses_fails_alone_in_its_group() {
             Err(e) => e.code().into(),
         })
         .collect();
-    assert_eq!(seen, ["1", "ERR_DB", "2", "ERR_DB", "3"]);
+    // The group drew 1 to 5 before the server refused a row; written again event by event,
+    // each record draws its own, and a refused one spends its number (sequences may skip).
+    assert_eq!(seen, ["6", "ERR_DB", "8", "ERR_DB", "10"]);
     let rows = store.cursor_rows(Some(MAIN), None).unwrap();
     assert_eq!(
         (rows[0].last_seen, rows[0].notified, rows[0].material),
-        (2, 3, 3)
+        (8, 10, 10)
     );
-    // Alone, it fails and leaves nothing; the next record goes on.
+    // Alone, it fails and leaves nothing (it spent 11 and, alone again, 12); the next goes on.
     assert_eq!(store.record(refused(), NOW).unwrap_err().code(), "ERR_DB");
     assert_eq!(
         store.record(human(CHILD), NOW).unwrap().unwrap().sequence,
-        4
+        13
     );
     assert_eq!(
         c.sql("SELECT string_agg(sequence::text, ',' ORDER BY sequence) FROM session_awareness.session_state_events")
             .unwrap(),
-        "1,2,3,4"
+        "6,8,10,13"
     );
 }
 

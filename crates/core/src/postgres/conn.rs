@@ -15,6 +15,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::{DbFailure, Error, Result};
 use crate::options::{Options, SchemaName};
+use crate::postgres::cursors::Cached;
 use crate::postgres::tls::{self, SslChoice};
 
 /// Where a listener's connection hands the payloads of its notifications.
@@ -483,17 +484,12 @@ impl SessionGuard<'_> {
 
     /// The client with its statement cache, for statements prepared once per connection.
     pub(crate) fn cached(&mut self) -> Result<Cached<'_>> {
-        let (schema, target) = (self.pg.schema, &self.pg.target);
+        let schema = self.pg.schema;
         let s = self
             .guard
             .as_mut()
             .ok_or_else(|| Error::db(DbFailure::Connection, "not connected"))?;
-        Ok(Cached {
-            client: &s.client,
-            statements: &mut s.statements,
-            schema,
-            target,
-        })
+        Ok(Cached::new(&s.client, &mut s.statements, schema))
     }
 
     /// Drops the client when its connection has ended, so the next call connects again.
@@ -567,32 +563,5 @@ mod tests {
             .expect("refused");
         assert_eq!(e.code(), "ERR_INVALID_ARG");
         assert!(!e.to_string().contains("hunter22"), "{e}");
-    }
-}
-
-/// A connection's client and its statement cache: the cursor calls' statements (templates
-/// naming the schema `__SCHEMA__`) prepared once per connection.
-pub(crate) struct Cached<'a> {
-    /// The client.
-    pub(crate) client: &'a Client,
-    statements: &'a mut HashMap<&'static str, Statement>,
-    schema: SchemaName,
-    target: &'a Target,
-}
-
-impl Cached<'_> {
-    /// `template` prepared on this connection, once.
-    pub(crate) async fn prepare(&mut self, template: &'static str) -> Result<Statement> {
-        if let Some(st) = self.statements.get(template) {
-            return Ok(st.clone());
-        }
-        let sql = template.replace("__SCHEMA__", self.schema.as_str());
-        let st = self
-            .client
-            .prepare(&sql)
-            .await
-            .map_err(|e| self.target.error(&e))?;
-        self.statements.insert(template, st.clone());
-        Ok(st)
     }
 }

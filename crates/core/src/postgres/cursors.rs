@@ -7,14 +7,14 @@
 //! Every function takes the schema name (checked at open: a plain identifier, no quoting
 //! needed) and any client or transaction.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use tokio_postgres::{GenericClient, Row};
+use tokio_postgres::{Client, GenericClient, Row, Statement};
 
 use crate::cursors::{Pending, Provenance, WatchOptions};
 use crate::error::{DbFailure, Error, Result};
 use crate::options::SchemaName;
-use crate::postgres::conn::Cached;
 use crate::rules::Positions;
 
 /// A PostgreSQL failure as the store's `ERR_DB`: the server's own message (which never holds
@@ -83,6 +83,41 @@ pub(crate) fn pending(watcher: &str, row: &Row3, at: Positions) -> Pending {
         notified: at.notified,
         provenance: row.provenance,
         scope: row.scope.as_deref().map(Arc::from),
+    }
+}
+
+/// A connection's client and its statement cache: the cursor calls' statements (templates
+/// naming the schema `__SCHEMA__`) prepared once per connection.
+pub(crate) struct Cached<'a> {
+    /// The client.
+    pub(crate) client: &'a Client,
+    statements: &'a mut HashMap<&'static str, Statement>,
+    schema: SchemaName,
+}
+
+impl<'a> Cached<'a> {
+    /// The client `client` with its connection's cache, for the tables in `schema`.
+    pub(crate) fn new(
+        client: &'a Client,
+        statements: &'a mut HashMap<&'static str, Statement>,
+        schema: SchemaName,
+    ) -> Self {
+        Cached {
+            client,
+            statements,
+            schema,
+        }
+    }
+
+    /// `template` prepared on this connection, once.
+    pub(crate) async fn prepare(&mut self, template: &'static str) -> Result<Statement> {
+        if let Some(st) = self.statements.get(template) {
+            return Ok(st.clone());
+        }
+        let sql = template.replace("__SCHEMA__", self.schema.as_str());
+        let st = self.client.prepare(&sql).await.map_err(db)?;
+        self.statements.insert(template, st.clone());
+        Ok(st)
     }
 }
 

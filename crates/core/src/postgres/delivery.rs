@@ -11,8 +11,7 @@
 use tokio_postgres::Client;
 
 use super::catchup::Notices;
-use super::conn::Cached;
-use super::cursors::{self, Move};
+use super::cursors::{self, Cached, Move};
 use crate::cursors::Pending;
 use crate::delivery::Delivery;
 use crate::error::Result;
