@@ -371,8 +371,9 @@ test('a cut link: calls in flight settle, nothing resolved is lost, and the stor
 }, 120000)
 
 test('a call in flight on a link cut for longer than its deadline settles while the link is still cut', async () => {
-  // Deadline: statementTimeoutMs plus the connect timeout (at least 5 s): 7 s here.
-  const g1 = await gateway(1, { statementTimeoutMs: 2000, connectTimeoutMs: 2000 })
+  // Deadline: statementTimeoutMs plus the connect timeout (at least 5 s): 7 s here. No
+  // listener (syncIntervalMs 0), so the only report is the record's own.
+  const g1 = await gateway(1, { statementTimeoutMs: 2000, connectTimeoutMs: 2000, syncIntervalMs: 0 })
   const s = child('cut-long')
   const first = await g1.call<Event>('record', { input: input(s, 'before') })
   hosts.cut(1)
