@@ -57,19 +57,18 @@ impl PgStore {
         now: i64,
     ) -> Result<bool> {
         self.notices.serve(watcher);
-        let s = self.pg.schema();
         let seeded = block_on(async {
             let mut g = self.pg.lock().await?;
-            let c = g.client()?;
-            c.batch_execute("BEGIN").await.map_err(cursors::db)?;
+            let mut c = g.cached()?;
+            c.client.batch_execute("BEGIN").await.map_err(cursors::db)?;
             let r = async {
-                let head = cursors::head_for_share(&*c, s, target, agent).await?;
-                cursors::watch(&*c, s, watcher, target, head, o, now).await
+                let head = cursors::head_for_share(&mut c, target, agent).await?;
+                cursors::watch(&mut c, watcher, target, head, o, now).await
             }
             .await;
-            let seeded = delivery::end(&*c, r).await?;
+            let seeded = delivery::end(c.client, r).await?;
             if seeded {
-                self.notices.consumed(&*c, watcher).await;
+                self.notices.consumed(c.client, watcher).await;
             }
             Ok::<_, crate::error::Error>(seeded)
         })??;
@@ -81,13 +80,12 @@ impl PgStore {
 
     /// `unwatch`: the cursor and its queued notice go. True when a cursor was removed.
     pub(crate) fn unwatch(&self, watcher: &str, target: &str) -> Result<bool> {
-        let s = self.pg.schema();
         let removed = block_on(async {
             let mut g = self.pg.lock().await?;
-            let c = g.client()?;
-            let removed = cursors::delete(&*c, s, watcher, target).await?;
+            let mut c = g.cached()?;
+            let removed = cursors::delete(&mut c, watcher, target).await?;
             if removed {
-                self.notices.consumed(&*c, watcher).await;
+                self.notices.consumed(c.client, watcher).await;
             }
             Ok::<_, crate::error::Error>(removed)
         })??;

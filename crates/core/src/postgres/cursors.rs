@@ -194,19 +194,34 @@ pub(crate) async fn write_moves(
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
+const HEAD_FOR_SHARE: &str = "SELECT last_sequence FROM __SCHEMA__.session_state_heads \
+     WHERE session_key = $1 AND agent_id = $2 FOR SHARE";
+const WATCH_REFRESH: &str = "UPDATE __SCHEMA__.session_watch_cursors SET \
+     updated_at = CASE WHEN $5 THEN $3 ELSE updated_at END, \
+     provenance = CASE WHEN $4 = 'explicit' THEN 'explicit' ELSE provenance END \
+     WHERE watcher_session_key = $1 AND target_session_key = $2 \
+     AND ($6::text IS NULL OR watcher_store_path IS NOT DISTINCT FROM $6::text)";
+const WATCH_SEED: &str = "INSERT INTO __SCHEMA__.session_watch_cursors AS c (watcher_session_key, \
+     target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, \
+     updated_at, watcher_store_path) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+     ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
+     last_seen_sequence = excluded.last_seen_sequence, \
+     notified_sequence = excluded.notified_sequence, \
+     material_sequence = excluded.material_sequence, provenance = excluded.provenance, \
+     updated_at = excluded.updated_at, \
+     watcher_store_path = coalesce(excluded.watcher_store_path, c.watcher_store_path)";
+const UNWATCH: &str = "DELETE FROM __SCHEMA__.session_watch_cursors \
+     WHERE watcher_session_key = $1 AND target_session_key = $2";
+
 /// The target's head (0 when it has none), its row locked against a record for this
 /// transaction, so a `watch` seeds at a head no record is moving past.
-pub(crate) async fn head_for_share<C: GenericClient + Sync>(
-    c: &C,
-    s: SchemaName,
-    target: &str,
-    agent: &str,
-) -> Result<i64> {
-    let sql = format!(
-        "SELECT last_sequence FROM {s}.session_state_heads \
-         WHERE session_key = $1 AND agent_id = $2 FOR SHARE"
-    );
-    let row = c.query_opt(&sql, &[&target, &agent]).await.map_err(db)?;
+pub(crate) async fn head_for_share(c: &mut Cached<'_>, target: &str, agent: &str) -> Result<i64> {
+    let st = c.prepare(HEAD_FOR_SHARE).await?;
+    let row = c
+        .client
+        .query_opt(&st, &[&target, &agent])
+        .await
+        .map_err(db)?;
     Ok(row.map_or(0, |r| r.get(0)))
 }
 
@@ -214,74 +229,54 @@ pub(crate) async fn head_for_share<C: GenericClient + Sync>(
 /// same scope (or any, without one) has its `updated_at` refreshed (unless `o.refresh` is off)
 /// and is promoted to `explicit`; otherwise the pair is seeded at `head`
 /// ([`Positions::seeded`]). Returns true when it seeded.
-pub(crate) async fn watch<C: GenericClient + Sync>(
-    c: &C,
-    s: SchemaName,
+pub(crate) async fn watch(
+    c: &mut Cached<'_>,
     watcher: &str,
     target: &str,
     head: i64,
     o: &WatchOptions,
     now: i64,
 ) -> Result<bool> {
-    let sql = format!(
-        "UPDATE {s}.session_watch_cursors SET \
-         updated_at = CASE WHEN $5 THEN $3 ELSE updated_at END, \
-         provenance = CASE WHEN $4 = 'explicit' THEN 'explicit' ELSE provenance END \
-         WHERE watcher_session_key = $1 AND target_session_key = $2 \
-         AND ($6::text IS NULL OR watcher_store_path IS NOT DISTINCT FROM $6::text)"
-    );
     let scope = o.scope.as_deref();
     let p = o.provenance.as_str();
+    let st = c.prepare(WATCH_REFRESH).await?;
     let n = c
-        .execute(&sql, &[&watcher, &target, &now, &p, &o.refresh, &scope])
+        .client
+        .execute(&st, &[&watcher, &target, &now, &p, &o.refresh, &scope])
         .await
         .map_err(db)?;
     if n == 1 {
         return Ok(false);
     }
     let at = Positions::seeded(head);
-    let sql = format!(
-        "INSERT INTO {s}.session_watch_cursors (watcher_session_key, target_session_key, \
-         last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
-         watcher_store_path) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-         ON CONFLICT (watcher_session_key, target_session_key) DO UPDATE SET \
-         last_seen_sequence = excluded.last_seen_sequence, \
-         notified_sequence = excluded.notified_sequence, \
-         material_sequence = excluded.material_sequence, provenance = excluded.provenance, \
-         updated_at = excluded.updated_at, \
-         watcher_store_path = coalesce(excluded.watcher_store_path, \
-         {s}.session_watch_cursors.watcher_store_path)"
-    );
-    c.execute(
-        &sql,
-        &[
-            &watcher,
-            &target,
-            &at.last_seen,
-            &at.notified,
-            &at.material,
-            &p,
-            &now,
-            &scope,
-        ],
-    )
-    .await
-    .map_err(db)?;
+    let st = c.prepare(WATCH_SEED).await?;
+    c.client
+        .execute(
+            &st,
+            &[
+                &watcher,
+                &target,
+                &at.last_seen,
+                &at.notified,
+                &at.material,
+                &p,
+                &now,
+                &scope,
+            ],
+        )
+        .await
+        .map_err(db)?;
     Ok(true)
 }
 
 /// Deletes one cursor (`unwatch`). True if it existed.
-pub(crate) async fn delete<C: GenericClient + Sync>(
-    c: &C,
-    s: SchemaName,
-    watcher: &str,
-    target: &str,
-) -> Result<bool> {
-    let sql = format!(
-        "DELETE FROM {s}.session_watch_cursors \
-         WHERE watcher_session_key = $1 AND target_session_key = $2"
-    );
-    Ok(c.execute(&sql, &[&watcher, &target]).await.map_err(db)? == 1)
+pub(crate) async fn delete(c: &mut Cached<'_>, watcher: &str, target: &str) -> Result<bool> {
+    let st = c.prepare(UNWATCH).await?;
+    Ok(c.client
+        .execute(&st, &[&watcher, &target])
+        .await
+        .map_err(db)?
+        == 1)
 }
 
 /// Deletes the cursors where `key` is the watcher (`resetSession`), and with `as_target` also
