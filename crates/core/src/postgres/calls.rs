@@ -31,8 +31,8 @@ impl PgStore {
         }
         let done = block_on(async {
             match self.pg.lock().await {
-                Ok(mut g) => match g.client() {
-                    Ok(c) => Some(self.notices.after_commit(&*c, opened).await),
+                Ok(mut g) => match g.cached() {
+                    Ok(mut c) => Some(self.notices.after_commit(&mut c, opened).await),
                     Err(_) => None,
                 },
                 Err(_) => None,

@@ -35,6 +35,14 @@ use crate::hooks::Host;
 use crate::keys;
 use crate::metrics::Count;
 use crate::options::SchemaName;
+use crate::postgres::cursors::Cached;
+
+/// The watchers among `$1` that an instance other than `$2` holds a live lease on at `$3`,
+/// asked after every commit that opens a notice for a watcher not served here (prepared once
+/// per connection).
+const SERVED_ELSEWHERE: &str = "SELECT DISTINCT watcher_key \
+     FROM __SCHEMA__.session_awareness_served \
+     WHERE watcher_key = ANY($1) AND instance_id <> $2 AND expires_at > $3";
 
 /// Opens the listener's connection: a client whose connection is driven on the core runtime,
 /// and the payloads of its notifications ([`listen::drive`]).
@@ -201,11 +209,7 @@ impl Notices {
     /// sends the hint naming their watchers after the commit. Returns the wakes to schedule.
     /// A failing lease read queues here, as if nobody else served the watcher; a failing hint
     /// is left to the other hosts' periodic catch-up.
-    pub(crate) async fn after_commit<C: GenericClient + Sync>(
-        &self,
-        c: &C,
-        pending: &[Pending],
-    ) -> Vec<Wake> {
+    pub(crate) async fn after_commit(&self, c: &mut Cached<'_>, pending: &[Pending]) -> Vec<Wake> {
         if pending.is_empty() {
             return Vec::new();
         }
@@ -233,9 +237,22 @@ impl Notices {
             ask
         };
         let now = crate::lease::now();
+        let client = c.client;
+        let instance = st.instance.as_str();
+        let elsewhere = async {
+            if ask.is_empty() {
+                return Ok(Vec::new());
+            }
+            let st = c.prepare(SERVED_ELSEWHERE).await?;
+            let rows = client
+                .query(&st, &[&ask, &instance, &now])
+                .await
+                .map_err(cursors::db)?;
+            Ok::<Vec<String>, crate::error::Error>(rows.iter().map(|r| r.get(0)).collect())
+        };
         let (hinted, elsewhere) = tokio::join!(
-            listen::notify(c, st.schema.as_str(), &st.instance, &watchers),
-            lease::served_elsewhere(c, st.schema, &ask, &st.instance, now)
+            listen::notify(client, st.schema.as_str(), instance, &watchers),
+            elsewhere
         );
         if let Err(e) = hinted {
             st.failed(e);

@@ -55,26 +55,3 @@ pub(crate) async fn release_all<C: GenericClient + Sync>(
     c.execute(&sql, &[&instance]).await.map_err(db)?;
     Ok(())
 }
-
-/// The watchers among `watchers` that another instance holds a live lease on, in one
-/// statement.
-pub(crate) async fn served_elsewhere<C: GenericClient + Sync>(
-    c: &C,
-    s: SchemaName,
-    watchers: &[String],
-    instance: &str,
-    now: i64,
-) -> Result<Vec<String>> {
-    if watchers.is_empty() {
-        return Ok(Vec::new());
-    }
-    let sql = format!(
-        "SELECT DISTINCT watcher_key FROM {s}.session_awareness_served \
-         WHERE watcher_key = ANY($1) AND instance_id <> $2 AND expires_at > $3"
-    );
-    let rows = c
-        .query(&sql, &[&watchers, &instance, &now])
-        .await
-        .map_err(db)?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
-}
