@@ -40,6 +40,8 @@ use crate::postgres::cursors::Cached;
 /// The watchers among `$1` that an instance other than `$2` holds a live lease on at `$3`,
 /// asked after every commit that opens a notice for a watcher not served here (prepared once
 /// per connection).
+/// The hint after a commit: `$1` the channel (the schema's name), `$2` the payload.
+const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 const SERVED_ELSEWHERE: &str = "SELECT DISTINCT watcher_key \
      FROM __SCHEMA__.session_awareness_served \
      WHERE watcher_key = ANY($1) AND instance_id <> $2 AND expires_at > $3";
@@ -239,6 +241,18 @@ impl Notices {
         let now = crate::lease::now();
         let client = c.client;
         let instance = st.instance.as_str();
+        // The hint, a statement of its own after the commit (never inside it: a NOTIFY in a
+        // data transaction serializes every commit in the cluster).
+        let q = c.prepare(NOTIFY).await;
+        let hint = async {
+            let q = q?;
+            let text = listen::payload(instance, &watchers);
+            client
+                .execute(&q, &[&st.schema.as_str(), &text])
+                .await
+                .map_err(cursors::db)?;
+            Ok::<(), Error>(())
+        };
         let elsewhere = async {
             if ask.is_empty() {
                 return Ok(Vec::new());
@@ -250,10 +264,7 @@ impl Notices {
                 .map_err(cursors::db)?;
             Ok::<Vec<String>, crate::error::Error>(rows.iter().map(|r| r.get(0)).collect())
         };
-        let (hinted, elsewhere) = tokio::join!(
-            listen::notify(client, st.schema.as_str(), instance, &watchers),
-            elsewhere
-        );
+        let (hinted, elsewhere) = tokio::join!(hint, elsewhere);
         if let Err(e) = hinted {
             st.failed(e);
         }
