@@ -187,7 +187,7 @@ async function main() {
       for (const k of keys) await impl.record({ ...input(k, 0), watchers: [] });
     }
     const got = await store.changesSinceAsync(changesKey, 0, { limit: 200 });
-    if (got.events.length !== 200) throw new Error(`changesSince returned ${got.events.length} events`);
+    if (got.stateChanges.events.length !== 200) throw new Error(`changesSince returned ${got.stateChanges.events.length} events`);
 
     const samples = {};
     const put = (name, impl, v) => ((samples[name] ??= { baseline: [], store: [] })[impl].push(v));
