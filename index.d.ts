@@ -46,6 +46,8 @@ export declare class NativeSessionState {
   sweepAsync(only?: Array<string> | undefined | null): void
   /** Queues a prune; its value is the report. */
   pruneAsync(): void
+  /** Queues a `cursorRows` (see `cursorRows`); its value is the rows. */
+  cursorRowsAsync(watcherKey?: string | undefined | null, targetKey?: string | undefined | null): void
   /** Queues a `resetSession`. */
   resetSessionAsync(sessionKey: string): void
   /** Queues a `deleteSession`. */
@@ -256,6 +258,11 @@ export interface ImportDatabaseOptions {
    * not called again, and the import then throws `ERR_PROGRESS_CALLBACK`.
    */
   onProgress?: (progress: ImportProgress) => void
+  /**
+   * The schema of a PostgreSQL destination (a `postgres://` URL only); default
+   * `session_awareness`.
+   */
+  schema?: string
 }
 
 /** One progress report: `done` of the `total` source rows of `table` have been handled. */
@@ -273,8 +280,9 @@ export interface ImportProgress {
 
 /**
  * Copies the session-state rows of the OpenClaw database at `source` (only read, in one
- * snapshot) into the store file at `dest` (created or upgraded as the store opens it), in
- * batched transactions; a second run adds only what is new. Run it in a process that has no
+ * snapshot) into the store file at `dest` (created or upgraded as the store opens it), or
+ * into the PostgreSQL store at a `postgres://` URL `dest` (its tables created in `schema`),
+ * in batched transactions; a second run adds only what is new. Run it in a process that has no
  * other SQLite handle on either file. Throws `ERR_IMPORT_DIVERGED` when the destination's
  * history and the source's disagree (nothing is written), `ERR_INVALID_ARG` for bad
  * arguments or one file named twice, `ERR_NOT_SQLITE` / `ERR_DB` for a source that cannot be
@@ -315,9 +323,10 @@ export interface ImportTableSummary {
 /**
  * Reads a report of the database at `path` without changing it. Never creates the file.
  * Throws `ERR_DB` for a missing or unreadable file and `ERR_NOT_SQLITE` for one that is not a
- * SQLite database.
+ * SQLite database. On a `postgres://` URL it reads the store's schema in one read-only
+ * snapshot and waits for the server (up to the connect and statement timeouts).
  */
-export declare function inspectDatabase(path: string): DatabaseInspection
+export declare function inspectDatabase(path: string, options?: InspectOptions | undefined | null): DatabaseInspection
 
 /** One watch cursor, with the target's version and the watcher's lag. */
 export interface InspectedCursor {
@@ -398,6 +407,12 @@ export interface InspectedSession {
   earliestRetainedSequence?: number
 }
 
+/** Options of `inspectDatabase`. */
+export interface InspectOptions {
+  /** A PostgreSQL store's schema (a URL only); default `session_awareness`. */
+  schema?: string
+}
+
 /** The layout of a packed metrics snapshot. */
 export declare function metricsLayout(): MetricsLayout
 
@@ -476,6 +491,12 @@ export interface NativeOptions {
   seedResetsProvenance?: boolean
   /** Keep every notice entering the queue for `takeNotices` (the listener's outbox). */
   noticeOutbox?: boolean
+  /** A PostgreSQL store's schema; default `session_awareness`. */
+  schema?: string
+  /** A PostgreSQL store's connect timeout (ms); default 10,000. */
+  connectTimeoutMs?: number
+  /** A PostgreSQL store's statement timeout (ms); default 30,000. */
+  statementTimeoutMs?: number
 }
 
 /**
@@ -617,6 +638,8 @@ export interface ReadEventsOptions {
   since?: number
   /** The agent of the session; defaults to the key's own, else `main`. */
   agentId?: string
+  /** A PostgreSQL store's schema (a URL only); default `session_awareness`. */
+  schema?: string
 }
 
 /** Row counts of the four tables (0 for a missing table). */

@@ -261,7 +261,7 @@ describe('failures', () => {
   test('help and version', () => {
     const help = cli('--help')
     expect(help.status).toBe(0)
-    expect(help.stdout).toMatch(/^Usage:\n {2}session-awareness inspect <db> \[--json\]\n/)
+    expect(help.stdout).toMatch(/^Usage:\n {2}session-awareness inspect <db \| postgres URL> \[--schema NAME\] \[--json\]\n/)
     const version = cli('--version')
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     expect(version.stdout).toBe(`${require('../package.json').version}\n`)

@@ -13,18 +13,22 @@ const { importStateDatabase } = require('../dist/import.js')
 const PROGRESS_EVERY = 10000
 
 const USAGE = `Usage:
-  session-awareness inspect <db> [--json]
+  session-awareness inspect <db | postgres URL> [--schema NAME] [--json]
       Sessions (stateVersion, pruned watermark), cursors (L/N/M, lag), pending notices,
       row counts and the oldest retained event.
-  session-awareness events <db> <sessionKey> [--since N] [--agent ID] [--json]
+  session-awareness events <db | postgres URL> <sessionKey> [--since N] [--agent ID] [--schema NAME] [--json]
       The session's retained events after sequence N (default 0), ascending.
-  session-awareness import <openclaw.sqlite> <store.sqlite> [--json]
-      Copies OpenClaw's session-state rows (events with their sequences, heads, cursors,
-      upstream links) into the store's file, creating it if needed; a second run adds only
-      what is new. Progress goes to stderr every ${PROGRESS_EVERY.toLocaleString('en-US')} rows.
+  session-awareness import <openclaw.sqlite | store.sqlite> <store.sqlite | postgres URL> [--schema NAME] [--json]
+      Copies the session-state rows (events with their sequences, heads, cursors, upstream
+      links) of OpenClaw's database or a store file into the store's file, creating it if
+      needed, or into a PostgreSQL store (its tables created in the schema); a second run
+      adds only what is new. Progress goes to stderr every ${PROGRESS_EVERY.toLocaleString('en-US')} rows.
 
 inspect and events open the database read-only and never change it; import only reads the
-OpenClaw file, in one snapshot, and may run while a gateway has it open.
+OpenClaw file, in one snapshot, and may run while a gateway has it open. On a PostgreSQL
+store (postgres:// or postgresql:// URL) --schema names the store's schema (default
+session_awareness); inspect and events need only SELECT on its tables, and no output
+contains the URL's password.
 Exit status: 0 success, 1 a database could not be read or written (or the two histories
 diverged: ERR_IMPORT_DIVERGED, nothing written), 2 bad usage.`
 
@@ -47,6 +51,7 @@ function parseArgs(argv) {
     else if (name === '--json') flags.json = true
     else if (name === '--since') flags.since = value()
     else if (name === '--agent') flags.agent = value()
+    else if (name === '--schema') flags.schema = value()
     else if (name === '--') {
       positional.push(...argv.slice(i + 1))
       break
@@ -119,15 +124,19 @@ function eventLine(e) {
     .join('  ')
 }
 
-function formatInspection(r, now) {
+function formatInspection(r, now, schema) {
   const out = []
   const { counts } = r
   out.push(`database   ${r.path}`)
-  out.push(
-    `file       ${r.fileBytes} bytes, ${r.wal ? 'read through its -wal file (open elsewhere)' : 'no -wal file (read as a snapshot)'}`,
-  )
+  if (schema !== undefined) {
+    out.push(`schema     ${schema}, ${r.fileBytes} bytes of tables on the server (read in one read-only snapshot)`)
+  } else {
+    out.push(
+      `file       ${r.fileBytes} bytes, ${r.wal ? 'read through its -wal file (open elsewhere)' : 'no -wal file (read as a snapshot)'}`,
+    )
+  }
   if (r.missingTables.length === 4) {
-    out.push('schema     no session-awareness tables in this file')
+    out.push(schema === undefined ? 'schema     no session-awareness tables in this file' : 'tables     none of the store\'s tables in this schema')
   } else if (r.missingTables.length > 0) {
     out.push(`schema     missing tables: ${r.missingTables.join(', ')}`)
   }
@@ -249,6 +258,25 @@ function progressPrinter(json) {
   }
 }
 
+/** A PostgreSQL store's URL, as the store reads it. */
+function isUrl(db) {
+  return /^postgres(?:ql)?:\/\//i.test(db)
+}
+
+/** A URL without its password (userinfo or `password=`), for the import's summary line. */
+function redacted(url) {
+  return url.replace(/^([a-z]+:\/\/[^:/?@]*):[^@/?]*@/i, '$1:***@').replace(/(password=)[^&]*/gi, '$1***')
+}
+
+/** The schema to read: --schema or the default on a URL; --schema with a file is a usage error. */
+function schemaOf(db, flags) {
+  if (!isUrl(db)) {
+    if (flags.schema !== undefined) throw new UsageError('--schema belongs to a postgres:// URL')
+    return undefined
+  }
+  return flags.schema ?? 'session_awareness'
+}
+
 // ---- main ------------------------------------------------------------------------------
 
 function run(argv) {
@@ -265,22 +293,24 @@ function run(argv) {
     if (flags.since !== undefined || flags.agent !== undefined) {
       throw new UsageError('--since and --agent belong to the events command')
     }
-    const report = inspectDatabase(rest[0])
-    return print(report, () => formatInspection(report, Date.now()))
+    const schema = schemaOf(rest[0], flags)
+    const report = inspectDatabase(rest[0], { schema })
+    return print(report, () => formatInspection(report, Date.now(), schema))
   }
   if (command === 'events') {
     if (rest.length !== 2) throw new UsageError('events takes <db> <sessionKey>')
     const since = parseSince(flags.since)
-    const result = readEvents(rest[0], rest[1], { since, agentId: flags.agent })
+    const result = readEvents(rest[0], rest[1], { since, agentId: flags.agent, schema: schemaOf(rest[0], flags) })
     return print(result, () => formatEvents(result, since))
   }
   if (command === 'import') {
-    if (rest.length !== 2) throw new UsageError('import takes <openclaw.sqlite> <store.sqlite>')
+    if (rest.length !== 2) throw new UsageError('import takes <openclaw.sqlite> <store.sqlite | postgres URL>')
     if (flags.since !== undefined || flags.agent !== undefined) {
       throw new UsageError('--since and --agent belong to the events command')
     }
-    const summary = importStateDatabase(rest[0], rest[1], { onProgress: progressPrinter(flags.json) })
-    return print(summary, () => formatImport(summary, rest[0], rest[1]))
+    const schema = schemaOf(rest[1], flags)
+    const summary = importStateDatabase(rest[0], rest[1], { onProgress: progressPrinter(flags.json), schema })
+    return print(summary, () => formatImport(summary, rest[0], isUrl(rest[1]) ? redacted(rest[1]) : rest[1]))
   }
   throw new UsageError(`unknown command ${JSON.stringify(command)}`)
 }

@@ -14,6 +14,8 @@ import {
   agentArgs,
   changesSinceArgs,
   checkUpstreamArgs,
+  cursorRowOf,
+  cursorRowsArgs,
   recordArgs,
   stored,
   unwatchArgs,
@@ -23,11 +25,14 @@ import {
 import { SessionStateError, fromCode, fromNative } from './errors'
 import * as packed from './packed'
 import * as versions from './versions'
+import type { CursorRow as NativeCursorRow } from '../index.js'
 import type {
   AcknowledgeOptions,
   AgentOptions,
   ChangesSince,
   ChangesSinceOptions,
+  CursorRow,
+  CursorRowFilter,
   Notice,
   PruneReport,
   RecordInput,
@@ -307,6 +312,14 @@ export class Lane {
         const c = v as packed.PackedChanges
         return { stateVersion: c.stateVersion, stateChanges: packed.stateChanges(c) }
       },
+    )
+  }
+
+  /** `cursorRowsAsync`. */
+  cursorRows(filter?: CursorRowFilter | null): Promise<CursorRow[]> {
+    return this.run(
+      () => this.#native.cursorRowsAsync(...cursorRowsArgs(filter)),
+      (v) => (v as NativeCursorRow[]).map(cursorRowOf),
     )
   }
 

@@ -5,6 +5,7 @@
  * @packageDocumentation
  */
 import type { NativeSessionState } from '../index.js'
+import type { CursorRow as NativeCursorRow } from '../index.js'
 import * as a from './args'
 import { SessionStateError } from './errors'
 import { payloadJson } from './payload'
@@ -12,6 +13,8 @@ import type {
   AcknowledgeOptions,
   AgentOptions,
   ChangesSinceOptions,
+  CursorRow,
+  CursorRowFilter,
   RecordInput,
   RemoteCheckResult,
   UpstreamLink,
@@ -22,6 +25,18 @@ import type {
 type Args<K extends keyof NativeSessionState> = NativeSessionState[K] extends (...args: infer P) => unknown
   ? P
   : never
+
+/** The arguments of `cursorRows` and `cursorRowsAsync`: the watcher and the target, each optional. */
+export function cursorRowsArgs(filter: CursorRowFilter | null | undefined): Args<'cursorRows'> {
+  const o = a.opts(filter, 'filter', 'cursorRows')
+  return [a.optStr(o?.watcherKey, 'watcherKey'), a.optStr(o?.targetKey, 'targetKey')]
+}
+
+/** A native cursor row in the public shape: an absent scope is left out. */
+export function cursorRowOf(r: NativeCursorRow): CursorRow {
+  const { scope, ...rest } = r
+  return scope === undefined || scope === null ? rest : { ...rest, scope }
+}
 
 /** The arguments of the native `record` and `recordAsync`, checked and packed. */
 export type RecordArgs = Args<'record'>

@@ -12,7 +12,17 @@ export type ErrorCode =
   | 'ERR_INVALID_ARG'
   /** The store was closed; nothing was done. */
   | 'ERR_CLOSED'
-  /** SQLite or the file system failed: busy beyond the busy timeout, a read-only or full disk, a corrupt file. */
+  /**
+   * A synchronous method that needs the database was called on a PostgreSQL store, which
+   * serves it only through the Promise API (its `…Async` twin, or `SessionState.open` for the
+   * constructor); nothing was done.
+   */
+  | 'ERR_ASYNC_ONLY'
+  /**
+   * The database failed: SQLite or the file system (busy beyond the busy timeout, a read-only
+   * or full disk, a corrupt file), or PostgreSQL (the server unreachable or lost, a statement
+   * timeout, a refused statement).
+   */
   | 'ERR_DB'
   /**
    * Another SQLite library (or other code) of this process has the database file, its `-wal`,
@@ -38,12 +48,13 @@ export type ErrorCode =
   | 'ERR_HOST_CALLBACK'
 
 /**
- * The codes the TypeScript layer gives itself: every other code of {@link ErrorCode} comes
+ * The codes the TypeScript layer gives itself (`ERR_ASYNC_ONLY`: `SessionState` refuses a
+ * synchronous call on a PostgreSQL store before it reaches the addon): every other code of {@link ErrorCode} comes
  * from the addon (its `nativeErrorCodes()`: the core's, then the binding's). A test checks
  * that the two lists together are exactly the union.
  * @internal
  */
-export const LAYER_CODES = ['ERR_NOTICE_CALLBACK', 'ERR_HOST_CALLBACK'] as const satisfies readonly ErrorCode[]
+export const LAYER_CODES = ['ERR_NOTICE_CALLBACK', 'ERR_HOST_CALLBACK', 'ERR_ASYNC_ONLY'] as const satisfies readonly ErrorCode[]
 
 /**
  * Every code of {@link ErrorCode}, once each.
@@ -52,6 +63,7 @@ export const LAYER_CODES = ['ERR_NOTICE_CALLBACK', 'ERR_HOST_CALLBACK'] as const
 export const ERROR_CODES = [
   'ERR_INVALID_ARG',
   'ERR_CLOSED',
+  'ERR_ASYNC_ONLY',
   'ERR_DB',
   'ERR_FILE_SHARED',
   'ERR_FOREIGN_SCHEMA',
@@ -119,4 +131,16 @@ export function fromNative(e: unknown): SessionStateError {
 /** An `ERR_INVALID_ARG` error with the core's message prefix. */
 export function invalid(message: string): SessionStateError {
   return new SessionStateError('ERR_INVALID_ARG', `invalid argument: ${message}`)
+}
+
+/**
+ * The refusal of a synchronous call on a PostgreSQL store (`ERR_ASYNC_ONLY`), naming what to
+ * call instead (null: the call has no Promise twin yet). Nothing was done.
+ */
+export function asyncOnly(method: string, instead: string | null): SessionStateError {
+  const what = instead === null ? 'it has no Promise twin yet' : `use ${instead}`
+  return new SessionStateError(
+    'ERR_ASYNC_ONLY',
+    `${method} needs the database and a PostgreSQL store serves it only through the Promise API: ${what}`,
+  )
 }

@@ -22,6 +22,7 @@ export type {
 } from './import'
 export type {
   DatabaseInspection,
+  InspectOptions,
   InspectedCursor,
   InspectedEvent,
   InspectedSession,

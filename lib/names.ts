@@ -24,6 +24,9 @@ export const KNOWN_NAMES = {
     'seedResetsProvenance',
     'onNotice',
     'meterProvider',
+    'schema',
+    'connectTimeoutMs',
+    'statementTimeoutMs',
   ],
   /** `record(input)` and `recordAsync(input)`. */
   record: [
@@ -61,7 +64,9 @@ export const KNOWN_NAMES = {
   /** Each ref of `stateVersions(refs)`. */
   ref: ['sessionKey', 'agentId'],
   /** `readEvents(path, key, options)`. */
-  readEvents: ['since', 'agentId'],
+  readEvents: ['since', 'agentId', 'schema'],
+  /** `inspectDatabase(path, options)`. */
+  inspectDatabase: ['schema'],
 } as const satisfies Record<string, readonly string[]>
 
 /** The name of one list of {@link KNOWN_NAMES}. */

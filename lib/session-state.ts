@@ -5,7 +5,6 @@
  * @packageDocumentation
  */
 import { NativeSessionState, openNativeSessionState } from '../index.js'
-import type { CursorRow as NativeCursorRow } from '../index.js'
 import * as a from './args'
 import { Lane } from './async'
 import type { Report } from './async'
@@ -15,13 +14,15 @@ import {
   agentArgs,
   changesSinceArgs,
   checkUpstreamArgs,
+  cursorRowOf,
+  cursorRowsArgs,
   recordArgs,
   stored,
   sweepPredicate,
   unwatchArgs,
   watchArgs,
 } from './call-args'
-import { fromCode, fromNative } from './errors'
+import { asyncOnly, fromCode, fromNative } from './errors'
 import { StoreMetrics } from './metrics'
 import type { SessionStateStats } from './metrics'
 import type { Gate } from './gate'
@@ -52,6 +53,13 @@ import { type Prepared, type SessionStateOptions, prepare } from './store-option
 
 export type { SessionStateOptions } from './store-options'
 
+/** What a PostgreSQL store's gateway calls instead of a synchronous method without a twin of its name. */
+const INSTEAD: Record<string, string | null> = {
+  stateVersion: 'stateVersionsAsync',
+  noteOwnUserMessage: null,
+  scanUpstream: null,
+}
+
 /**
  * Each store's native object, for the package's own modules that reach calls the class does
  * not expose (the OpenClaw adapter's link rows). Not exported from the package.
@@ -60,7 +68,8 @@ export type { SessionStateOptions } from './store-options'
 export const natives = new WeakMap<SessionState, NativeSessionState>()
 
 /**
- * Session state awareness over one SQLite file: a durable signal log, watch cursors with one
+ * Session state awareness over one SQLite file, or a PostgreSQL database shared by gateways
+ * on several hosts (docs/postgres.md): a durable signal log, watch cursors with one
  * coalesced stale-state notice per (watcher, target), and `changesSince` reconciliation.
  */
 export class SessionState {
@@ -78,6 +87,8 @@ export class SessionState {
   readonly #lane: Lane
   readonly #metrics: StoreMetrics
   readonly #gate: Gate
+  // A PostgreSQL store: a synchronous call that needs the database is refused (#before).
+  readonly #remote: boolean
   #closing: Promise<void> | undefined = undefined
   // A store `open` made, handed to the constructor it calls.
   static #opened: { native: NativeSessionState; prepared: Prepared } | undefined = undefined
@@ -91,12 +102,17 @@ export class SessionState {
    * SQLite (left as it was; either message names the file), and `ERR_FILE_SHARED` when another SQLite library of this
    * process (`node:sqlite`, better-sqlite3) has the file open; a handle that appears later
    * makes every call that touches the file fail with `ERR_FILE_SHARED` (`record`: null and
-   * `onError`) until the store is reopened.
+   * `onError`) until the store is reopened. A `postgres://` or `postgresql://` URL throws
+   * `ERR_ASYNC_ONLY`: such a store is opened with {@link SessionState.open}.
    */
   constructor(path: string, options?: SessionStateOptions | null) {
     const opened = SessionState.#opened
     SessionState.#opened = undefined
     const p = opened?.prepared ?? prepare(path, options)
+    if (opened === undefined && p.remote) {
+      throw asyncOnly('new SessionState', 'await SessionState.open(url, options)')
+    }
+    this.#remote = p.remote
     this.#strict = p.strict
     this.#report = p.report
     if (opened !== undefined) {
@@ -123,7 +139,7 @@ export class SessionState {
       afterBatch = () => weak.deref()?.deliver()
     }
     this.#lane = new Lane(this.#native, this.#report, this.#strict, afterBatch)
-    this.#metrics = new StoreMetrics(this.#native, p.meterProvider)
+    this.#metrics = new StoreMetrics(this.#native, p.meterProvider, p.remote ? 'postgres' : 'sqlite')
     natives.set(this, this.#native)
   }
 
@@ -132,6 +148,14 @@ export class SessionState {
    * checking, migrating the schema; the guard's scan) off the JS thread. Rejects with the
    * constructor's codes: `ERR_INVALID_ARG`, `ERR_DB`, `ERR_NOT_SQLITE`, `ERR_FILE_SHARED`,
    * `ERR_FOREIGN_SCHEMA`.
+   *
+   * With a `postgres://` or `postgresql://` URL (libpq's form, `sslmode` honoured) it opens
+   * a store on that PostgreSQL database, creating its tables in the schema of the `schema`
+   * option at the first open (docs/postgres.md). Such a store serves the Promise API; a
+   * synchronous method that needs the database throws `ERR_ASYNC_ONLY` and does nothing,
+   * while `peek` and a `drain` with nothing queued answer from memory. Rejects with
+   * `ERR_INVALID_ARG` for a bad URL or option and `ERR_DB` when the server cannot be reached
+   * or refuses (the message never contains the password).
    */
   static async open(path: string, options?: SessionStateOptions | null): Promise<SessionState> {
     const prepared = prepare(path, options)
@@ -146,8 +170,14 @@ export class SessionState {
     return new SessionState(path, options)
   }
 
-  /** Before a synchronous call: the Promise API's calls made before it run first. */
-  #settle(): void {
+  /**
+   * Before every synchronous call that needs the database (the one place that decides it):
+   * on a PostgreSQL store it throws `ERR_ASYNC_ONLY` and nothing is done, since the call
+   * would wait for the server on the JS thread; otherwise the Promise API's calls made
+   * before it run first.
+   */
+  #before(method: string): void {
+    if (this.#remote) throw asyncOnly(method, INSTEAD[method] === undefined ? `${method}Async` : INSTEAD[method])
     if (this.#lane.pending > 0) this.#native.settle()
   }
 
@@ -155,9 +185,9 @@ export class SessionState {
    * A synchronous call into the addon after the Promise API's earlier calls: its failure is
    * thrown as a {@link SessionStateError}.
    */
-  #call<T>(f: (native: NativeSessionState) => T): T {
+  #call<T>(method: string, f: (native: NativeSessionState) => T): T {
+    this.#before(method)
     try {
-      this.#settle()
       return f(this.#native)
     } catch (e) {
       throw fromNative(e)
@@ -165,9 +195,9 @@ export class SessionState {
   }
 
   /** {@link SessionState.#call} for a call that may queue notices: the listener hears of them. */
-  #notify<T>(f: (native: NativeSessionState) => T): T {
+  #notify<T>(method: string, f: (native: NativeSessionState) => T): T {
+    this.#before(method)
     try {
-      this.#settle()
       return f(this.#native)
     } catch (e) {
       throw fromNative(e)
@@ -193,9 +223,9 @@ export class SessionState {
    */
   record(input: RecordInput): StateEvent | null {
     let p: packed.PackedEvent | null
+    this.#before('record')
     try {
       const args = recordArgs(input)
-      this.#settle()
       p = this.#native.record(...args)
     } catch (e) {
       this.#notices?.deliver()
@@ -213,13 +243,13 @@ export class SessionState {
    */
   watch(watcherKey: string, targetKey: string, options?: WatchOptions | null): boolean {
     const args = watchArgs(watcherKey, targetKey, options)
-    return this.#notify((n) => n.watch(...args))
+    return this.#notify('watch', (n) => n.watch(...args))
   }
 
   /** Removes the cursor and its pending notice. True if a cursor was removed. */
   unwatch(watcherKey: string, targetKey: string): boolean {
     const args = unwatchArgs(watcherKey, targetKey)
-    return this.#call((n) => n.unwatch(...args))
+    return this.#call('unwatch', (n) => n.unwatch(...args))
   }
 
   /**
@@ -228,27 +258,21 @@ export class SessionState {
    * questions about watches (who watches a session, which targets a watcher follows).
    */
   cursorRows(filter?: CursorRowFilter | null): CursorRow[] {
-    const o = a.opts(filter, 'filter', 'cursorRows')
-    const watcherKey = a.optStr(o?.watcherKey, 'watcherKey')
-    const targetKey = a.optStr(o?.targetKey, 'targetKey')
-    try {
-      return this.#native.cursorRows(watcherKey, targetKey).map(cursorRow)
-    } catch (e) {
-      throw fromNative(e)
-    }
+    const args = cursorRowsArgs(filter)
+    return this.#call('cursorRows', (n) => n.cursorRows(...args).map(cursorRowOf))
   }
 
   /** The session's state version: the largest sequence recorded for it, 0 when none. */
   stateVersion(sessionKey: string, options?: AgentOptions | null): number {
     const args = agentArgs(sessionKey, options)
-    return this.#call((n) => n.stateVersion(...args))
+    return this.#call('stateVersion', (n) => n.stateVersion(...args))
   }
 
   /** The state versions of many sessions, in the order given; sessions at 0 are left out. */
   stateVersions(refs: SessionRef[]): SessionVersion[] {
     const keys: string[] = []
     const refsText = versions.packRefs(refs, keys)
-    return this.#call((n) => versions.versionsOf(keys, n.stateVersions(refsText)))
+    return this.#call('stateVersions', (n) => versions.versionsOf(keys, n.stateVersions(refsText)))
   }
 
   /**
@@ -258,7 +282,7 @@ export class SessionState {
    */
   changesSince(sessionKey: string, after: number, options?: ChangesSinceOptions | null): ChangesSince {
     const args = changesSinceArgs(sessionKey, after, options)
-    const c = this.#call((n) => n.changesSince(...args))
+    const c = this.#call('changesSince', (n) => n.changesSince(...args))
     return { stateVersion: c.stateVersion, stateChanges: packed.stateChanges(c) }
   }
 
@@ -277,7 +301,10 @@ export class SessionState {
       return []
     }
     a.str(watcherKey, 'watcherKey')
-    const rows = this.#notify((n) => n.drain(watcherKey))
+    // On PostgreSQL a drain with nothing queued for the watcher answers [] from memory; one
+    // with notices to acknowledge needs the database.
+    if (this.#remote && this.#memoryPeek(watcherKey).length === 0) return []
+    const rows = this.#notify('drain', (n) => n.drain(watcherKey))
     this.#servedNow(watcherKey)
     return rows === null ? [] : packed.notices(stored(watcherKey), rows)
   }
@@ -317,10 +344,26 @@ export class SessionState {
     if (w) this.#unserved = w[1] as number
   }
 
-  /** The watcher's pending notices in queue order, nothing acknowledged. */
+  /**
+   * The watcher's pending notices in queue order, nothing acknowledged. On PostgreSQL it
+   * answers from this process's queue as it is now, without waiting for Promise API calls
+   * still in flight.
+   */
   peek(watcherKey: string): Notice[] {
     a.str(watcherKey, 'watcherKey')
-    return this.#notify((n) => packed.notices(stored(watcherKey), n.peek(watcherKey)))
+    if (this.#remote) return this.#memoryPeek(watcherKey)
+    return this.#notify('peek', (n) => packed.notices(stored(watcherKey), n.peek(watcherKey)))
+  }
+
+  /** `peek` of a PostgreSQL store: the in-memory queue, no database and no wait. */
+  #memoryPeek(watcherKey: string): Notice[] {
+    try {
+      return packed.notices(stored(watcherKey), this.#native.peek(watcherKey))
+    } catch (e) {
+      throw fromNative(e)
+    } finally {
+      this.#notices?.deliver()
+    }
   }
 
   /**
@@ -331,7 +374,7 @@ export class SessionState {
    */
   acknowledge(watcherKey: string, targetKeys: string[], options?: AcknowledgeOptions | null): number {
     const args = acknowledgeArgs(watcherKey, targetKeys, options)
-    return this.#notify((n) => n.acknowledge(...args))
+    return this.#notify('acknowledge', (n) => n.acknowledge(...args))
   }
 
   /**
@@ -341,8 +384,8 @@ export class SessionState {
    */
   sweep(options?: SweepOptions | null): SweepReport {
     const { exists, refused } = sweepPredicate(options)
+    this.#before('sweep')
     try {
-      this.#settle()
       return this.#native.sweep(exists)
     } catch (e) {
       throw refused() ?? fromNative(e)
@@ -356,13 +399,13 @@ export class SessionState {
    * (watermarks raised first, heads kept), and cursors not updated within `retentionMs`.
    */
   prune(): PruneReport {
-    return this.#call((n) => n.prune())
+    return this.#call('prune', (n) => n.prune())
   }
 
   /** The watcher session was reset: its cursors and pending notices go; its history stays. */
   resetSession(sessionKey: string): void {
     a.str(sessionKey, 'sessionKey')
-    this.#call((n) => n.resetSession(sessionKey))
+    this.#call('resetSession', (n) => n.resetSession(sessionKey))
   }
 
   /**
@@ -372,7 +415,7 @@ export class SessionState {
    */
   deleteSession(sessionKey: string, options?: AgentOptions | null): void {
     const args = agentArgs(sessionKey, options)
-    this.#call((n) => n.deleteSession(...args))
+    this.#call('deleteSession', (n) => n.deleteSession(...args))
   }
 
   /**
@@ -411,9 +454,9 @@ export class SessionState {
    */
   adopt(sessionKey: string, link: UpstreamLink): StateEvent | null {
     let p: packed.PackedEvent | null
+    this.#before('adopt')
     try {
       const args = adoptArgs(sessionKey, link)
-      this.#settle()
       p = this.#native.adopt(...args)
     } catch (e) {
       return this.#failed(e)
@@ -430,7 +473,7 @@ export class SessionState {
   noteOwnUserMessage(sessionKey: string, text: string): void {
     a.str(sessionKey, 'sessionKey')
     a.str(text, 'text')
-    this.#call((n) => n.noteOwnUserMessage(sessionKey, text))
+    this.#call('noteOwnUserMessage', (n) => n.noteOwnUserMessage(sessionKey, text))
   }
 
   /**
@@ -442,9 +485,9 @@ export class SessionState {
    */
   checkUpstream(sessionKey: string, result: RemoteCheckResult): StateEvent | null {
     let p: packed.PackedEvent | null
+    this.#before('checkUpstream')
     try {
       const args = checkUpstreamArgs(sessionKey, result)
-      this.#settle()
       p = this.#native.checkUpstream(...args)
     } catch (e) {
       return this.#failed(e)
@@ -459,7 +502,7 @@ export class SessionState {
    * recorded. The monitor does the same on its interval.
    */
   scanUpstream(): StateEvent[] {
-    return this.#notify((n) => packed.events(n.scanUpstream()) as StateEvent[])
+    return this.#notify('scanUpstream', (n) => packed.events(n.scanUpstream()) as StateEvent[])
   }
 
   /**
@@ -566,6 +609,11 @@ export class SessionState {
     return this.#lane.changesSince(sessionKey, after, options)
   }
 
+  /** {@link SessionState.cursorRows} off the JS thread. */
+  cursorRowsAsync(filter?: CursorRowFilter | null): Promise<CursorRow[]> {
+    return this.#lane.cursorRows(filter)
+  }
+
   /** {@link SessionState.stateVersions} off the JS thread. */
   stateVersionsAsync(refs: SessionRef[]): Promise<SessionVersion[]> {
     return this.#lane.stateVersions(refs)
@@ -591,10 +639,4 @@ export class SessionState {
     })
     return this.#closing
   }
-}
-
-/** A native cursor row in the public shape: an absent scope is left out. */
-function cursorRow(r: NativeCursorRow): CursorRow {
-  const { scope, ...rest } = r
-  return scope === undefined || scope === null ? rest : { ...rest, scope }
 }

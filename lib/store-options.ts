@@ -8,7 +8,7 @@ import type { NativeSessionState } from '../index.js'
 import type { MeterProvider } from '@opentelemetry/api'
 import * as a from './args'
 import type { Report } from './async'
-import { type SessionStateError, fromCode } from './errors'
+import { type SessionStateError, fromCode, invalid } from './errors'
 import { optMeterProvider } from './metrics'
 import { type Gate, gate as newGate, isOpen } from './gate'
 import type { EventKind, QueuedNotice, WakeRequest } from './types'
@@ -79,6 +79,35 @@ export interface SessionStateOptions {
    * a provider installed later is not seen by a store already open.
    */
   meterProvider?: MeterProvider | null
+  /**
+   * A PostgreSQL store only (a `postgres://` URL; on a file it is `ERR_INVALID_ARG`): the
+   * schema that holds the store's tables, created at the first open if missing
+   * (docs/postgres.md#schema). Default `session_awareness`; a plain lowercase identifier
+   * (`[a-z_][a-z0-9_]*`, at most 63 bytes, not starting with `pg_`).
+   */
+  schema?: string | null
+  /**
+   * A PostgreSQL store only: how long, in ms, opening or reconnecting waits for the server
+   * (TCP, TLS and authentication). Default 10,000.
+   */
+  connectTimeoutMs?: number | null
+  /**
+   * A PostgreSQL store only: the server cancels a statement of the store that runs longer
+   * (`statement_timeout`, set on each of its connections); the call fails with `ERR_DB`.
+   * Default 30,000.
+   */
+  statementTimeoutMs?: number | null
+}
+
+/** The options only a PostgreSQL store takes (refused on a file). */
+const POSTGRES_ONLY = ['schema', 'connectTimeoutMs', 'statementTimeoutMs'] as const
+
+/**
+ * True when `path` is the URL of a PostgreSQL store (`postgres://` or `postgresql://`, the
+ * scheme in any case, as the core reads it); anything else is a file path, as before.
+ */
+export function isPostgresUrl(path: string): boolean {
+  return /^postgres(?:ql)?:\/\//i.test(path)
 }
 
 /**
@@ -113,12 +142,25 @@ export interface Prepared {
   meterProvider: MeterProvider | undefined
   /** The store's close gate: nothing reaches the host once it closes. */
   gate: Gate
+  /** The store is on PostgreSQL: only the Promise API reaches its database. */
+  remote: boolean
 }
 
-/** Checks the options of the store at `path`: throws `ERR_INVALID_ARG` for a bad or unknown one. */
+/**
+ * Checks the options of the store at `path`: throws `ERR_INVALID_ARG` for a bad or unknown
+ * one, and for an option of a PostgreSQL store given with a file path.
+ */
 export function prepare(path: string, options: SessionStateOptions | null | undefined): Prepared {
   a.str(path, 'path')
   const o = a.opts(options, 'options', 'store') ?? {}
+  const remote = isPostgresUrl(path)
+  if (!remote) {
+    for (const name of POSTGRES_ONLY) {
+      if (o[name] !== undefined && o[name] !== null) {
+        throw invalid(`${name} is an option of a PostgreSQL store (a postgres:// URL), not of a file`)
+      }
+    }
+  }
   const onError = a.optFn<Report>(o.onError, 'onError')
   const report = reporter(onError)
   const gate = newGate()
@@ -140,12 +182,16 @@ export function prepare(path: string, options: SessionStateOptions | null | unde
     notifyKinds: a.optStrArray(o.notifyKinds, 'notifyKinds'),
     seedResetsProvenance: a.optBool(o.seedResetsProvenance, 'seedResetsProvenance'),
     noticeOutbox: o.onNotice !== undefined && o.onNotice !== null,
+    schema: a.optStr(o.schema, 'schema'),
+    connectTimeoutMs: a.optNum(o.connectTimeoutMs, 'connectTimeoutMs'),
+    statementTimeoutMs: a.optNum(o.statementTimeoutMs, 'statementTimeoutMs'),
     onError: (err: { code: string; message: string }) => {
       if (isOpen(gate)) report(fromCode(err.code, err.message))
     },
   }
   const onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')
   const meterProvider = optMeterProvider(o.meterProvider)
-  return { native, report, strict: a.optBool(o.strict, 'strict') ?? false, onNotice, meterProvider, gate }
+  const strict = a.optBool(o.strict, 'strict') ?? false
+  return { native, report, strict, onNotice, meterProvider, gate, remote }
 }
 

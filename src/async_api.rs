@@ -5,7 +5,9 @@
 //! results on its own thread and hands each batch to the TypeScript layer in one call of a
 //! weak threadsafe function, which settles the batch's promises in order.
 
-use napi::bindgen_prelude::{AsyncTask, Either, Either7, Env, FnArgs, Function, Task, Utf16String};
+use napi::bindgen_prelude::{
+    AsyncTask, Either, Either3, Either7, Env, FnArgs, Function, Task, Utf16String,
+};
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
 };
@@ -17,7 +19,7 @@ use crate::calls::{adopt_input, record_input, remote_check, watch_options, Upstr
 use crate::error::{to_js, Code, IntoJs};
 use crate::packed;
 use crate::session_state::{NativeSessionState, Prepared};
-use crate::types::{NativeError, NativeOptions, PruneReport, SweepReport};
+use crate::types::{CursorRow, NativeError, NativeOptions, PruneReport, SweepReport};
 use crate::writer::{Out, Value};
 
 /// One batch: the values in call order, and the failures (null where a job succeeded), or
@@ -192,7 +194,7 @@ impl NativeSessionState {
                 None => s.sweep(None, now),
                 Some(only) => s.sweep(Some(&mut |w: &str| only.iter().any(|o| o == w)), now),
             }?;
-            Ok(Either7::F(Either::A(SweepReport {
+            Ok(Either7::F(Either3::A(SweepReport {
                 notices: report.notices as i64,
                 prune: report.prune.into(),
             })))
@@ -205,7 +207,22 @@ impl NativeSessionState {
         let now = self.now(&env).js()?;
         self.writer.push(task(move |s| {
             s.prune(now)
-                .map(|r| Either7::F(Either::B(PruneReport::from(r))))
+                .map(|r| Either7::F(Either3::B(PruneReport::from(r))))
+        }))
+    }
+
+    /// Queues a `cursorRows` (see `cursorRows`); its value is the rows.
+    #[napi]
+    pub fn cursor_rows_async(
+        &self,
+        watcher_key: Option<String>,
+        target_key: Option<String>,
+    ) -> Result<(), Code> {
+        self.writer.push(task(move |s| {
+            let rows = s.cursor_rows(watcher_key.as_deref(), target_key.as_deref())?;
+            Ok(Either7::F(Either3::C(
+                rows.into_iter().map(CursorRow::from).collect(),
+            )))
         }))
     }
 

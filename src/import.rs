@@ -8,6 +8,7 @@ use napi::Result;
 use napi::ValueType;
 use napi_derive::napi;
 use session_awareness_core::import as core;
+use session_awareness_core::pg_import as pg;
 
 use crate::error::{coded, from_napi, Code, IntoJs, ERR_PROGRESS_CALLBACK};
 
@@ -23,6 +24,9 @@ pub struct ImportDatabaseOptions<'a> {
     /// not called again, and the import then throws `ERR_PROGRESS_CALLBACK`.
     #[napi(ts_type = "(progress: ImportProgress) => void")]
     pub on_progress: Option<Unknown<'a>>,
+    /// The schema of a PostgreSQL destination (a `postgres://` URL only); default
+    /// `session_awareness`.
+    pub schema: Option<String>,
 }
 
 /// One progress report: `done` of the `total` source rows of `table` have been handled.
@@ -83,8 +87,9 @@ pub struct ImportSummary {
 }
 
 /// Copies the session-state rows of the OpenClaw database at `source` (only read, in one
-/// snapshot) into the store file at `dest` (created or upgraded as the store opens it), in
-/// batched transactions; a second run adds only what is new. Run it in a process that has no
+/// snapshot) into the store file at `dest` (created or upgraded as the store opens it), or
+/// into the PostgreSQL store at a `postgres://` URL `dest` (its tables created in `schema`),
+/// in batched transactions; a second run adds only what is new. Run it in a process that has no
 /// other SQLite handle on either file. Throws `ERR_IMPORT_DIVERGED` when the destination's
 /// history and the source's disagree (nothing is written), `ERR_INVALID_ARG` for bad
 /// arguments or one file named twice, `ERR_NOT_SQLITE` / `ERR_DB` for a source that cannot be
@@ -97,7 +102,9 @@ pub fn import_state_database(
 ) -> Result<ImportSummary, Code> {
     let mut opts = core::ImportOptions::default();
     let mut on_progress: Option<Function<'_, ImportProgress, ()>> = None;
+    let mut schema = None;
     if let Some(o) = options {
+        schema = o.schema;
         if let Some(n) = o.batch_rows {
             if !(n.is_finite() && n >= 1.0 && n.fract() == 0.0 && n <= 1e9) {
                 return Err(coded(
@@ -135,7 +142,14 @@ pub fn import_state_database(
     // A throwing callback is not called again, and is reported once the import has finished:
     // the batches it saw are committed, so stopping early would only leave less done.
     let mut failed: Option<napi::Error> = None;
-    let result = core::import(&source, &dest, opts, &mut |p| {
+    let remote = session_awareness_core::pg_inspect::is_url(&dest);
+    if schema.is_some() && !remote {
+        return Err(coded(
+            "ERR_INVALID_ARG",
+            "invalid argument: schema is an option of a PostgreSQL destination (a postgres:// URL), not of a file",
+        ));
+    }
+    let mut report = |p: core::Progress| {
         if let (Some(f), None) = (&on_progress, &failed) {
             let arg = ImportProgress {
                 table: p.table.to_owned(),
@@ -146,7 +160,13 @@ pub fn import_state_database(
                 failed = Some(e);
             }
         }
-    });
+    };
+    let result = if remote {
+        let schema = schema.as_deref().unwrap_or("session_awareness");
+        pg::import(&source, &dest, schema, opts, &mut report)
+    } else {
+        core::import(&source, &dest, opts, &mut report)
+    };
     let s = result.js()?;
     if let Some(e) = failed {
         return Err(coded(

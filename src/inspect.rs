@@ -4,8 +4,9 @@
 use napi::Result;
 use napi_derive::napi;
 use session_awareness_core::inspect as core;
+use session_awareness_core::pg_inspect as pg;
 
-use crate::error::{Code, IntoJs};
+use crate::error::{coded, Code, IntoJs};
 use crate::packed::{self, PackedRows};
 use crate::types::Notice;
 
@@ -212,7 +213,31 @@ pub struct ReadEventsOptions {
     pub since: Option<f64>,
     /// The agent of the session; defaults to the key's own, else `main`.
     pub agent_id: Option<String>,
+    /// A PostgreSQL store's schema (a URL only); default `session_awareness`.
+    pub schema: Option<String>,
 }
+
+/// Options of `inspectDatabase`.
+#[napi(object, object_to_js = false)]
+pub struct InspectOptions {
+    /// A PostgreSQL store's schema (a URL only); default `session_awareness`.
+    pub schema: Option<String>,
+}
+
+/// The schema to read on a URL; refused on a file, as the store refuses it.
+fn schema_of(path: &str, schema: Option<String>) -> Result<Option<String>, Code> {
+    match (pg::is_url(path), schema) {
+        (true, s) => Ok(Some(s.unwrap_or_else(|| DEFAULT_SCHEMA.to_owned()))),
+        (false, None) => Ok(None),
+        (false, Some(_)) => Err(coded(
+            "ERR_INVALID_ARG",
+            "invalid argument: schema is an option of a PostgreSQL store (a postgres:// URL), not of a file",
+        )),
+    }
+}
+
+/// The schema of a PostgreSQL store when none is named.
+const DEFAULT_SCHEMA: &str = "session_awareness";
 
 /// A session's stored events after a version, read-only and unbounded; the events are
 /// packed as `changesSince`'s are (`lib/inspect.ts` builds them).
@@ -235,10 +260,17 @@ pub struct NativeSessionEvents {
 
 /// Reads a report of the database at `path` without changing it. Never creates the file.
 /// Throws `ERR_DB` for a missing or unreadable file and `ERR_NOT_SQLITE` for one that is not a
-/// SQLite database.
+/// SQLite database. On a `postgres://` URL it reads the store's schema in one read-only
+/// snapshot and waits for the server (up to the connect and statement timeouts).
 #[napi]
-pub fn inspect_database(path: String) -> Result<DatabaseInspection, Code> {
-    core::inspect(&path).map(Into::into).js()
+pub fn inspect_database(
+    path: String,
+    options: Option<InspectOptions>,
+) -> Result<DatabaseInspection, Code> {
+    match schema_of(&path, options.and_then(|o| o.schema))? {
+        Some(schema) => pg::inspect(&path, &schema).map(Into::into).js(),
+        None => core::inspect(&path).map(Into::into).js(),
+    }
 }
 
 /// Reads a session's events after `options.since`, ascending, without changing the file.
@@ -248,13 +280,13 @@ pub fn read_events(
     session_key: String,
     options: Option<ReadEventsOptions>,
 ) -> Result<NativeSessionEvents, Code> {
-    let (since, agent_id) = options.map_or((None, None), |o| (o.since, o.agent_id));
-    let r = core::read_events(
-        &path,
-        &session_key,
-        agent_id.as_deref(),
-        since.unwrap_or(0.0),
-    )
+    let (since, agent_id, schema) =
+        options.map_or((None, None, None), |o| (o.since, o.agent_id, o.schema));
+    let since = since.unwrap_or(0.0);
+    let r = match schema_of(&path, schema)? {
+        Some(schema) => pg::read_events(&path, &schema, &session_key, agent_id.as_deref(), since),
+        None => core::read_events(&path, &session_key, agent_id.as_deref(), since),
+    }
     .js()?;
     Ok(NativeSessionEvents {
         rows: packed::events(&r.events),

@@ -13,7 +13,7 @@ use napi::{Result, Status};
 use napi_derive::napi;
 use session_awareness_core::{
     self as core, system_now, Error as CoreError, ErrorSink, EventKind, Hooks, NotifyKinds,
-    Options, Store, WakeSink,
+    Options, SchemaName, Store, WakeSink,
 };
 
 use crate::calls::{record_input, watch_options};
@@ -182,6 +182,14 @@ fn store_options(o: &NativeOptions) -> JsResult<Options> {
         },
         seed_resets_provenance: o.seed_resets_provenance.unwrap_or(false),
         notice_outbox: o.notice_outbox.unwrap_or(false),
+        pg_schema: match &o.schema {
+            None => d.pg_schema,
+            Some(name) => SchemaName::parse(name).js()?,
+        },
+        connect_timeout_ms: opt_u32(o.connect_timeout_ms, "connectTimeoutMs")?
+            .unwrap_or(d.connect_timeout_ms),
+        statement_timeout_ms: opt_u32(o.statement_timeout_ms, "statementTimeoutMs")?
+            .unwrap_or(d.statement_timeout_ms),
     };
     opts.validate().js()?;
     Ok(opts)

@@ -37,6 +37,12 @@ pub struct NativeOptions {
     pub seed_resets_provenance: Option<bool>,
     /// Keep every notice entering the queue for `takeNotices` (the listener's outbox).
     pub notice_outbox: Option<bool>,
+    /// A PostgreSQL store's schema; default `session_awareness`.
+    pub schema: Option<String>,
+    /// A PostgreSQL store's connect timeout (ms); default 10,000.
+    pub connect_timeout_ms: Option<f64>,
+    /// A PostgreSQL store's statement timeout (ms); default 30,000.
+    pub statement_timeout_ms: Option<f64>,
 }
 
 /// A best-effort failure as the addon reports it: the stable code and the message.

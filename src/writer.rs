@@ -3,22 +3,23 @@
 
 use std::sync::OnceLock;
 
-use napi::bindgen_prelude::{Either, Either7};
+use napi::bindgen_prelude::{Either3, Either7};
 use session_awareness_core::{self as core, Error as CoreError, Job, Writer};
 
 use crate::error::{to_js, IntoJs, JsResult};
 use crate::packed::{PackedChanges, PackedEvent, PackedRows};
-use crate::types::{PruneReport, SweepReport};
+use crate::types::{CursorRow, PruneReport, SweepReport};
 
 /// A settled job's value, packed for the TypeScript layer, which knows what each job returns:
-/// an event or null, a flag, a count, packed rows, a packed delta, a report, or watcher keys.
+/// an event or null, a flag, a count, packed rows, a packed delta, a report or cursor rows, or
+/// watcher keys.
 pub type Value = Either7<
     Option<PackedEvent>,
     bool,
     i64,
     PackedRows,
     PackedChanges,
-    Either<SweepReport, PruneReport>,
+    Either3<SweepReport, PruneReport, Vec<CursorRow>>,
     Vec<String>,
 >;
 /// What a job gives back.

@@ -106,6 +106,8 @@ describe('SQL', () => {
   const KNOWN_FRAGMENTS = ['EVENT_COLUMNS']
   /** The only fixed lists whose identifiers are spliced into SQL text (columns added by name). */
   const KNOWN_LISTS = ['EXTRA_COLUMNS', 'OPENCLAW_COLUMNS']
+  /** The only type whose values are spliced into SQL text: the PostgreSQL store's checked schema name. */
+  const KNOWN_TYPES = ['SchemaName']
   /** The methods that take SQL text, in rusqlite and tokio-postgres. */
   const TAKES_SQL = 'prepare|prepare_cached|execute_batch|execute|query_row|batch_execute|query|query_one|query_opt'
 
@@ -209,6 +211,24 @@ describe('SQL', () => {
   }
 
   /**
+   * True when `name` (`s` or `schema`) at `start` is a `SchemaName`, the PostgreSQL store's
+   * schema name (a plain lowercase identifier checked at open; its `Display` is that name):
+   * its last binding in the enclosing function before `start` (a parameter `s: SchemaName` or
+   * `&SchemaName`, or `let s: SchemaName = …`) says so. The compiler holds the type; any other
+   * binding (untyped, `&str`, `String`) is refused.
+   */
+  function schemaTyped(src: string, start: number, name: string): boolean {
+    if (name !== 's' && name !== 'schema') return false
+    const fns = [...src.slice(0, start).matchAll(/\bfn [a-z_][a-z0-9_]*/g)]
+    const from = fns.at(-1)?.index
+    if (from === undefined) return false
+    const body = src.slice(from, start)
+    const bindings = [...body.matchAll(new RegExp(`(?:\\blet (?:mut )?${name}\\b(?::\\s*&?(\\w+))?|[(,|]\\s*${name}: &?(\\w+))`, 'g'))]
+    const last = bindings.at(-1)
+    return last !== undefined && (last[1] ?? last[2]) === 'SchemaName'
+  }
+
+  /**
    * The `[…].concat()` joins of `src` whose every part is a string constant of the file or a
    * literal: text fixed at compile time, like a constant (`&[UPDATE, " AND …", RETURNING].concat()`).
    */
@@ -279,6 +299,11 @@ describe('SQL', () => {
           spliced.add(h)
           continue
         }
+        // {s} / {schema}: a value of the schema's checked type, and nothing else.
+        if (schemaTyped(l.src, l.start, h)) {
+          spliced.add('SchemaName')
+          continue
+        }
         const list = /^[a-z][a-z0-9_]*$/.test(h) ? boundBy(l.src, l.start, h) : undefined
         if (list === undefined) bad.push(`${at} (splices {${h}})`)
         else spliced.add(list)
@@ -287,7 +312,7 @@ describe('SQL', () => {
       if (!after.startsWith(')')) bad.push(`${at} (format! with arguments)`)
     }
     expect(bad).toEqual([])
-    expect([...spliced].sort()).toEqual([...KNOWN_FRAGMENTS, ...KNOWN_LISTS].sort())
+    expect([...spliced].sort()).toEqual([...KNOWN_FRAGMENTS, ...KNOWN_LISTS, ...KNOWN_TYPES].sort())
   })
 
   test('every statement takes SQL text from a literal, a checked format! or a variable holding one', () => {
@@ -304,11 +329,27 @@ describe('SQL', () => {
         // A string constant of the same file.
         const name = /^([A-Z][A-Z0-9_]*)\b/.exec(arg)?.[1]
         if (name !== undefined && new RegExp(`const ${name}: &str =`).test(src)) continue
+        // A prepared statement of the PostgreSQL store (a tokio-postgres `Statement`): a
+        // variable bound from the statement cache's `prepared(CONST)` / `prepare(CONST)`, or
+        // one the cache hands back (`Held::Prepared(st, …)`); the cache prepares `&sql` only.
+        // Or one prepared from text this review checks where it is prepared (`prepare(&sql)`,
+        // `prepare(&format!(…))`, as for any method that takes SQL text).
+        const handle = /^&?([a-z_][a-z0-9_]*)\s*[,)]/.exec(arg)?.[1]
+        if (
+          handle !== undefined &&
+          (new RegExp(`let ${handle} = [^;]*\\.prepared?\\([A-Z][A-Z0-9_]*\\)`).test(src) ||
+            new RegExp(`let ${handle} = [^;]*\\.prepare\\(\\s*&(sql\\b|format!\\()`).test(src) ||
+            new RegExp(`Held::Prepared\\(${handle},`).test(src))
+        )
+          continue
         bad.push(`${path.relative(ROOT, f)}: .${m[1]}(${arg}`)
       }
       for (const m of src.matchAll(/let sql(?::\s*\w+)? =\s*/g)) {
         const rest = src.slice(m.index! + m[0].length)
         if (rest.startsWith('format!(')) continue
+        // The PostgreSQL store's schema name (a checked identifier, `SchemaName`) put into a
+        // constant's text, or into a template the statement cache is handed (a constant).
+        if (/^([A-Z][A-Z0-9_]*|template)\.replace\("__SCHEMA__", /.test(rest)) continue
         // A choice among string constants of the same file (`if`/`else`, `match`).
         if (choiceOfConstants(src, rest)) continue
         bad.push(`${path.relative(ROOT, f)}: let sql = ...`)
@@ -338,6 +379,22 @@ describe('SQL', () => {
     expect(choiceOfConstants(src, 'if x { A } else { C };')).toBe(false)
     expect(choiceOfConstants(src, 'match (p, q) { (true, _) => A, (false, _) => B };')).toBe(true)
     expect(choiceOfConstants(src, 'match p { true => A, false => built };')).toBe(false)
+    // {s} is spliced only where the function binds it as the schema's checked type.
+    const typed = [
+      'fn a(c: &Client, s: SchemaName) { format!("SELECT 1 FROM {s}.t") }',
+      'fn b(c: &Client, s: &str) { format!("SELECT 2 FROM {s}.t") }',
+      'fn c(pg: &Pg) { let s: SchemaName = pg.schema(); format!("SELECT 3 FROM {s}.t") }',
+      'fn d(pg: &Pg, s: SchemaName) { let s = s.as_str(); format!("SELECT 4 FROM {s}.t") }',
+      'fn e(schema: &SchemaName) { format!("SELECT 5 FROM {schema}.t") }',
+      'fn f(x: SchemaName) { format!("SELECT 6 FROM {x}.t") }',
+    ].join('\n')
+    const typedAt = (marker: string, name: string) => schemaTyped(typed, typed.indexOf(marker), name)
+    expect(typedAt('SELECT 1', 's')).toBe(true)
+    expect(typedAt('SELECT 2', 's')).toBe(false)
+    expect(typedAt('SELECT 3', 's')).toBe(true)
+    expect(typedAt('SELECT 4', 's')).toBe(false)
+    expect(typedAt('SELECT 5', 'schema')).toBe(true)
+    expect(typedAt('SELECT 6', 'x')).toBe(false)
     // A constant is looked up beyond its file only where the file imports it.
     expect(declaredFor('use crate::sqlite::rows::EVENT_COLUMNS;', 'EVENT_COLUMNS').length).toBeGreaterThan(1)
     expect(declaredFor('fn f() {}', 'EVENT_COLUMNS')).toEqual(['fn f() {}'])

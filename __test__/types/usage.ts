@@ -186,6 +186,23 @@ async function promised(): Promise<number> {
   return n + (vs[0]?.stateVersion ?? 0) + sweep.notices + prune.eventsDeleted
 }
 
+// A store on PostgreSQL: the same class, opened on a URL with its three options.
+async function onPostgres(): Promise<number> {
+  const s = await SessionState.open('postgresql://gateway@db/app?sslmode=verify-full', {
+    schema: 'session_awareness',
+    connectTimeoutMs: 10_000,
+    statementTimeoutMs: 30_000,
+  })
+  // @ts-expect-error the schema is a name, not a number
+  void SessionState.open('postgres://db/app', { schema: 1 })
+  const rows = await s.cursorRowsAsync({ watcherKey: 'agent:main:main' })
+  const l: number = rows[0]?.lastSeen ?? 0
+  const pg: DatabaseInspection = inspectDatabase('postgres://reader@db/app', { schema: 'session_awareness' })
+  await s.closeAsync()
+  return l + pg.counts.events
+}
+void onPostgres
+
 const context: string = encodeNoticeContextKey('agent:main:subagent:c')
 const target: string | null = decodeNoticeContextKey(context)
 

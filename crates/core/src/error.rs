@@ -41,6 +41,9 @@ pub enum Error {
     /// it, was written meanwhile, three times in a row; run the import again. Reported as
     /// `ERR_DB`.
     SourceChanged(String),
+    /// A synchronous method of a PostgreSQL store that needs the database: it is served by the
+    /// Promise API only (its `…Async` twin); nothing was done. The text names the method.
+    AsyncOnly(String),
 }
 
 /// The kind of an [`Error::Db`], the same for every store (SQLite's result codes map to it in
@@ -58,6 +61,9 @@ pub enum DbFailure {
     Corrupt,
     /// The file is not a database of this store.
     NotADatabase,
+    /// The connection to a database server failed or was lost (refused, timed out, the
+    /// backend terminated, TLS or authentication failed).
+    Connection,
     /// Any other failure.
     Other,
 }
@@ -77,6 +83,7 @@ impl Error {
             Error::FileShared(_) => "ERR_FILE_SHARED",
             Error::ForeignSchema(_) => "ERR_FOREIGN_SCHEMA",
             Error::ImportDiverged(_) => "ERR_IMPORT_DIVERGED",
+            Error::AsyncOnly(_) => "ERR_ASYNC_ONLY",
         }
     }
 
@@ -138,6 +145,10 @@ impl fmt::Display for Error {
             Error::ForeignSchema(msg) => write!(f, "foreign schema: {msg}"),
             Error::ImportDiverged(msg) => write!(f, "import refused: {msg}"),
             Error::SourceChanged(msg) => write!(f, "import source changed: {msg}"),
+            Error::AsyncOnly(method) => write!(
+                f,
+                "{method} needs the database and a PostgreSQL store serves it only through the Promise API"
+            ),
         }
     }
 }
@@ -181,6 +192,8 @@ mod tests {
             "ERR_UPSTREAM_PARSE"
         );
         assert_eq!(Error::FileShared("x".into()).code(), "ERR_FILE_SHARED");
+        assert_eq!(Error::AsyncOnly("watch".into()).code(), "ERR_ASYNC_ONLY");
+        assert_eq!(Error::db(DbFailure::Connection, "x").code(), "ERR_DB");
     }
 
     #[test]

@@ -163,5 +163,6 @@ pub(crate) fn copy(e: &Error) -> Error {
         Error::ForeignSchema(m) => Error::ForeignSchema(m.clone()),
         Error::ImportDiverged(m) => Error::ImportDiverged(m.clone()),
         Error::SourceChanged(m) => Error::SourceChanged(m.clone()),
+        Error::AsyncOnly(m) => Error::AsyncOnly(m.clone()),
     }
 }

@@ -41,6 +41,10 @@ mod error;
 pub(crate) mod event;
 pub(crate) mod group;
 pub(crate) mod hooks;
+/// Importing a SQLite file (OpenClaw's or a store's) into a PostgreSQL store.
+pub use postgres::import as pg_import;
+/// Read-only inspection of a PostgreSQL store (the CLI's `inspect` and `events` on a URL).
+pub use postgres::inspect as pg_inspect;
 pub use sqlite::import;
 pub use sqlite::inspect;
 pub mod keys;
@@ -49,6 +53,7 @@ pub(crate) mod log;
 pub(crate) mod maintenance;
 pub(crate) mod metrics;
 pub(crate) mod options;
+pub(crate) mod postgres;
 pub(crate) mod prune;
 pub(crate) mod queue;
 pub(crate) mod read_event;
@@ -85,7 +90,10 @@ pub use keys::{decode_notice_context_key, encode_notice_context_key, MAX_SCOPE_B
 pub use log::Changes;
 pub use maintenance::SweepReport;
 pub use metrics::{Hist, HistogramTotals, MetricsSnapshot, FAILURE_CODES, HISTOGRAMS, SAMPLE_RING};
-pub use options::{Options, MAX_RETENTION_MS, MAX_SYNC_INTERVAL_MS, MAX_WAKE_COALESCE_MS};
+pub use options::{
+    Options, SchemaName, MAX_RETENTION_MS, MAX_SCHEMA_BYTES, MAX_SYNC_INTERVAL_MS,
+    MAX_WAKE_COALESCE_MS,
+};
 pub use prune::PruneReport;
 pub use queue::{Notice, QueueSignal, QueuedNotice};
 pub use read_event::{ChangeEvent, ForeignEvent, ForeignFields, ForeignPayload};

@@ -27,6 +27,15 @@ pub struct Options {
     /// Every notice entering the queue is also kept for the host's listener
     /// (semantics.md#notices-listener). Default false.
     pub notice_outbox: bool,
+    /// The PostgreSQL schema that holds a PostgreSQL store's tables (TypeScript `schema`).
+    /// Default `session_awareness`. Refused on a SQLite store unless it is the default.
+    pub pg_schema: SchemaName,
+    /// How long a PostgreSQL store waits for a connection, TLS included (TypeScript
+    /// `connectTimeoutMs`). Default 10 s; 0 waits as long as the system does.
+    pub connect_timeout_ms: u32,
+    /// The server-side `statement_timeout` of a PostgreSQL store's connection (TypeScript
+    /// `statementTimeoutMs`). Default 30 s; 0 turns it off.
+    pub statement_timeout_ms: u32,
 }
 
 impl Default for Options {
@@ -40,6 +49,9 @@ impl Default for Options {
             notify_kinds: NotifyKinds::default(),
             seed_resets_provenance: false,
             notice_outbox: false,
+            pg_schema: SchemaName::default(),
+            connect_timeout_ms: 10_000,
+            statement_timeout_ms: 30_000,
         }
     }
 }
@@ -79,6 +91,141 @@ impl Options {
                 "syncIntervalMs must be an integer in [0, 60000]",
             ));
         }
+        for (value, name) in [
+            (self.connect_timeout_ms, "connectTimeoutMs"),
+            (self.statement_timeout_ms, "statementTimeoutMs"),
+        ] {
+            if value > i32::MAX as u32 {
+                return Err(Error::invalid(format!(
+                    "{name} must be an integer in [0, 2^31 - 1]"
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// Refuses, on a SQLite store, the options that only a PostgreSQL store reads
+    /// (`ERR_INVALID_ARG` naming the first one set to another value than its default).
+    pub fn check_local(&self) -> Result<()> {
+        let d = Options::default();
+        for (set, name) in [
+            (self.pg_schema != d.pg_schema, "schema"),
+            (
+                self.connect_timeout_ms != d.connect_timeout_ms,
+                "connectTimeoutMs",
+            ),
+            (
+                self.statement_timeout_ms != d.statement_timeout_ms,
+                "statementTimeoutMs",
+            ),
+        ] {
+            if set {
+                return Err(Error::invalid(format!(
+                    "{name} is an option of a PostgreSQL store, not of a SQLite file"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The longest schema name PostgreSQL keeps (NAMEDATALEN - 1).
+pub const MAX_SCHEMA_BYTES: usize = 63;
+
+/// The name of a PostgreSQL store's schema: a plain lowercase identifier
+/// (`[a-z_][a-z0-9_]*`, at most 63 bytes, not starting with `pg_`), so it is put into SQL
+/// without quoting. Kept inline, so [`Options`] stays `Copy`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SchemaName {
+    len: u8,
+    bytes: [u8; MAX_SCHEMA_BYTES],
+}
+
+impl SchemaName {
+    /// Checks `name` (`ERR_INVALID_ARG` naming the option `schema` when it breaks the rule).
+    pub fn parse(name: &str) -> Result<Self> {
+        let b = name.as_bytes();
+        let plain = match b.first() {
+            Some(c) => {
+                (c.is_ascii_lowercase() || *c == b'_')
+                    && b.iter()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_')
+            }
+            None => false,
+        };
+        if !plain || b.len() > MAX_SCHEMA_BYTES || name.starts_with("pg_") {
+            return Err(Error::invalid(
+                "schema must be a lowercase identifier ([a-z_][a-z0-9_]*, at most 63 bytes, \
+                 not starting with pg_)",
+            ));
+        }
+        let mut bytes = [0; MAX_SCHEMA_BYTES];
+        bytes[..b.len()].copy_from_slice(b);
+        Ok(SchemaName {
+            len: b.len() as u8,
+            bytes,
+        })
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII is ever stored (checked by `parse`).
+        std::str::from_utf8(&self.bytes[..self.len as usize]).unwrap_or_default()
+    }
+}
+
+impl Default for SchemaName {
+    fn default() -> Self {
+        SchemaName::parse("session_awareness").unwrap_or(SchemaName {
+            len: 0,
+            bytes: [0; MAX_SCHEMA_BYTES],
+        })
+    }
+}
+
+impl std::fmt::Debug for SchemaName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl std::fmt::Display for SchemaName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        assert_eq!(SchemaName::default().as_str(), "session_awareness");
+        assert_eq!(
+            SchemaName::parse("_a1").map(|s| s.to_string()).ok(),
+            Some("_a1".into())
+        );
+        assert!(SchemaName::parse(&"a".repeat(63)).is_ok());
+        for bad in ["", "A", "1a", "a-b", "a b", "pg_x", "é", "a\"b"] {
+            assert_eq!(
+                SchemaName::parse(bad).unwrap_err().code(),
+                "ERR_INVALID_ARG",
+                "{bad}"
+            );
+        }
+        assert!(SchemaName::parse(&"a".repeat(64)).is_err());
+    }
+
+    #[test]
+    fn postgres_options_are_refused_on_a_file() {
+        assert!(Options::default().check_local().is_ok());
+        let o = Options {
+            statement_timeout_ms: 1,
+            ..Options::default()
+        };
+        let e = o.check_local().unwrap_err();
+        assert_eq!(e.code(), "ERR_INVALID_ARG");
+        assert!(e.to_string().contains("statementTimeoutMs"), "{e}");
     }
 }

@@ -19,6 +19,8 @@ pub fn handle() -> &'static Handle {
                 .max_blocking_threads(4)
                 .thread_name("session-awareness")
                 .enable_time()
+                // The PostgreSQL store's connections run here.
+                .enable_io()
                 .build()
                 .expect("the background runtime could not start")
         })

@@ -38,6 +38,7 @@ use crate::sync::SyncState;
 use crate::upstream::links::LinkRows;
 use crate::upstream::monitor::Monitor;
 
+mod remote;
 mod stats;
 mod upstream;
 
@@ -56,6 +57,8 @@ struct Inner {
     host: Host,
     opts: Options,
     heads: Mutex<HeadCache>,
+    /// The PostgreSQL engine of a store opened on a URL (`store/remote.rs`).
+    remote: Option<Arc<crate::postgres::PgStore>>,
 }
 
 /// A session-state store over one SQLite file. Cheap to clone: clones share everything.
@@ -70,7 +73,15 @@ impl Store {
     /// task delivers notices opened by other processes (semantics.md#processes).
     /// Every failure of opening names the file ([`Error::at_path`]); a file that is not SQLite
     /// is `ERR_NOT_SQLITE`, and nothing was written to it.
+    ///
+    /// A `postgres://` or `postgresql://` URL opens a PostgreSQL store instead
+    /// (docs/postgres.md); the options `pg_schema`, `connect_timeout_ms` and
+    /// `statement_timeout_ms` are refused on a file unless they keep their defaults.
     pub fn open(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
+        if crate::postgres::conn::is_url(path) {
+            return Self::open_remote(path, opts, hooks);
+        }
+        opts.check_local()?;
         Self::open_file(path, opts, hooks).map_err(|e| e.at_path(path))
     }
 
@@ -144,6 +155,7 @@ impl Store {
                 host,
                 opts,
                 heads: Mutex::new(HeadCache::default()),
+                remote: None,
             }),
         })
     }
@@ -169,11 +181,19 @@ impl Store {
     }
 
     fn mark_served(&self, watcher: &str) {
+        if let Some(pg) = self.remote() {
+            return pg.notices().serve(watcher);
+        }
         self.inner.recorder.mark_served(watcher);
     }
 
     /// Serves `watcher` for a call that reads its queue (see [`SyncState::serve_reading`]).
+    /// On PostgreSQL, where such a call runs no SQL, the store's task reads its pending
+    /// cursors at once instead.
     fn serve_reading(&self, watcher: &str) {
+        if let Some(pg) = self.remote() {
+            return pg.notices().serve(watcher);
+        }
         if let Some(sync) = &self.inner.recorder.sync {
             sync.serve_reading(watcher);
         }
@@ -205,11 +225,17 @@ impl Store {
 
     /// Runs `f` with the connection, or fails with `ERR_CLOSED`.
     pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+        if self.is_remote() {
+            return Err(remote::not_yet("this call"));
+        }
         self.db().with(f)
     }
 
     /// Records one event (semantics.md#recording). `Ok(None)` means `onlyIfWatched` found nobody watching.
     pub fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
+        if let Some(pg) = self.remote() {
+            return pg.record(input, now);
+        }
         let start = std::time::Instant::now();
         let r = self.inner.recorder.record_with(input, now, |_| Ok(()));
         let m = &self.delivery().metrics;
@@ -225,11 +251,18 @@ impl Store {
     /// returned for it after the ones before it; notices are queued and wakes scheduled after
     /// the commit. The Promise API's writer thread calls this.
     pub fn record_group(&self, items: Vec<(RecordInput, i64)>) -> Vec<Result<Option<StateEvent>>> {
+        if let Some(pg) = self.remote() {
+            return pg.record_group(items);
+        }
         self.inner.recorder.record_group(items)
     }
 
     /// Prunes now (semantics.md#retention) and restarts the automatic-prune hour.
     pub fn prune(&self, now: i64) -> Result<PruneReport> {
+        if let Some(pg) = self.remote() {
+            self.check_open()?;
+            return pg.prune(now);
+        }
         self.inner.recorder.maintenance.prune(now)
     }
 
@@ -269,6 +302,10 @@ impl Store {
         else {
             return Ok(false);
         };
+        if let Some(pg) = self.remote() {
+            pg.watch(watcher, target, agent, o, now)?;
+            return Ok(true);
+        }
         self.mark_served(watcher);
         let conn = self.db().lock()?;
         let tx = Tx::immediate(&conn)?;
@@ -287,6 +324,9 @@ impl Store {
         watcher: Option<&str>,
         target: Option<&str>,
     ) -> Result<Vec<CursorRow>> {
+        if let Some(pg) = self.remote() {
+            return pg.cursor_rows(watcher, target);
+        }
         self.check_open()?;
         for (key, name) in [(watcher, "watcherKey"), (target, "targetKey")] {
             if let Some(k) = key {
@@ -301,6 +341,9 @@ impl Store {
         self.check_open()?;
         SessionKey::parse_named(watcher, "watcherKey")?;
         SessionKey::parse_named(target, "targetKey")?;
+        if let Some(pg) = self.remote() {
+            return pg.unwatch(watcher, target);
+        }
         let conn = self.db().lock()?;
         let removed = cursors::delete(&mut SqliteRows::new(&conn), watcher, target)?;
         self.delivery().queue().remove(watcher, target);
@@ -309,6 +352,9 @@ impl Store {
 
     /// The state version of a session (0 when none).
     pub fn state_version(&self, session_key: &str, agent_id: Option<&str>) -> Result<i64> {
+        if let Some(pg) = self.remote() {
+            return pg.state_version(session_key, agent_id);
+        }
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
         self.with_conn(|conn| Ok(sqlite::log::head(conn, session_key, &agent)?.last_sequence))
@@ -334,6 +380,9 @@ impl Store {
         &self,
         refs: &[(&'a str, Option<&'a str>)],
     ) -> Result<Vec<(usize, &'a str, i64)>> {
+        if let Some(pg) = self.remote() {
+            return pg.state_versions_of(refs);
+        }
         self.check_open()?;
         let resolved = refs
             .iter()
@@ -365,6 +414,9 @@ impl Store {
         agent_id: Option<&str>,
         limit: Option<f64>,
     ) -> Result<Changes> {
+        if let Some(pg) = self.remote() {
+            return pg.changes_since(session_key, after, agent_id, limit);
+        }
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
         let after = log::check_after(after)?;
@@ -404,6 +456,13 @@ impl Store {
         self.check_open()?;
         SessionKey::parse_named(watcher, "watcherKey")?;
         self.serve_reading(watcher);
+        if let Some(pg) = self.remote() {
+            // An empty drain answers from memory, as on SQLite for a served watcher.
+            if !self.delivery().queue().has_any(watcher) {
+                return Ok(Vec::new());
+            }
+            return pg.drain(watcher, now);
+        }
         self.delivery().drain(self.db(), watcher, now)
     }
 
@@ -459,6 +518,9 @@ impl Store {
                 unique.push(t);
             }
         }
+        if let Some(pg) = self.remote() {
+            return pg.acknowledge(watcher, &unique, scope, through, now);
+        }
         self.delivery()
             .acknowledge(self.db(), watcher, &unique, scope, through, now)
     }
@@ -474,8 +536,7 @@ impl Store {
         let only = match watcher_exists {
             None => None,
             Some(exists) => {
-                let candidates =
-                    self.with_conn(|conn| cursors::watchers_behind(&mut SqliteRows::new(conn)))?;
+                let candidates = self.sweep_candidates()?;
                 Some(
                     candidates
                         .into_iter()
@@ -484,6 +545,9 @@ impl Store {
                 )
             }
         };
+        if let Some(pg) = self.remote() {
+            return pg.sweep(only.as_deref(), now);
+        }
         self.inner.recorder.maintenance.sweep(only.as_deref(), now)
     }
 
@@ -497,6 +561,9 @@ impl Store {
     /// `watcher_exists` about. For a caller that asks elsewhere, then sweeps with the answer.
     pub fn sweep_candidates(&self) -> Result<Vec<String>> {
         self.check_open()?;
+        if let Some(pg) = self.remote() {
+            return pg.sweep_candidates();
+        }
         self.with_conn(|conn| cursors::watchers_behind(&mut SqliteRows::new(conn)))
     }
 
@@ -504,6 +571,9 @@ impl Store {
     pub fn reset_session(&self, session_key: &str) -> Result<()> {
         self.check_open()?;
         SessionKey::parse(session_key)?;
+        if let Some(pg) = self.remote() {
+            return pg.reset_session(session_key);
+        }
         let conn = self.db().lock()?;
         cursors::delete_watcher(&mut SqliteRows::new(&conn), session_key)?;
         self.delivery().queue().remove_watcher(session_key);
@@ -519,6 +589,9 @@ impl Store {
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
         let own = agent == keys::resolve_agent(session_key, None)?;
+        if let Some(pg) = self.remote() {
+            return pg.delete_session(session_key, &agent, own);
+        }
         let conn = self.db().lock()?;
         let tx = Tx::immediate(&conn)?;
         let mut rows = SqliteRows::new(&tx);
@@ -550,6 +623,9 @@ impl Store {
             return;
         }
         self.delivery().close_wakes();
+        if let Some(pg) = self.remote() {
+            pg.close();
+        }
         self.inner.monitor.stop();
         // The poller's read-only connection goes first: the store's own connection, closed
         // last, checkpoints the WAL into the file and removes the -wal and -shm files, so a
@@ -570,6 +646,9 @@ impl Store {
 impl Store {
     /// True when `watcher` is served (see [`Store::serve`]).
     pub fn serves(&self, watcher: &str) -> bool {
+        if let Some(pg) = self.remote() {
+            return pg.notices().serves(watcher);
+        }
         self.inner
             .recorder
             .sync
@@ -581,6 +660,9 @@ impl Store {
     /// brings the queue in line with the cursor rows. A no-op without cross-process delivery.
     pub fn sync_now(&self) -> Result<()> {
         self.check_open()?;
+        if let Some(pg) = self.remote() {
+            return crate::postgres::block_on(pg.notices().catch_up_now())?;
+        }
         match &self.inner.recorder.sync {
             Some(s) => s.run(true),
             None => Ok(()),
@@ -589,6 +671,9 @@ impl Store {
 
     /// True while the background poll for other processes' changes runs (until `close`).
     pub fn is_syncing(&self) -> bool {
+        if let Some(pg) = self.remote() {
+            return pg.notices().is_listening();
+        }
         self.inner
             .recorder
             .sync
@@ -596,8 +681,17 @@ impl Store {
             .is_some_and(|s| s.is_running())
     }
 
+    /// How many times a PostgreSQL store's listener connected (0 on SQLite): each
+    /// (re)connect LISTENs again and catches up from the cursor rows.
+    pub fn listener_connects(&self) -> u64 {
+        self.remote().map_or(0, |pg| pg.notices().counts().0)
+    }
+
     /// True while an automatic prune runs in the background.
     pub fn is_pruning(&self) -> bool {
+        if let Some(pg) = self.remote() {
+            return pg.is_pruning();
+        }
         self.inner.recorder.maintenance.is_pruning()
     }
 

@@ -33,8 +33,9 @@
 //!   does, and counted as skipped.
 
 mod check;
-mod copy;
-mod rows;
+pub(crate) mod copy;
+pub(crate) mod rows;
+pub(crate) mod source;
 
 use std::collections::HashMap;
 
@@ -106,7 +107,7 @@ pub struct ImportSummary {
 }
 
 /// A head's `(last_sequence, pruned_max_sequence)`, keyed by `(session_key, agent_id)`.
-type Heads = HashMap<(Vec<u8>, Vec<u8>), (i64, i64)>;
+pub(crate) type Heads = HashMap<(Vec<u8>, Vec<u8>), (i64, i64)>;
 
 /// Imports the session-state rows of the OpenClaw database at `source` into the store file
 /// at `dest` (created when missing), calling `progress` after every committed batch.
@@ -158,7 +159,7 @@ pub fn import(
 
 /// How many times an import reads the source again after a writer changed it under an
 /// immutable read.
-const ATTEMPTS: u32 = 3;
+pub(crate) const ATTEMPTS: u32 = 3;
 
 fn attempt_import(
     source: &str,
@@ -203,10 +204,10 @@ fn attempt_import(
 
 /// The size and modification time of the source's main file.
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct Stamp(Option<(u64, std::time::SystemTime)>);
+pub(crate) struct Stamp(Option<(u64, std::time::SystemTime)>);
 
 impl Stamp {
-    fn take(path: &str) -> Self {
+    pub(crate) fn take(path: &str) -> Self {
         Stamp(
             std::fs::metadata(path)
                 .ok()
@@ -216,7 +217,7 @@ impl Stamp {
 
     /// Turns a failure of a read without a WAL into [`Error::SourceChanged`] when the file
     /// changed meanwhile (a torn read can fail in any way).
-    fn overtaken(self, path: &str, e: Error) -> Error {
+    pub(crate) fn overtaken(self, path: &str, e: Error) -> Error {
         if matches!(e, Error::SourceChanged(_)) || Stamp::take(path) == self {
             e
         } else {
@@ -234,7 +235,7 @@ fn same_file(a: &str, b: &str) -> bool {
 }
 
 /// A source read error names the source file.
-fn relabel(source: &str, e: Error) -> Error {
+pub(crate) fn relabel(source: &str, e: Error) -> Error {
     match e {
         Error::Db {
             kind: DbFailure::NotADatabase,
@@ -255,27 +256,27 @@ const COUNT_LINKS: &str = "SELECT count(*) FROM session_upstream_links";
 
 /// The source's tables as the import reads them: each `SELECT`, or `None` when the source
 /// lacks the table.
-struct Plan {
+pub(crate) struct Plan {
     /// The events in ascending sequence.
-    events: Option<&'static str>,
+    pub(crate) events: Option<&'static str>,
     /// The heads.
-    heads: Option<&'static str>,
+    pub(crate) heads: Option<&'static str>,
     /// The cursors.
-    cursors: Option<&'static str>,
+    pub(crate) cursors: Option<&'static str>,
     /// The cursors table has no `provenance` (sentinel rows fold into their cursor).
-    sentinels: bool,
+    pub(crate) sentinels: bool,
     /// The links mapped to the store's columns (a link table in OpenClaw's shape).
-    links: Option<&'static str>,
+    pub(crate) links: Option<&'static str>,
     /// Rows per table in the snapshot.
-    totals: [u64; 4],
+    pub(crate) totals: [u64; 4],
     /// The source's largest sequence ever given.
-    last_sequence: i64,
+    pub(crate) last_sequence: i64,
     /// The source's path and its stamp when it is read without a WAL.
-    stamp: Option<(String, Stamp)>,
+    pub(crate) stamp: Option<(String, Stamp)>,
 }
 
 impl Plan {
-    fn read(src: &Connection) -> Result<Self> {
+    pub(crate) fn read(src: &Connection) -> Result<Self> {
         // A table lacking a column every generation had is refused here, before the
         // destination is opened.
         let table = |name: &str, cols: &[rows::Col], sql: &'static str| {
@@ -339,7 +340,7 @@ impl Plan {
 
     /// Fails with [`Error::SourceChanged`] when a source read without a WAL has changed since
     /// it was opened; called before every destination commit.
-    fn verify(&self) -> Result<()> {
+    pub(crate) fn verify(&self) -> Result<()> {
         match &self.stamp {
             Some((path, stamp)) if Stamp::take(path) != *stamp => Err(Error::SourceChanged(
                 format!("{path} was written while it was read"),
@@ -359,7 +360,7 @@ fn count(src: &Connection, present: bool, sql: &str) -> Result<u64> {
 
 /// Calls `f` with every row of `sql` (when the table exists), read as `cols`, that the
 /// store's table can hold, and counts the others in `skipped`.
-fn each_row(
+pub(crate) fn each_row(
     src: &Connection,
     sql: Option<&str>,
     cols: &[rows::Col],
@@ -383,12 +384,12 @@ fn each_row(
     Ok(())
 }
 
-fn kinds(cols: &[rows::Col]) -> Vec<Kind> {
+pub(crate) fn kinds(cols: &[rows::Col]) -> Vec<Kind> {
     cols.iter().map(|c| c.kind).collect()
 }
 
 /// The event's head key.
-fn head_key(e: &[Cell]) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn head_key(e: &[Cell]) -> (Vec<u8>, Vec<u8>) {
     match (&e[2], &e[4]) {
         (Cell::Text(k), Cell::Text(a)) => (k.clone(), a.clone()),
         _ => unreachable!("checked by fits"),

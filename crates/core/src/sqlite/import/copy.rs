@@ -204,30 +204,7 @@ pub(super) fn copy_cursors(
         Ok(())
     })?;
     if plan.sentinels {
-        let mut ambient: HashMap<(Vec<u8>, Vec<u8>), i64> = HashMap::new();
-        all.retain(|c| match (&c[0], &c[2], &c[7]) {
-            (Cell::Text(w), Cell::Text(t), Cell::Int(at)) if w.starts_with(SENTINEL) => {
-                let key = (w[SENTINEL.len()..].to_vec(), t.clone());
-                let seen = ambient.entry(key).or_insert(*at);
-                *seen = (*seen).max(*at);
-                false
-            }
-            _ => true,
-        });
-        s.skipped += s.read - s.skipped - all.len() as u64;
-        for c in &mut all {
-            let (Cell::Text(w), Cell::Text(t)) = (&c[0], &c[2]) else {
-                continue;
-            };
-            let hex: Vec<u8> = w
-                .iter()
-                .flat_map(|b| format!("{b:02x}").into_bytes())
-                .collect();
-            if let Some(at) = ambient.get(&(hex, t.clone())) {
-                c[6] = Cell::Text(b"ambient-group".to_vec());
-                c[7] = Cell::Int(c[7].int().unwrap_or(0).max(*at));
-            }
-        }
+        fold_sentinels(&mut all, s);
     }
     copy_inserts(
         dst,
@@ -240,6 +217,35 @@ pub(super) fn copy_cursors(
         s,
         progress,
     )
+}
+
+/// Folds the ambient-group sentinel rows of a file from before `provenance` into their
+/// cursors (see [`copy_cursors`]) and counts them as skipped.
+pub(crate) fn fold_sentinels(all: &mut Vec<Vec<Cell>>, s: &mut TableSummary) {
+    let mut ambient: HashMap<(Vec<u8>, Vec<u8>), i64> = HashMap::new();
+    all.retain(|c| match (&c[0], &c[2], &c[7]) {
+        (Cell::Text(w), Cell::Text(t), Cell::Int(at)) if w.starts_with(SENTINEL) => {
+            let key = (w[SENTINEL.len()..].to_vec(), t.clone());
+            let seen = ambient.entry(key).or_insert(*at);
+            *seen = (*seen).max(*at);
+            false
+        }
+        _ => true,
+    });
+    s.skipped += s.read - s.skipped - all.len() as u64;
+    for c in all.iter_mut() {
+        let (Cell::Text(w), Cell::Text(t)) = (&c[0], &c[2]) else {
+            continue;
+        };
+        let hex: Vec<u8> = w
+            .iter()
+            .flat_map(|b| format!("{b:02x}").into_bytes())
+            .collect();
+        if let Some(at) = ambient.get(&(hex, t.clone())) {
+            c[6] = Cell::Text(b"ambient-group".to_vec());
+            c[7] = Cell::Int(c[7].int().unwrap_or(0).max(*at));
+        }
+    }
 }
 
 /// The watcher-key prefix of OpenClaw's ambient-group sentinel rows.

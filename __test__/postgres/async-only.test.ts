@@ -1,0 +1,179 @@
+// A PostgreSQL store from JavaScript: SessionState.open on a URL with its options (refused on
+// a file), and ERR_ASYNC_ONLY from every synchronous method that needs the database, which
+// changes nothing (every row of the store's schema and the queue are compared before and
+// after), while peek, an empty drain, stats and close answer at once.
+import { SessionState, SessionStateError } from '../../lib'
+import { codeOf, fixture, human, type CodedError } from '../helpers'
+import { useStores } from './stores'
+
+const stores = useStores('asynconly')
+const fx = fixture('asynconly-file')
+const MAIN = 'agent:main:main'
+const CHILD = 'agent:main:subagent:c'
+const OTHER = 'agent:main:subagent:d'
+
+/** The error a promise rejects with; fails the test when it resolves. */
+async function rejection(p: Promise<unknown>): Promise<CodedError> {
+  try {
+    await p
+  } catch (e) {
+    return e as CodedError
+  }
+  throw new Error('expected a rejection')
+}
+
+/** Every row of every table of `schema`, as text, table by table. */
+async function rows(schema: string): Promise<Record<string, string[]>> {
+  const c = stores.cluster()
+  const tables = await c.sql<{ t: string }>(
+    "SELECT table_name AS t FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1",
+    [schema],
+  )
+  const out: Record<string, string[]> = {}
+  for (const { t } of tables) {
+    const r = await c.sql<{ row: string }>(`SELECT t::text AS row FROM ${schema}.${t} t ORDER BY 1`)
+    out[t] = r.map((x) => x.row)
+  }
+  return out
+}
+
+// The synchronous methods that need the database, each called as a gateway would.
+const NEEDS_DB: Record<string, (s: SessionState) => unknown> = {
+  record: (s) => s.record(human(CHILD)),
+  watch: (s) => s.watch(MAIN, OTHER),
+  unwatch: (s) => s.unwatch(MAIN, CHILD),
+  cursorRows: (s) => s.cursorRows({ watcherKey: MAIN }),
+  stateVersion: (s) => s.stateVersion(CHILD),
+  stateVersions: (s) => s.stateVersions([{ sessionKey: CHILD }]),
+  changesSince: (s) => s.changesSince(CHILD, 0),
+  drain: (s) => s.drain(MAIN),
+  acknowledge: (s) => s.acknowledge(MAIN, [CHILD]),
+  sweep: (s) => s.sweep(),
+  prune: (s) => s.prune(),
+  resetSession: (s) => s.resetSession(MAIN),
+  deleteSession: (s) => s.deleteSession(CHILD),
+  adopt: (s) => s.adopt('agent:main:adopted', { source: 'claude', remoteId: 'node-1:abc' }),
+  noteOwnUserMessage: (s) => s.noteOwnUserMessage(CHILD, 'hello'),
+  checkUpstream: (s) => s.checkUpstream(CHILD, { found: false }),
+  scanUpstream: (s) => s.scanUpstream(),
+}
+// The synchronous members that answer without the database.
+const FROM_MEMORY = ['peek', 'drain (nothing queued)', 'stats', 'isClosed', 'close', 'startUpstreamMonitor', 'stopUpstreamMonitor']
+
+test('every synchronous method of SessionState is either refused on PostgreSQL or answers from memory', () => {
+  const members = Object.getOwnPropertyNames(SessionState.prototype).filter(
+    (m) => m !== 'constructor' && !m.endsWith('Async'),
+  )
+  const listed = new Set([...Object.keys(NEEDS_DB), ...FROM_MEMORY.map((m) => m.split(' ')[0])])
+  expect(members.filter((m) => !listed.has(m))).toEqual([])
+  expect([...listed].filter((m) => !members.includes(m as never))).toEqual([])
+})
+
+test('each synchronous method that needs the database throws ERR_ASYNC_ONLY and changes nothing', async () => {
+  const place = stores.place('postgres')
+  const errors: CodedError[] = []
+  const s = await stores.at(place, { onError: (e) => errors.push(e) })
+  await s.watchAsync(MAIN, CHILD)
+  await s.recordAsync(human(CHILD))
+  await s.recordAsync(human(CHILD))
+  const schema = place.options.schema as string
+  const before = await rows(schema)
+  expect(before.session_state_events).toHaveLength(2)
+  const queued = s.peek(MAIN)
+  expect(queued.map((n) => [n.targetKey, n.changesSince])).toEqual([[CHILD, 0]])
+  for (const [method, call] of Object.entries(NEEDS_DB)) {
+    let thrown: unknown
+    try {
+      call(s)
+    } catch (e) {
+      thrown = e
+    }
+    expect([method, thrown instanceof SessionStateError && thrown.code]).toEqual([method, 'ERR_ASYNC_ONLY'])
+    const instead = { stateVersion: 'use stateVersionsAsync', noteOwnUserMessage: 'no Promise twin', scanUpstream: 'no Promise twin' }
+    expect((thrown as Error).message).toContain(instead[method as keyof typeof instead] ?? `use ${method}Async`)
+    expect(s.peek(MAIN)).toEqual(queued)
+  }
+  // record and adopt throw it even without `strict`: nothing is reported to onError.
+  expect(errors).toEqual([])
+  expect(await rows(schema)).toEqual(before)
+  // The Promise API goes on as if nothing had been called.
+  expect((await s.recordAsync(human(CHILD)))?.sequence).toBe(3)
+  expect((await s.drainAsync(MAIN)).map((n) => [n.targetKey, n.changesSince])).toEqual([[CHILD, 0]])
+})
+
+test('peek, a drain with nothing queued, stats and close answer without the database', async () => {
+  const s = await stores.open('postgres')
+  await s.watchAsync(MAIN, CHILD)
+  await s.recordAsync(human(CHILD))
+  expect(s.peek(MAIN).map((n) => n.changesSince)).toEqual([0])
+  expect(s.drain(OTHER)).toEqual([])
+  expect(s.peek(OTHER)).toEqual([])
+  expect(s.stats()).toMatchObject({ store: 'postgres', noticesPending: 1 })
+  expect(codeOf(() => s.peek(''))).toBe('ERR_INVALID_ARG')
+  s.stopUpstreamMonitor()
+  s.close()
+  expect(s.isClosed).toBe(true)
+  expect(await rejection(s.watchAsync(MAIN, OTHER))).toMatchObject({ code: 'ERR_CLOSED' })
+})
+
+test('the constructor on a URL is ERR_ASYNC_ONLY; SessionState.open opens it', async () => {
+  const place = stores.place('postgres')
+  for (const url of [place.path, place.path.replace('postgresql://', 'postgres://'), place.path.replace('postgresql://', 'PostgreSQL://')]) {
+    expect(codeOf(() => new SessionState(url, place.options))).toBe('ERR_ASYNC_ONLY')
+  }
+  const s = await stores.at(place)
+  expect((await s.recordAsync(human(CHILD)))?.sequence).toBe(1)
+})
+
+test('schema, connectTimeoutMs and statementTimeoutMs are options of a PostgreSQL store, refused on a file', async () => {
+  for (const [name, value] of [['schema', 'x'], ['connectTimeoutMs', 1000], ['statementTimeoutMs', 1000]] as const) {
+    const e = (() => {
+      try {
+        new SessionState(fx.file(), { [name]: value })
+      } catch (err) {
+        return err as CodedError
+      }
+      throw new Error('expected a throw')
+    })()
+    expect(e.code).toBe('ERR_INVALID_ARG')
+    expect(e.message).toContain(name)
+    expect((await rejection(SessionState.open(fx.file(), { [name]: value }))).code).toBe('ERR_INVALID_ARG')
+  }
+  const url = stores.cluster().url
+  for (const bad of [{ schema: 'Bad-Name' }, { schema: 'pg_mine' }, { schema: 7 }, { connectTimeoutMs: -1 }, { statementTimeoutMs: 1.5 }]) {
+    expect([bad, (await rejection(SessionState.open(url, bad as never))).code]).toEqual([bad, 'ERR_INVALID_ARG'])
+  }
+})
+
+test('the tables go to the schema the option names, or to session_awareness by default', async () => {
+  const c = stores.cluster()
+  const tables = async (schema: string) =>
+    (await c.sql<{ t: string }>('SELECT table_name AS t FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1', [schema])).map((r) => r.t)
+  const named = await stores.open('postgres', { schema: 'gateway_one' })
+  await named.recordAsync(human(CHILD))
+  expect(await tables('gateway_one')).toEqual(expect.arrayContaining(['session_state_events', 'session_state_heads', 'session_watch_cursors']))
+  const plain = await SessionState.open(c.url)
+  try {
+    expect((await plain.recordAsync(human(CHILD)))?.sequence).toBe(1)
+    expect(await tables('session_awareness')).toEqual(await tables('gateway_one'))
+  } finally {
+    await plain.closeAsync()
+  }
+})
+
+test('a wrong password is ERR_DB, and no message names it', async () => {
+  const c = stores.cluster()
+  const secret = 'not-the-password-0123'
+  const url = c.passwordUrl.replace(`:${c.password}@`, `:${secret}@`)
+  const e = await rejection(SessionState.open(url))
+  expect(e.code).toBe('ERR_DB')
+  expect(e.message).not.toContain(secret)
+  const param = `postgresql://${c.passwordRole}@127.0.0.1:${c.port}/postgres?password=${secret}`
+  const e2 = await rejection(SessionState.open(param))
+  expect(e2.code).toBe('ERR_DB')
+  expect(e2.message).not.toContain(secret)
+  await c.sql(`GRANT CREATE ON DATABASE postgres TO ${c.passwordRole}`)
+  const ok = await SessionState.open(c.passwordUrl, { schema: 'with_password' })
+  expect((await ok.recordAsync(human(CHILD)))?.sequence).toBe(1)
+  await ok.closeAsync()
+})

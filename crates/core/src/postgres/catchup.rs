@@ -1,0 +1,606 @@
+//! Notices across hosts on PostgreSQL (semantics.md#processes): which watchers this store
+//! serves, its leases, and the background task that keeps its queue in line with the cursor
+//! rows.
+//!
+//! The task runs on the core runtime over a connection of its own (the listener): it LISTENs
+//! on the schema's channel ([`super::listen`]), and catches up from the cursor rows of the
+//! served watchers at every (re)connect and every `syncIntervalMs` (notifications are lost
+//! while disconnected), and for the watchers a notification names as soon as it arrives. The
+//! same connection writes the leases ([`super::lease`]). A lost connection is retried with
+//! backoff (50 ms doubling to 5 s); a failure is reported to `onError` once until the task
+//! is connected again.
+//!
+//! A record's notices are queued here by [`Notices::after_commit`] under the lease rule: on
+//! this host when it serves the watcher or no live host does.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_postgres::{Client, GenericClient};
+
+use super::cursors;
+use super::lease;
+use super::listen::{self, Hint};
+use crate::cursors::Pending;
+use crate::delivery::{wakes_for, Delivery, Wake};
+use crate::error::{Error, Result};
+use crate::hooks::Host;
+use crate::keys;
+use crate::metrics::Count;
+use crate::options::SchemaName;
+use crate::postgres::cursors::Cached;
+
+/// The watchers among `$1` that an instance other than `$2` holds a live lease on at `$3`,
+/// asked after every commit that opens a notice for a watcher not served here (prepared once
+/// per connection).
+/// The hint after a commit: `$1` the channel (the schema's name), `$2` the payload.
+const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+const SERVED_ELSEWHERE: &str = "SELECT DISTINCT watcher_key \
+     FROM __SCHEMA__.session_awareness_served \
+     WHERE watcher_key = ANY($1) AND instance_id <> $2 AND expires_at > $3";
+
+/// Opens the listener's connection: a client whose connection is driven on the core runtime,
+/// and the payloads of its notifications ([`listen::drive`]).
+pub(crate) type Connector = Arc<
+    dyn Fn() -> Pin<
+            Box<dyn Future<Output = Result<(Client, mpsc::UnboundedReceiver<String>)>> + Send>,
+        > + Send
+        + Sync,
+>;
+
+const BACKOFF_MIN: Duration = Duration::from_millis(50);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+#[derive(Default)]
+struct Served {
+    all: HashSet<String, foldhash::fast::RandomState>,
+    // Served since the last catch-up: read at the next one.
+    fresh: Vec<String>,
+    // Leases to write at the next turn of the task, and to drop.
+    lease_due: bool,
+    released: Vec<String>,
+}
+
+/// What the store and its task share.
+pub(crate) struct State {
+    /// The schema, and the hint's channel.
+    pub(crate) schema: SchemaName,
+    /// This store's name among the hosts.
+    pub(crate) instance: String,
+    delivery: Arc<Delivery>,
+    host: Host,
+    interval: Duration,
+    lease_ms: i64,
+    served: Mutex<Served>,
+    renewed_at: AtomicI64,
+    // A catch-up's read and its queue update, and a drain's, never interleave.
+    sync_lock: tokio::sync::Mutex<()>,
+    kick: tokio::sync::Notify,
+    closed: AtomicBool,
+    failing: AtomicBool,
+    listener: Mutex<Option<Arc<Client>>>,
+    connects: AtomicU64,
+    catch_ups: AtomicU64,
+}
+
+/// The cross-host state of one PostgreSQL store and its background task.
+pub(crate) struct Notices {
+    state: Arc<State>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Notices {
+    /// The state of a store on `schema`, its task not started; `interval_ms` is
+    /// `syncIntervalMs` (0: no task, no leases, the recording host queues everything).
+    pub(crate) fn new(
+        schema: SchemaName,
+        interval_ms: u32,
+        delivery: Arc<Delivery>,
+        host: Host,
+    ) -> Self {
+        Notices {
+            state: Arc::new(State {
+                schema,
+                instance: crate::lease::instance_id(),
+                delivery,
+                host,
+                interval: Duration::from_millis(u64::from(interval_ms)),
+                lease_ms: crate::lease::length_ms(interval_ms),
+                served: Mutex::new(Served::default()),
+                renewed_at: AtomicI64::new(0),
+                sync_lock: tokio::sync::Mutex::new(()),
+                kick: tokio::sync::Notify::new(),
+                closed: AtomicBool::new(false),
+                failing: AtomicBool::new(false),
+                listener: Mutex::new(None),
+                connects: AtomicU64::new(0),
+                catch_ups: AtomicU64::new(0),
+            }),
+            task: Mutex::new(None),
+        }
+    }
+
+    /// The shared state.
+    pub(crate) fn state(&self) -> &Arc<State> {
+        &self.state
+    }
+
+    /// True when notices cross hosts (`syncIntervalMs` > 0).
+    pub(crate) fn is_on(&self) -> bool {
+        !self.state.interval.is_zero()
+    }
+
+    /// Starts the background task over connections from `connect`.
+    pub(crate) fn spawn(&self, connect: Connector) {
+        if !self.is_on() {
+            return;
+        }
+        let state = Arc::clone(&self.state);
+        let task = crate::runtime::handle().spawn(async move { state.run(connect).await });
+        *self.task.lock() = Some(task);
+    }
+
+    /// Serves `watcher`: its lease is written and its pending notices read at the task's
+    /// next turn, which this asks for at once. Cheap when it is served already.
+    pub(crate) fn serve(&self, watcher: &str) {
+        if !self.is_on() || !keys::is_watchable(watcher) {
+            return;
+        }
+        let mut s = self.state.served.lock();
+        if s.all.insert(watcher.to_owned()) {
+            s.fresh.push(watcher.to_owned());
+            s.released.retain(|w| w != watcher);
+            s.lease_due = true;
+            drop(s);
+            self.state.kick.notify_one();
+        }
+    }
+
+    /// Stops serving `watcher` (its session was deleted).
+    pub(crate) fn unserve(&self, watcher: &str) {
+        let mut s = self.state.served.lock();
+        if s.all.remove(watcher) {
+            s.released.push(watcher.to_owned());
+            s.lease_due = true;
+        }
+        s.fresh.retain(|w| w != watcher);
+    }
+
+    /// True when `watcher` is served.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn serves(&self, watcher: &str) -> bool {
+        self.state.served.lock().all.contains(watcher)
+    }
+
+    /// Reads the pending cursors of `watcher` on `c` and queues them now, when it was served
+    /// since the last catch-up (the first `drain` of a watcher on this host answers with what
+    /// is pending for it, not `[]`). Costs nothing otherwise.
+    pub(crate) async fn read_fresh<C: GenericClient + Sync>(
+        &self,
+        c: &C,
+        watcher: &str,
+    ) -> Result<()> {
+        let fresh = {
+            let mut s = self.state.served.lock();
+            match s.fresh.iter().position(|w| w == watcher) {
+                Some(i) => {
+                    s.fresh.swap_remove(i);
+                    true
+                }
+                None => false,
+            }
+        };
+        if fresh {
+            let r = self.state.catch_up(c, vec![watcher.to_owned()]).await;
+            if r.is_err() {
+                self.state.served.lock().fresh.push(watcher.to_owned());
+            }
+            r?;
+        }
+        Ok(())
+    }
+
+    /// Queues the notices a committed record opened (`pending`) under the lease rule, and
+    /// sends the hint naming their watchers after the commit. Returns the wakes to schedule.
+    /// A failing lease read queues here, as if nobody else served the watcher; a failing hint
+    /// is left to the other hosts' periodic catch-up.
+    pub(crate) async fn after_commit(&self, c: &mut Cached<'_>, pending: &[Pending]) -> Vec<Wake> {
+        if pending.is_empty() {
+            return Vec::new();
+        }
+        let st = &self.state;
+        if !self.is_on() {
+            return st.delivery.enqueue(pending);
+        }
+        let mut watchers: Vec<&str> = pending.iter().map(|p| p.watcher.as_str()).collect();
+        watchers.sort_unstable();
+        watchers.dedup();
+        // Not served here and not already held at this position: the leases decide.
+        let ask: Vec<String> = {
+            let served = st.served.lock();
+            let q = st.delivery.queue();
+            let mut ask: Vec<String> = Vec::new();
+            for p in pending {
+                if served.all.contains(&p.watcher)
+                    || q.position(&p.watcher, &p.target) == Some(p.last_seen)
+                    || ask.contains(&p.watcher)
+                {
+                    continue;
+                }
+                ask.push(p.watcher.clone());
+            }
+            ask
+        };
+        let now = crate::lease::now();
+        let client = c.client;
+        let instance = st.instance.as_str();
+        // The hint, a statement of its own after the commit (never inside it: a NOTIFY in a
+        // data transaction serializes every commit in the cluster).
+        let q = c.prepare(NOTIFY).await;
+        let hint = async {
+            let q = q?;
+            let text = listen::payload(instance, &watchers);
+            client
+                .execute(&q, &[&st.schema.as_str(), &text])
+                .await
+                .map_err(cursors::db)?;
+            Ok::<(), Error>(())
+        };
+        let elsewhere = async {
+            if ask.is_empty() {
+                return Ok(Vec::new());
+            }
+            let st = c.prepare(SERVED_ELSEWHERE).await?;
+            let rows = client
+                .query(&st, &[&ask, &instance, &now])
+                .await
+                .map_err(cursors::db)?;
+            Ok::<Vec<String>, crate::error::Error>(rows.iter().map(|r| r.get(0)).collect())
+        };
+        let (hinted, elsewhere) = tokio::join!(hint, elsewhere);
+        if let Err(e) = hinted {
+            st.failed(e);
+        }
+        let elsewhere = elsewhere.unwrap_or_default();
+        if elsewhere.is_empty() {
+            return st.delivery.enqueue(pending);
+        }
+        {
+            let mut q = st.delivery.queue();
+            for p in pending.iter().filter(|p| elsewhere.contains(&p.watcher)) {
+                // A notice held here was consumed and a fresh one opened: it goes to the
+                // hosts that serve the watcher.
+                q.remove(&p.watcher, &p.target);
+            }
+        }
+        let here: Vec<Pending> = pending
+            .iter()
+            .filter(|p| !elsewhere.contains(&p.watcher))
+            .cloned()
+            .collect();
+        st.delivery.enqueue(&here)
+    }
+
+    /// Sends the hint naming `watcher` after a drain, acknowledge, re-seeding `watch`,
+    /// `unwatch` or reset consumed or dropped its notices, so the other hosts drop their
+    /// copies at once. Best effort.
+    pub(crate) async fn consumed<C: GenericClient + Sync>(&self, c: &C, watcher: &str) {
+        if self.is_on() {
+            let st = &self.state;
+            if let Err(e) = listen::notify(c, st.schema.as_str(), &st.instance, &[watcher]).await {
+                st.failed(e);
+            }
+        }
+    }
+
+    /// Sends the hint that asks every host to catch up every watcher it serves, after a
+    /// change whose watchers this store does not know (a session deleted). Best effort.
+    pub(crate) async fn changed_all<C: GenericClient + Sync>(&self, c: &C) {
+        if self.is_on() {
+            let st = &self.state;
+            if let Err(e) = listen::notify_all(c, st.schema.as_str(), &st.instance).await {
+                st.failed(e);
+            }
+        }
+    }
+
+    /// Runs one catch-up of every served watcher now, on the listener's connection (tests).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) async fn catch_up_now(&self) -> Result<()> {
+        let client = self.state.listener.lock().clone();
+        match client {
+            Some(c) => self.state.turn(&c, &Hint::All).await,
+            None => Err(Error::db(
+                crate::error::DbFailure::Other,
+                "the listener is not connected",
+            )),
+        }
+    }
+
+    /// How often the listener connected, and how many catch-ups ran.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        (
+            self.state.connects.load(Ordering::Acquire),
+            self.state.catch_ups.load(Ordering::Acquire),
+        )
+    }
+
+    /// True while the listener is connected.
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn is_listening(&self) -> bool {
+        self.state
+            .listener
+            .lock()
+            .as_ref()
+            .is_some_and(|c| !c.is_closed())
+    }
+
+    /// Stops the task and closes the listener's connection.
+    pub(crate) fn stop(&self) {
+        self.state.closed.store(true, Ordering::Release);
+        if let Some(t) = self.task.lock().take() {
+            t.abort();
+        }
+        self.state.listener.lock().take();
+    }
+
+    /// True once this store wrote leases.
+    pub(crate) fn has_leases(&self) -> bool {
+        self.state.renewed_at.load(Ordering::Acquire) != 0
+    }
+
+    /// Drops this store's leases (it closes), so the other hosts take over at once. Best
+    /// effort: a lease left behind expires on its own.
+    pub(crate) async fn release<C: GenericClient + Sync>(&self, c: &C) {
+        let st = &self.state;
+        if st.renewed_at.load(Ordering::Acquire) != 0 {
+            let _ = lease::release_all(c, st.schema, &st.instance).await;
+        }
+    }
+}
+
+impl Drop for Notices {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.get_mut().take() {
+            t.abort();
+        }
+    }
+}
+
+impl State {
+    /// Held by a catch-up from its read to its queue update, and by a drain or acknowledge
+    /// from taking the notices to putting back the reopened ones.
+    pub(crate) async fn sync_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.sync_lock.lock().await
+    }
+
+    /// Reports a failure of background work to the host, unless the store closed.
+    pub(crate) fn report(&self, error: Error) {
+        if !self.closed.load(Ordering::Acquire) {
+            self.host.report(error);
+        }
+    }
+
+    /// True once the store closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn failed(&self, error: Error) {
+        if !self.closed.load(Ordering::Acquire) && !self.failing.swap(true, Ordering::AcqRel) {
+            self.host.report(error);
+        }
+    }
+
+    /// The task: connect, LISTEN, catch up, then serve hints and ticks until the connection
+    /// ends; again with backoff.
+    async fn run(self: Arc<Self>, connect: Connector) {
+        let mut backoff = BACKOFF_MIN;
+        while !self.closed.load(Ordering::Acquire) {
+            let (client, mut hints) = match self.connect(&connect).await {
+                Ok(c) => c,
+                Err(e) => {
+                    self.failed(e);
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(BACKOFF_MAX);
+                    continue;
+                }
+            };
+            backoff = BACKOFF_MIN;
+            *self.listener.lock() = Some(Arc::clone(&client));
+            self.connects.fetch_add(1, Ordering::AcqRel);
+            // Whatever was sent while no listener was connected is found in the rows.
+            match self.turn(&client, &Hint::All).await {
+                Ok(()) => self.failing.store(false, Ordering::Release),
+                Err(e) => self.failed(e),
+            }
+            let mut ticker = tokio::time::interval(self.interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticker.tick().await;
+            loop {
+                let hint = tokio::select! {
+                    m = hints.recv() => match m {
+                        None => break,
+                        Some(p) => {
+                            let mut hint = self.hint_of(&p);
+                            // Everything that arrived meanwhile, in one read.
+                            while let Ok(more) = hints.try_recv() {
+                                hint = merge(hint, self.hint_of(&more));
+                            }
+                            match hint {
+                                Some(h) => h,
+                                None => continue,
+                            }
+                        }
+                    },
+                    _ = ticker.tick() => Hint::All,
+                    _ = self.kick.notified() => Hint::Watchers(Vec::new()),
+                };
+                match self.turn(&client, &hint).await {
+                    Ok(()) => self.failing.store(false, Ordering::Release),
+                    Err(e) => self.failed(e),
+                }
+                if client.is_closed() {
+                    break;
+                }
+            }
+            *self.listener.lock() = None;
+        }
+    }
+
+    async fn connect(
+        &self,
+        connect: &Connector,
+    ) -> Result<(Arc<Client>, mpsc::UnboundedReceiver<String>)> {
+        let (client, hints) = connect().await?;
+        listen::listen(&client, self.schema.as_str()).await?;
+        Ok((Arc::new(client), hints))
+    }
+
+    /// The hint of a payload, or none for this store's own.
+    fn hint_of(&self, payload: &str) -> Option<Hint> {
+        match listen::parse(payload) {
+            (Some(from), _) if from == self.instance => None,
+            (_, hint) => Some(hint),
+        }
+    }
+
+    /// One turn of the task: the leases when due, then the catch-up the hint asks for, with
+    /// the watchers served since the last one.
+    async fn turn(&self, c: &Client, hint: &Hint) -> Result<()> {
+        self.renew(c).await?;
+        let watchers: Vec<String> = {
+            let mut s = self.served.lock();
+            let fresh = std::mem::take(&mut s.fresh);
+            match hint {
+                Hint::All => s.all.iter().cloned().collect(),
+                Hint::Watchers(named) => {
+                    let mut ws: Vec<String> = named
+                        .iter()
+                        .filter(|w| s.all.contains(*w))
+                        .cloned()
+                        .collect();
+                    ws.extend(fresh);
+                    ws.sort_unstable();
+                    ws.dedup();
+                    ws
+                }
+            }
+        };
+        if watchers.is_empty() {
+            return Ok(());
+        }
+        self.catch_up(c, watchers).await
+    }
+
+    /// Reads the pending cursors of `watchers` and brings their part of the queue in line:
+    /// notices pending in the rows enter (and wake, by the rules of a local notice), notices
+    /// held here that the rows no longer have pending at their position leave (consumed on
+    /// another host), withdrawing a wake that has nothing left to wake for.
+    async fn catch_up<C: GenericClient + Sync>(&self, c: &C, watchers: Vec<String>) -> Result<()> {
+        let _g = self.sync_lock.lock().await;
+        let rows = cursors::pending_of(c, self.schema, &watchers).await?;
+        self.catch_ups.fetch_add(1, Ordering::AcqRel);
+        let wakes = self.apply(&watchers, rows);
+        self.delivery.wake_all(wakes);
+        Ok(())
+    }
+
+    fn apply(&self, watchers: &[String], rows: Vec<Pending>) -> Vec<Wake> {
+        let served = self.served.lock();
+        let mut q = self.delivery.queue();
+        let wanted: HashSet<&str> = watchers.iter().map(String::as_str).collect();
+        let open: HashSet<(&str, &str)> = rows
+            .iter()
+            .map(|p| (p.watcher.as_str(), &*p.target))
+            .collect();
+        let mut emptied = Vec::new();
+        for (w, t) in q.pairs() {
+            if wanted.contains(w.as_str()) && !open.contains(&(w.as_str(), t.as_str())) {
+                q.remove(&w, &t);
+                emptied.push(w);
+            }
+        }
+        let mut wakes = Vec::new();
+        let mut entered = 0;
+        for p in &rows {
+            if !served.all.contains(&p.watcher) {
+                continue;
+            }
+            let wake = wakes_for(p);
+            if q.enter(p, wake) {
+                entered += 1;
+                if wake {
+                    wakes.push((p.watcher.clone(), p.target.to_string()));
+                }
+            }
+        }
+        drop(q);
+        drop(served);
+        if entered > 0 {
+            self.delivery.metrics.add(Count::CatchUps, 1);
+        }
+        for w in emptied {
+            self.delivery.withdraw_if_idle(&w);
+        }
+        wakes
+    }
+
+    /// Writes this store's leases when due: a watcher started or stopped being served, or a
+    /// third of the lease length passed since the last write.
+    async fn renew(&self, c: &Client) -> Result<()> {
+        let now = crate::lease::now();
+        let (serving, released) = {
+            let mut s = self.served.lock();
+            let due = s.lease_due
+                || (!s.all.is_empty()
+                    && now >= self.renewed_at.load(Ordering::Acquire) + self.lease_ms / 3);
+            if !due {
+                return Ok(());
+            }
+            s.lease_due = false;
+            (
+                s.all.iter().cloned().collect::<Vec<_>>(),
+                std::mem::take(&mut s.released),
+            )
+        };
+        let written = lease::renew(
+            c,
+            self.schema,
+            &self.instance,
+            &serving,
+            &released,
+            now + self.lease_ms,
+            now - self.lease_ms,
+        )
+        .await;
+        if let Err(e) = written {
+            let mut s = self.served.lock();
+            s.lease_due = true;
+            s.released.extend(released);
+            return Err(e);
+        }
+        self.renewed_at.store(now, Ordering::Release);
+        Ok(())
+    }
+}
+
+fn merge(a: Option<Hint>, b: Option<Hint>) -> Option<Hint> {
+    match (a, b) {
+        (Some(Hint::All), _) | (_, Some(Hint::All)) => Some(Hint::All),
+        (Some(Hint::Watchers(mut x)), Some(Hint::Watchers(y))) => {
+            x.extend(y);
+            Some(Hint::Watchers(x))
+        }
+        (x, None) => x,
+        (None, y) => y,
+    }
+}

@@ -1,0 +1,567 @@
+//! The PostgreSQL store's connection: the URL read with the store's own `sslmode` handling
+//! (libpq's six modes, which tokio-postgres alone does not know), TLS over rustls with the ring
+//! provider and bundled roots, connect and statement timeouts, TCP keepalives, one client that
+//! reconnects by itself when its connection was lost, statements prepared once per
+//! connection, and the one redaction of passwords that every error message goes through.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::sync::{Mutex, MutexGuard};
+use tokio::task::AbortHandle;
+use tokio_postgres::config::SslMode;
+use tokio_postgres::{Client, Config, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use crate::error::{DbFailure, Error, Result};
+use crate::options::{Options, SchemaName};
+use crate::postgres::cursors::Cached;
+use crate::postgres::tls::{self, SslChoice};
+
+/// Where a listener's connection hands the payloads of its notifications.
+type Hints = tokio::sync::mpsc::UnboundedSender<String>;
+
+/// TCP keepalives: the first probe after this long idle.
+pub(crate) const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+
+/// True when `path_or_url` names a PostgreSQL database rather than a file.
+pub(crate) fn is_url(path_or_url: &str) -> bool {
+    let lower = path_or_url
+        .get(..13)
+        .unwrap_or(path_or_url)
+        .to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
+/// Where and how to connect: the URL read once at open.
+pub(crate) struct Target {
+    config: Config,
+    ssl: SslChoice,
+    tls: Option<MakeRustlsConnect>,
+    password: Option<String>,
+    connect_timeout: Option<Duration>,
+    statement_timeout_ms: u32,
+}
+
+impl Target {
+    /// Reads `url` (`postgres://` or `postgresql://`) with the store's options. A URL the
+    /// client cannot read, a bad `sslmode` or an unreadable `sslrootcert` is `ERR_INVALID_ARG`,
+    /// its text redacted.
+    pub(crate) fn parse(url: &str, opts: &Options) -> Result<Self> {
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let mut ssl = SslChoice::Prefer;
+        let mut root_cert: Option<String> = None;
+        let mut rest = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            match k {
+                "sslmode" => ssl = SslChoice::parse(&percent_decode(v))?,
+                "sslrootcert" => root_cert = Some(percent_decode(v)),
+                _ => rest.push(pair),
+            }
+        }
+        let stripped = if rest.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", rest.join("&"))
+        };
+        let mut config: Config = stripped.parse().map_err(|e: tokio_postgres::Error| {
+            Error::invalid(redact(&format!("the PostgreSQL URL: {e}"), None))
+        })?;
+        let password = config
+            .get_password()
+            .map(|p| String::from_utf8_lossy(p).into_owned());
+        if ssl == SslChoice::Require && root_cert.is_some() {
+            ssl = SslChoice::VerifyCa;
+        }
+        let tls = match ssl {
+            SslChoice::Disable => None,
+            _ => Some(tls::connector(ssl, root_cert.as_deref())?),
+        };
+        let connect_timeout = (opts.connect_timeout_ms > 0)
+            .then(|| Duration::from_millis(opts.connect_timeout_ms.into()));
+        if let Some(t) = connect_timeout {
+            config.connect_timeout(t);
+        }
+        config.keepalives(true).keepalives_idle(KEEPALIVE_IDLE);
+        if config.get_application_name().is_none() {
+            config.application_name("session-awareness");
+        }
+        Ok(Target {
+            config,
+            ssl,
+            tls,
+            password,
+            connect_timeout,
+            statement_timeout_ms: opts.statement_timeout_ms,
+        })
+    }
+
+    /// The `sslmode` in force.
+    #[cfg(test)]
+    pub(crate) fn ssl(&self) -> SslChoice {
+        self.ssl
+    }
+
+    /// `text` without this target's password (see [`redact`]).
+    pub(crate) fn redact(&self, text: &str) -> String {
+        redact(text, self.password.as_deref())
+    }
+
+    /// A client's error as the store's [`Error::Db`], its text redacted.
+    pub(crate) fn error(&self, e: &tokio_postgres::Error) -> Error {
+        let mut message = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            let text = s.to_string();
+            if !message.contains(&text) {
+                message.push_str(": ");
+                message.push_str(&text);
+            }
+            source = s.source();
+        }
+        Error::db(failure_of(e), self.redact(&message))
+    }
+
+    /// A new client; its connection runs on the core runtime until it ends. Bounded by the
+    /// connect timeout as a whole (TCP, TLS, authentication and the session's settings).
+    pub(crate) async fn connect(&self) -> Result<(Client, AbortHandle)> {
+        self.connect_bounded(None).await
+    }
+
+    /// How long one call may hold the connection before the client gives up on it: the
+    /// statement timeout (the server's own answer comes first while the link works) and the
+    /// connect timeout (at least 5 s) on top; `None` when statements have no timeout. A call
+    /// past it (a cut link: nothing comes back, and TCP would wait many minutes) ends its
+    /// connection, so it settles with `ERR_DB` and the next call connects again.
+    pub(crate) fn call_deadline(&self) -> Option<Duration> {
+        (self.statement_timeout_ms > 0).then(|| {
+            let connect = self.connect_timeout.unwrap_or_default();
+            Duration::from_millis(self.statement_timeout_ms.into())
+                + connect.max(Duration::from_secs(5))
+        })
+    }
+
+    /// A new client for the listener (docs/postgres.md#notices): its connection runs on the
+    /// core runtime and hands the payloads of its notifications to the receiver, which
+    /// closes when the connection ends.
+    pub(crate) async fn connect_listener(
+        &self,
+    ) -> Result<(Client, tokio::sync::mpsc::UnboundedReceiver<String>)> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (client, _) = self.connect_bounded(Some(tx)).await?;
+        Ok((client, rx))
+    }
+
+    async fn connect_bounded(&self, hints: Option<Hints>) -> Result<(Client, AbortHandle)> {
+        let attempt = self.connect_unbounded(hints);
+        match self.connect_timeout {
+            Some(t) => tokio::time::timeout(t, attempt).await.map_err(|_| {
+                Error::db(
+                    DbFailure::Connection,
+                    format!("no connection to PostgreSQL within {} ms", t.as_millis()),
+                )
+            })?,
+            None => attempt.await,
+        }
+    }
+
+    async fn connect_unbounded(&self, hints: Option<Hints>) -> Result<(Client, AbortHandle)> {
+        let (client, task) = match (self.ssl, &self.tls) {
+            (SslChoice::Disable, _) | (_, None) => {
+                self.connect_with(SslMode::Disable, &hints).await?
+            }
+            (SslChoice::Allow, Some(_)) => {
+                match self.connect_with(SslMode::Disable, &hints).await {
+                    Ok(c) => c,
+                    Err(_) => self.connect_with(SslMode::Require, &hints).await?,
+                }
+            }
+            (SslChoice::Prefer, Some(_)) => self.connect_with(SslMode::Prefer, &hints).await?,
+            (_, Some(_)) => self.connect_with(SslMode::Require, &hints).await?,
+        };
+        // A SET, not a startup option: poolers refuse unknown startup parameters.
+        client
+            .batch_execute(&format!(
+                "SET statement_timeout = {}",
+                self.statement_timeout_ms
+            ))
+            .await
+            .map_err(|e| self.error(&e))?;
+        Ok((client, task))
+    }
+
+    async fn connect_with(
+        &self,
+        mode: SslMode,
+        hints: &Option<Hints>,
+    ) -> Result<(Client, AbortHandle)> {
+        let mut config = self.config.clone();
+        config.ssl_mode(mode);
+        if hints.is_some() {
+            let name = crate::postgres::listen::application_name(config.get_application_name());
+            config.application_name(name);
+        }
+        let handle = crate::runtime::handle();
+        let connected = match (&self.tls, mode) {
+            (Some(tls), SslMode::Prefer | SslMode::Require) => {
+                let (client, conn) = config
+                    .connect(tls.clone())
+                    .await
+                    .map_err(|e| self.error(&e))?;
+                let task = match hints {
+                    Some(tx) => handle.spawn(crate::postgres::listen::forward(conn, tx.clone())),
+                    None => handle.spawn(async move {
+                        let _ = conn.await;
+                    }),
+                };
+                (client, task.abort_handle())
+            }
+            _ => {
+                let (client, conn) = config
+                    .connect(tokio_postgres::NoTls)
+                    .await
+                    .map_err(|e| self.error(&e))?;
+                let task = match hints {
+                    Some(tx) => handle.spawn(crate::postgres::listen::forward(conn, tx.clone())),
+                    None => handle.spawn(async move {
+                        let _ = conn.await;
+                    }),
+                };
+                (client, task.abort_handle())
+            }
+        };
+        Ok(connected)
+    }
+}
+
+/// The kind of a client's error: SQLSTATE classes of a server error, a lost or refused
+/// connection otherwise.
+fn failure_of(e: &tokio_postgres::Error) -> DbFailure {
+    let Some(db) = e.as_db_error() else {
+        return DbFailure::Connection;
+    };
+    let code = db.code().code();
+    match code {
+        "40001" | "40P01" | "55P03" | "57014" => DbFailure::Busy,
+        "53100" => DbFailure::Full,
+        "25006" => DbFailure::ReadOnly,
+        "XX001" | "XX002" => DbFailure::Corrupt,
+        "57P01" | "57P02" | "57P03" => DbFailure::Connection,
+        _ if code.starts_with("08") || code.starts_with("28") => DbFailure::Connection,
+        _ => DbFailure::Other,
+    }
+}
+
+/// `text` with every password hidden: the userinfo password of a URL (`://user:…@`), the
+/// value of every `password=` parameter, and each occurrence of `password` (as given and
+/// percent-encoded) when it is known. Every message of the PostgreSQL store goes through it.
+pub(crate) fn redact(text: &str, password: Option<&str>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    // `scheme://user:secret@host` → `scheme://user:***@host`.
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| c == '/' || c == '?' || c.is_whitespace())
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match (authority.rfind('@'), authority.find(':')) {
+            (Some(a), Some(c)) if c < a => {
+                out.push_str(&authority[..=c]);
+                out.push_str("***");
+                out.push_str(&authority[a..]);
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    // `password=secret` (a URL's query or a key/value string) → `password=***`.
+    let mut redacted = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(at) = find_ignore_case(rest, "password=") {
+        let (head, tail) = rest.split_at(at + "password=".len());
+        redacted.push_str(head);
+        redacted.push_str("***");
+        let end = if let Some(quoted) = tail.strip_prefix('\'') {
+            quoted.find('\'').map_or(tail.len(), |q| q + 2)
+        } else {
+            tail.find(|c: char| c == '&' || c.is_whitespace())
+                .unwrap_or(tail.len())
+        };
+        rest = &tail[end..];
+    }
+    redacted.push_str(rest);
+    if let Some(p) = password.filter(|p| !p.is_empty()) {
+        redacted = redacted.replace(p, "***");
+        let encoded = percent_encode(p);
+        if encoded != p {
+            redacted = redacted.replace(&encoded, "***");
+        }
+    }
+    redacted
+}
+
+fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
+    haystack
+        .as_bytes()
+        .windows(needle.len())
+        .position(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).and_then(|&c| hex(c)),
+            b.get(i + 2).and_then(|&c| hex(c)),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// One connection's client and its prepared statements.
+pub(crate) struct Session {
+    /// The client (its queries polled together are pipelined).
+    pub(crate) client: Client,
+    statements: HashMap<&'static str, Statement>,
+    /// A write transaction was begun and not yet ended (a call that unwound in the middle).
+    in_tx: bool,
+    /// The task that runs the connection: ended by a call's deadline.
+    conn: AbortHandle,
+}
+
+impl Session {
+    /// The client, the statement cache and the open-transaction mark, borrowed apart.
+    pub(crate) fn parts(
+        &mut self,
+    ) -> (
+        &mut Client,
+        &mut HashMap<&'static str, Statement>,
+        &mut bool,
+    ) {
+        (&mut self.client, &mut self.statements, &mut self.in_tx)
+    }
+}
+
+/// The store's connection: one client, made on first use and again after it was lost.
+pub(crate) struct Pg {
+    target: Target,
+    schema: SchemaName,
+    session: Mutex<Option<Session>>,
+}
+
+/// The connection, locked for one call.
+pub(crate) struct SessionGuard<'a> {
+    guard: MutexGuard<'a, Option<Session>>,
+    pg: &'a Pg,
+    /// Ends the connection if the call still holds it at the deadline.
+    watchdog: Option<AbortHandle>,
+}
+
+impl Drop for SessionGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.watchdog.take() {
+            w.abort();
+        }
+    }
+}
+
+impl Pg {
+    /// A connection to `target`'s database, for the tables in `schema`; connects on first use.
+    pub(crate) fn new(target: Target, schema: SchemaName) -> Self {
+        Pg {
+            target,
+            schema,
+            session: Mutex::new(None),
+        }
+    }
+
+    /// Where it connects.
+    pub(crate) fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The schema of the store's tables.
+    pub(crate) fn schema(&self) -> SchemaName {
+        self.schema
+    }
+
+    /// The session, connected: a client whose connection ended is replaced first.
+    pub(crate) async fn lock(&self) -> Result<SessionGuard<'_>> {
+        let mut guard = self.session.lock().await;
+        if guard.as_ref().is_none_or(|s| s.client.is_closed()) {
+            *guard = None;
+            let (client, conn) = self.target.connect().await?;
+            *guard = Some(Session {
+                client,
+                statements: HashMap::new(),
+                in_tx: false,
+                conn,
+            });
+        }
+        let watchdog = match (self.target.call_deadline(), guard.as_ref()) {
+            (Some(after), Some(s)) => {
+                let conn = s.conn.clone();
+                let timer = crate::runtime::handle().spawn(async move {
+                    tokio::time::sleep(after).await;
+                    conn.abort();
+                });
+                Some(timer.abort_handle())
+            }
+            _ => None,
+        };
+        Ok(SessionGuard {
+            guard,
+            pg: self,
+            watchdog,
+        })
+    }
+
+    /// Drops the client (its connection closes); the next call connects again.
+    pub(crate) async fn disconnect(&self) {
+        self.session.lock().await.take();
+    }
+}
+
+impl SessionGuard<'_> {
+    /// The connected session.
+    pub(crate) fn session(&mut self) -> Result<&mut Session> {
+        self.guard
+            .as_mut()
+            .ok_or_else(|| Error::db(DbFailure::Connection, "not connected"))
+    }
+
+    /// The client.
+    pub(crate) fn client(&mut self) -> Result<&mut Client> {
+        Ok(&mut self.session()?.client)
+    }
+
+    /// `template` (with `__SCHEMA__` for the store's schema) prepared on this connection,
+    /// once per connection.
+    pub(crate) async fn prepare(&mut self, template: &'static str) -> Result<Statement> {
+        let schema = self.pg.schema;
+        let target = &self.pg.target;
+        let s = self
+            .guard
+            .as_mut()
+            .ok_or_else(|| Error::db(DbFailure::Connection, "not connected"))?;
+        if let Some(st) = s.statements.get(template) {
+            return Ok(st.clone());
+        }
+        let sql = template.replace("__SCHEMA__", schema.as_str());
+        let st = s.client.prepare(&sql).await.map_err(|e| target.error(&e))?;
+        s.statements.insert(template, st.clone());
+        Ok(st)
+    }
+
+    /// The client with its statement cache, for statements prepared once per connection.
+    pub(crate) fn cached(&mut self) -> Result<Cached<'_>> {
+        let schema = self.pg.schema;
+        let s = self
+            .guard
+            .as_mut()
+            .ok_or_else(|| Error::db(DbFailure::Connection, "not connected"))?;
+        Ok(Cached::new(&s.client, &mut s.statements, schema))
+    }
+
+    /// Drops the client when its connection has ended, so the next call connects again.
+    pub(crate) fn forget_if_closed(&mut self) {
+        if self.guard.as_ref().is_some_and(|s| s.client.is_closed()) {
+            *self.guard = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact("postgres://u:s3cr%40t@h:5/db?x=1", None),
+            "postgres://u:***@h:5/db?x=1"
+        );
+        assert_eq!(redact("postgres://h/db", None), "postgres://h/db");
+        assert_eq!(redact("postgres://u@h/db", None), "postgres://u@h/db");
+        assert_eq!(
+            redact("a postgresql://h/db?PASSWORD=x&sslmode=disable b", None),
+            "a postgresql://h/db?PASSWORD=***&sslmode=disable b"
+        );
+        assert_eq!(redact("password='a b' host=h", None), "password=*** host=h");
+        assert_eq!(
+            redact("auth failed for p@ss:word", Some("p@ss:word")),
+            "auth failed for ***"
+        );
+        assert_eq!(redact("x p%40ss y", Some("p@ss")), "x *** y");
+    }
+
+    #[test]
+    fn urls_are_recognised() {
+        assert!(is_url("postgres://h/db"));
+        assert!(is_url("PostgreSQL://h/db"));
+        assert!(!is_url("/tmp/postgres://x"));
+        assert!(!is_url(":memory:"));
+        assert!(!is_url("postgres"));
+    }
+
+    #[test]
+    fn sslmode_and_sslrootcert_are_read_by_the_store() {
+        let o = Options::default();
+        let t = Target::parse("postgres://u:pw@127.0.0.1:1/db?sslmode=verify-full", &o).unwrap();
+        assert_eq!(t.ssl(), SslChoice::VerifyFull);
+        let t = Target::parse("postgres://127.0.0.1/db", &o).unwrap();
+        assert_eq!(t.ssl(), SslChoice::Prefer);
+        let t = Target::parse(
+            "postgres://127.0.0.1/db?sslmode=disable&application_name=x",
+            &o,
+        )
+        .unwrap();
+        assert_eq!(t.ssl(), SslChoice::Disable);
+        let e = Target::parse("postgres://u:pw@h/db?sslmode=bogus", &o)
+            .err()
+            .expect("refused");
+        assert_eq!(e.code(), "ERR_INVALID_ARG");
+        let e = Target::parse(
+            "postgres://u:hunter22@h/db?sslrootcert=/nonexistent&sslmode=require",
+            &o,
+        )
+        .err()
+        .expect("refused");
+        assert_eq!(e.code(), "ERR_INVALID_ARG");
+        assert!(!e.to_string().contains("hunter22"), "{e}");
+        let e = Target::parse("postgres://u:hunter22@h:99999999/db", &o)
+            .err()
+            .expect("refused");
+        assert_eq!(e.code(), "ERR_INVALID_ARG");
+        assert!(!e.to_string().contains("hunter22"), "{e}");
+    }
+}

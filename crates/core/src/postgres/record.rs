@@ -1,0 +1,270 @@
+//! The PostgreSQL store's write path: a record is a group of one, and a group is one
+//! transaction (semantics.md#promise-api). Before any event draws its sequence, the group locks
+//! the heads of every session it writes, in one statement and one fixed order (sorted by
+//! session key, then agent id, bytewise), so one session's sequences commit in sequence order
+//! and two hosts writing the same sessions in opposite orders never deadlock
+//! (docs/postgres.md#order). Each event is then written exactly as alone through the shared
+//! write flow ([`crate::group::write_each`] over [`PgRows`]); notices are queued and wakes
+//! scheduled once the group has committed.
+
+use std::sync::Arc;
+
+use crate::error::{DbFailure, Error, Result};
+use crate::event::{self, RecordInput, StateEvent, ValidEvent};
+use crate::group::{self, copy};
+use crate::metrics::{Count, Hist};
+use crate::postgres::batch::{self, Fallback, DROP_EMPTY_HEADS, LOCK_HEADS};
+use crate::postgres::overlay::heads_of;
+use crate::postgres::rows::{block, PgRows, BEGIN};
+use crate::postgres::PgStore;
+use crate::record::{WriteRules, Written};
+
+const COMMIT: &str = "COMMIT";
+const ROLLBACK: &str = "ROLLBACK";
+
+impl PgStore {
+    /// [`crate::Store::record`]: a group of one.
+    pub(crate) fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
+        let mut out = self.record_group(vec![(input, now)]);
+        out.pop()
+            .unwrap_or_else(|| Err(Error::invalid("record returned nothing")))
+    }
+
+    /// [`crate::Store::record_group`].
+    pub(crate) fn record_group(
+        &self,
+        items: Vec<(RecordInput, i64)>,
+    ) -> Vec<Result<Option<StateEvent>>> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Blocking a runtime thread on the runtime would stall it: run on a thread of its own.
+            let n = items.len();
+            return std::thread::scope(|s| {
+                s.spawn(|| self.record_group_here(items))
+                    .join()
+                    .unwrap_or_else(|_| {
+                        (0..n)
+                            .map(|_| Err(Error::invalid("the record panicked")))
+                            .collect()
+                    })
+            });
+        }
+        self.record_group_here(items)
+    }
+
+    fn record_group_here(&self, items: Vec<(RecordInput, i64)>) -> Vec<Result<Option<StateEvent>>> {
+        let mut out: Vec<Result<Option<StateEvent>>> = Vec::with_capacity(items.len());
+        let mut valid: Vec<(usize, ValidEvent, i64)> = Vec::with_capacity(items.len());
+        for (i, (input, now)) in items.into_iter().enumerate() {
+            match self
+                .check_open()
+                .and_then(|()| event::validate(input, now))
+                .and_then(no_nul)
+            {
+                Ok(v) => {
+                    valid.push((i, v, now));
+                    out.push(Ok(None));
+                }
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        if valid.is_empty() {
+            return out;
+        }
+        // Producer-named watchers are served here from now on (semantics.md#processes).
+        for (_, v, _) in &valid {
+            for w in &v.watchers {
+                self.notices().serve(w);
+            }
+        }
+        let slots: Vec<usize> = valid.iter().map(|(i, _, _)| *i).collect();
+        let begun = std::time::Instant::now();
+        let size = valid.len() as u64;
+        let written = match self.write_group(valid) {
+            Ok(w) => w,
+            Err(e) => {
+                // BEGIN, the head locks or COMMIT failed: nothing of the group is in, and each
+                // record fails as it would have alone.
+                for i in slots {
+                    out[i] = Err(copy(&e));
+                }
+                return out;
+            }
+        };
+        let m = &self.delivery.metrics;
+        m.since(Hist::Commit, begun);
+        m.value(Hist::GroupSize, size);
+        let mut opened = Vec::new();
+        let mut prune_at = None;
+        for (i, now, r) in written {
+            out[i] = match r {
+                Ok(Some(w)) => {
+                    self.enqueue(&w);
+                    if w.fresh {
+                        prune_at = Some(now);
+                    }
+                    opened.extend(w.pending);
+                    Ok(Some(w.event))
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
+        }
+        // The notices go where their watchers are served, and the hint goes out, after the
+        // commit (postgres/catchup.rs).
+        let wakes = self.after_commit(&opened);
+        self.delivery.wake_all(wakes);
+        if let Some(now) = prune_at {
+            self.maybe_prune_in_background(now);
+        }
+        out
+    }
+
+    /// One transaction: the fast path ([`batch::write`]), or, when the server refused a row
+    /// or a host raced it, the group again event by event ([`write_each_alone`]).
+    fn write_group(&self, valid: Vec<(usize, ValidEvent, i64)>) -> Result<Vec<group::WrittenItem>> {
+        let rules = self.rules;
+        let pg = Arc::clone(&self.pg);
+        let target = pg.target();
+        let schema = pg.schema();
+        let mut guard = block(pg.lock())?;
+        let session = guard.session()?;
+        let (client, statements, in_tx) = session.parts();
+        if *in_tx {
+            // A call that unwound mid-transaction left it open: end it before anything else.
+            block(client.batch_execute("ROLLBACK")).map_err(|e| target.error(&e))?;
+            *in_tx = false;
+        }
+        let client: &tokio_postgres::Client = client;
+        *in_tx = true;
+        let result = match batch::write(client, statements, schema, target, rules, valid.clone()) {
+            Ok(w) => Ok(w),
+            Err(Fallback::Fail(e)) => Err(e),
+            Err(Fallback::Again(e)) => {
+                let _ = block(client.batch_execute("ROLLBACK"));
+                // Waiting longer (a lock, the statement timeout) or a lost connection would
+                // fail again: only a refused row or a race is written again event by event.
+                let retry = !matches!(
+                    e,
+                    Error::Db {
+                        kind: DbFailure::Busy | DbFailure::Connection,
+                        ..
+                    }
+                );
+                if client.is_closed() || !retry {
+                    Err(e)
+                } else {
+                    write_each_alone(client, statements, schema, target, rules, valid)
+                }
+            }
+        };
+        if result.is_err() {
+            // Whatever was sent, nothing of the group stays.
+            let _ = block(client.batch_execute("ROLLBACK"));
+        }
+        *in_tx = false;
+        if result.is_err() {
+            // The connection may be gone: the next call starts afresh.
+            guard.forget_if_closed();
+        }
+        result
+    }
+
+    /// Brings the queue in line with a committed event: a reseeded cursor loses its notice
+    /// (the opened ones are queued by [`PgStore::after_commit`]).
+    fn enqueue(&self, w: &Written) {
+        let m = &self.delivery.metrics;
+        if w.fresh {
+            m.recorded(w.event.kind);
+            let new = w.pending.iter().filter(|p| p.notified == w.event.sequence);
+            m.add(Count::OpenedNew, new.count() as u64);
+        }
+        if !w.reseeded.is_empty() {
+            let mut q = self.delivery.queue();
+            for watcher in &w.reseeded {
+                q.remove(watcher, &w.event.session_key);
+            }
+        }
+    }
+}
+
+/// The write rules of a store's options.
+pub(crate) fn rules_of(opts: &crate::options::Options) -> WriteRules {
+    WriteRules {
+        notify_kinds: opts.notify_kinds,
+        seed_resets_provenance: opts.seed_resets_provenance,
+    }
+}
+
+/// The group event by event over [`PgRows`], each in its own savepoint (none for a group of
+/// one), so each event gets its own answer; the heads locked first as on the fast path.
+fn write_each_alone(
+    client: &tokio_postgres::Client,
+    statements: &mut std::collections::HashMap<&'static str, tokio_postgres::Statement>,
+    schema: crate::options::SchemaName,
+    target: &crate::postgres::conn::Target,
+    rules: WriteRules,
+    valid: Vec<(usize, ValidEvent, i64)>,
+) -> Result<Vec<group::WrittenItem>> {
+    let single = valid.len() == 1;
+    let (keys, agents): (Vec<String>, Vec<String>) = heads_of(valid.iter().map(|(_, v, _)| v))
+        .into_iter()
+        .unzip();
+    let now = valid.iter().map(|(_, _, now)| *now).max().unwrap_or(0);
+    let mut rows = PgRows::new(client, statements, schema, target, single);
+    let lock = rows.prepared(LOCK_HEADS)?;
+    // BEGIN and the head locks in one round trip.
+    rows.hold_simple(BEGIN);
+    let locked = rows.send(client.query(&lock, &[&keys, &agents, &now]))?;
+    let created = locked
+        .iter()
+        .any(|r| r.try_get::<_, bool>(2).unwrap_or(false));
+    let written = group::write_each(&mut rows, rules, valid);
+    if created {
+        rows.hold(
+            DROP_EMPTY_HEADS,
+            vec![Box::new(keys.clone()), Box::new(agents.clone())],
+        )?;
+    }
+    // A group of one has no savepoint: its failure rolls the transaction back.
+    let sql = if single && written.iter().any(|(_, _, r)| r.is_err()) {
+        ROLLBACK
+    } else {
+        COMMIT
+    };
+    rows.send(client.batch_execute(sql))?;
+    Ok(written)
+}
+
+/// PostgreSQL's `text` cannot hold U+0000 (docs/postgres.md#differences): a record with one in
+/// any text it stores is refused before it is sent, `ERR_INVALID_ARG` naming the field, so it
+/// fails as any invalid record does (best-effort: `null` and one `onError`). A payload's
+/// U+0000 is stored escaped in its JSON and is fine.
+fn no_nul(v: ValidEvent) -> Result<ValidEvent> {
+    let e = &v.event;
+    let fields = [
+        ("sessionKey", Some(e.session_key.as_str())),
+        ("agentId", Some(e.agent_id.as_str())),
+        ("actorId", e.actor_id.as_deref()),
+        ("runId", e.run_id.as_deref()),
+        ("sessionId", e.session_id.as_deref()),
+        ("summary", Some(e.summary.as_str())),
+        ("dedupeKey", v.dedupe_key.as_deref()),
+    ];
+    let nul = |t: &str| t.contains('\0');
+    if let Some((name, _)) = fields.iter().find(|(_, t)| t.is_some_and(nul)) {
+        return Err(Error::invalid(format!(
+            "{name} holds U+0000, which a PostgreSQL store cannot keep"
+        )));
+    }
+    if v.watchers.iter().any(|w| nul(w)) {
+        return Err(Error::invalid(
+            "watchers holds U+0000, which a PostgreSQL store cannot keep",
+        ));
+    }
+    if v.watcher_scopes.iter().any(|(k, s)| nul(k) || nul(s)) {
+        return Err(Error::invalid(
+            "watcherScopes holds U+0000, which a PostgreSQL store cannot keep",
+        ));
+    }
+    Ok(v)
+}

@@ -1,0 +1,309 @@
+//! Notices across hosts on PostgreSQL (semantics.md#processes, docs/postgres.md#notices):
+//! two `Store`s on one database stand for two gateway hosts. A notice recorded on A reaches
+//! the queue of B, which serves its watcher, and B's wake is called (the hint over
+//! LISTEN/NOTIFY; the latency over 200 notices is printed, never asserted); both draining at
+//! once hand each notice out exactly once, counted by (watcher, target, N); a listener whose
+//! backend is killed reconnects and its catch-up delivers what was sent meanwhile; and the
+//! lease rule: a notice nobody serves is queued where it was recorded, one served on B only on
+//! B. A real cluster (`session_awareness_pg_test::Cluster`); every wait is a generous timeout.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use session_awareness_core::{
+    Hooks, Notice, Options, Provenance, QueueSignal, RecordInput, Store, WakeRequest, WakeSink,
+};
+use session_awareness_pg_test::Cluster;
+
+const W: &str = "agent:main:main";
+const NOW: i64 = 1_700_000_000_000;
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn cluster() -> &'static Cluster {
+    static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+    CLUSTER.get_or_init(|| Cluster::start().expect("a throwaway PostgreSQL cluster"))
+}
+
+/// A fresh schema for one test, so the tests of this file share the cluster.
+fn schema() -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    format!("notices_{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+struct Wakes(Mutex<mpsc::Sender<(WakeRequest, Instant)>>);
+impl WakeSink for Wakes {
+    fn wake(&self, request: WakeRequest) {
+        let _ = self.0.lock().unwrap().send((request, Instant::now()));
+    }
+}
+
+/// A host: a store on `schema` named `app` (its connections' application_name), with its
+/// wakes.
+fn host(schema: &str, app: &str, sync_ms: u32) -> (Store, mpsc::Receiver<(WakeRequest, Instant)>) {
+    let (tx, rx) = mpsc::channel();
+    let hooks = Hooks {
+        wake: Some(Arc::new(Wakes(Mutex::new(tx)))),
+        ..Hooks::default()
+    };
+    let mut opts = Options {
+        sync_interval_ms: sync_ms,
+        wake_coalesce_ms: 0,
+        ..Options::default()
+    };
+    opts.pg_schema = session_awareness_core::SchemaName::parse(schema).unwrap();
+    let url = format!("{}?application_name={app}", cluster().url());
+    (Store::open(&url, opts, hooks).unwrap(), rx)
+}
+
+fn human(target: &str) -> RecordInput {
+    RecordInput {
+        session_key: target.into(),
+        kind: "human_direct_message".into(),
+        actor_type: "human".into(),
+        summary: "human message via telegram".into(),
+        ..Default::default()
+    }
+}
+
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Waits until `store`'s leases are in the table (its task wrote them).
+fn leased(schema: &str, watcher: &str, hosts: usize) {
+    until("the lease", || {
+        let n = cluster()
+            .sql(&format!(
+                "SELECT count(*) FROM {schema}.session_awareness_served WHERE watcher_key = '{watcher}'"
+            ))
+            .unwrap();
+        n == hosts.to_string()
+    });
+}
+
+/// True when nothing at all is queued in `store`, asked without serving any watcher.
+fn nothing_queued(store: &Store) -> bool {
+    store.queue_signal().words[0].load(Ordering::Acquire) == QueueSignal::EMPTY
+}
+
+fn positions(notices: &[Notice]) -> Vec<(String, i64)> {
+    notices
+        .iter()
+        .map(|n| (n.target_key.clone(), n.changes_since))
+        .collect()
+}
+
+#[test]
+fn a_notice_recorded_on_a_is_queued_and_woken_on_b() {
+    let s = schema();
+    let (a, a_wakes) = host(&s, "host-a", 100);
+    let (b, b_wakes) = host(&s, "host-b", 100);
+    let t = "agent:main:subagent:research";
+    assert!(b.watch(W, t, Provenance::Explicit, NOW).unwrap());
+    leased(&s, W, 1);
+    let seq = a.record(human(t), NOW).unwrap().unwrap().sequence;
+    until("B's queue", || !b.peek(W).unwrap().is_empty());
+    assert_eq!(positions(&b.peek(W).unwrap()), [(t.to_owned(), seq - 1)]);
+    assert_eq!(
+        b.peek(W).unwrap()[0].text,
+        format!(
+            "Session \"{t}\" changed (other actor). Reconcile before acting: session_status \
+             sessionKey \"{t}\" changesSince {}.",
+            seq - 1
+        )
+    );
+    let (wake, _) = b_wakes.recv_timeout(PATIENCE).unwrap();
+    assert_eq!(wake.session_key, W);
+    assert_eq!(wake.reason, format!("session-state:{t}"));
+    // Served on B only: A neither queues nor wakes.
+    assert!(nothing_queued(&a));
+    assert!(a_wakes.try_recv().is_err());
+    let drained = b.drain(W, NOW).unwrap();
+    assert_eq!(positions(&drained), [(t.to_owned(), seq - 1)]);
+    a.close();
+    b.close();
+}
+
+#[test]
+fn the_cross_host_latency_over_200_notices() {
+    let s = schema();
+    let (a, _a_wakes) = host(&s, "lat-a", 100);
+    let (b, b_wakes) = host(&s, "lat-b", 100);
+    let t = "agent:main:subagent:latency";
+    assert!(b.watch(W, t, Provenance::Explicit, NOW).unwrap());
+    leased(&s, W, 1);
+    let mut queued = Vec::new();
+    let mut woken = Vec::new();
+    for i in 0..200 {
+        let start = Instant::now();
+        let seq = a.record(human(t), NOW + i).unwrap().unwrap().sequence;
+        until("B's queue", || !b.peek(W).unwrap().is_empty());
+        queued.push(start.elapsed());
+        let (wake, at) = b_wakes.recv_timeout(PATIENCE).unwrap();
+        assert_eq!(wake.session_key, W);
+        woken.push(at - start);
+        assert_eq!(
+            positions(&b.drain(W, NOW + i).unwrap()),
+            [(t.to_owned(), seq - 1)]
+        );
+    }
+    let pct = |v: &mut Vec<Duration>, p: usize| {
+        v.sort();
+        v[(v.len() * p / 100).min(v.len() - 1)]
+    };
+    println!(
+        "cross-host notice latency over 200 notices: queued p50 {:?} p99 {:?}; wake p50 {:?} p99 {:?}",
+        pct(&mut queued, 50),
+        pct(&mut queued, 99),
+        pct(&mut woken, 50),
+        pct(&mut woken, 99)
+    );
+    a.close();
+    b.close();
+}
+
+#[test]
+fn both_hosts_draining_at_once_hand_each_notice_out_once() {
+    let s = schema();
+    let (a, _aw) = host(&s, "once-a", 100);
+    let (b, _bw) = host(&s, "once-b", 100);
+    let targets: Vec<String> = (0..20)
+        .map(|i| format!("agent:main:subagent:t{i:02}"))
+        .collect();
+    for t in &targets {
+        assert!(a.watch(W, t, Provenance::Explicit, NOW).unwrap());
+    }
+    b.serve(W).unwrap();
+    leased(&s, W, 2);
+    let mut expected = BTreeMap::new();
+    for round in 0..5 {
+        for t in &targets {
+            let seq = a.record(human(t), NOW + round).unwrap().unwrap().sequence;
+            expected.entry((t.clone(), seq - 1)).or_insert(0);
+            let _ = seq;
+        }
+        let want: usize = targets.len();
+        until("both queues", || {
+            a.peek(W).unwrap().len() == want && b.peek(W).unwrap().len() == want
+        });
+        let got: Vec<Vec<Notice>> = std::thread::scope(|sc| {
+            let ha = sc.spawn(|| a.drain(W, NOW + round).unwrap());
+            let hb = sc.spawn(|| b.drain(W, NOW + round).unwrap());
+            vec![ha.join().unwrap(), hb.join().unwrap()]
+        });
+        let mut handed = BTreeMap::new();
+        for (t, n) in got.iter().flat_map(|g| positions(g)) {
+            *handed.entry((t, n)).or_insert(0) += 1;
+        }
+        assert!(
+            handed.values().all(|&c| c == 1),
+            "handed out twice: {handed:?}"
+        );
+        assert_eq!(
+            handed.len(),
+            want,
+            "every notice handed out once: {handed:?}"
+        );
+        // Whoever lost drops its copies (at once for the pairs its drain found consumed).
+        until("both queues empty", || {
+            a.peek(W).unwrap().is_empty() && b.peek(W).unwrap().is_empty()
+        });
+    }
+    a.close();
+    b.close();
+}
+
+#[test]
+fn a_killed_listener_reconnects_and_catches_up() {
+    let s = schema();
+    let (a, _aw) = host(&s, "kill-a", 100);
+    let (b, b_wakes) = host(&s, "kill-b", 100);
+    let t = "agent:main:subagent:killed";
+    assert!(b.watch(W, t, Provenance::Explicit, NOW).unwrap());
+    leased(&s, W, 1);
+    until("B's listener", || b.listener_connects() >= 1);
+    let before = b.listener_connects();
+    assert_eq!(cluster().terminate_backends("kill-b listener").unwrap(), 1);
+    // Sent while B's listener is gone: only the catch-up at its reconnect can find it.
+    let seq = a.record(human(t), NOW).unwrap().unwrap().sequence;
+    until("B's reconnect", || b.listener_connects() > before);
+    until("B's queue", || !b.peek(W).unwrap().is_empty());
+    assert_eq!(positions(&b.peek(W).unwrap()), [(t.to_owned(), seq - 1)]);
+    assert_eq!(b_wakes.recv_timeout(PATIENCE).unwrap().0.session_key, W);
+    // And the hints work again after the reconnect.
+    b.drain(W, NOW).unwrap();
+    let seq = a.record(human(t), NOW).unwrap().unwrap().sequence;
+    until("B's queue again", || !b.peek(W).unwrap().is_empty());
+    assert_eq!(positions(&b.peek(W).unwrap()), [(t.to_owned(), seq - 1)]);
+    a.close();
+    b.close();
+}
+
+#[test]
+fn the_lease_rule_decides_where_a_notice_is_queued() {
+    let s = schema();
+    let (a, a_wakes) = host(&s, "lease-a", 100);
+    let (b, b_wakes) = host(&s, "lease-b", 100);
+    let t = "agent:main:subagent:leased";
+    // Watched through A's seed-free path, served nowhere: the recording host queues.
+    let c = host(&s, "lease-c", 0).0;
+    assert!(c.watch(W, t, Provenance::Explicit, NOW).unwrap());
+    c.close();
+    let seq = a.record(human(t), NOW).unwrap().unwrap().sequence;
+    assert_eq!(positions(&a.peek(W).unwrap()), [(t.to_owned(), seq - 1)]);
+    assert_eq!(a_wakes.recv_timeout(PATIENCE).unwrap().0.session_key, W);
+    // A drains it; now B serves the watcher: A's next record leaves the notice to B.
+    a.drain(W, NOW).unwrap();
+    a.close();
+    let (a, a_wakes) = host(&s, "lease-a2", 100);
+    b.serve(W).unwrap();
+    leased(&s, W, 1);
+    let seq = a.record(human(t), NOW).unwrap().unwrap().sequence;
+    until("B's queue", || !b.peek(W).unwrap().is_empty());
+    assert_eq!(positions(&b.peek(W).unwrap()), [(t.to_owned(), seq - 1)]);
+    assert_eq!(b_wakes.recv_timeout(PATIENCE).unwrap().0.session_key, W);
+    assert!(nothing_queued(&a));
+    assert!(a_wakes.try_recv().is_err());
+    // B closes: its leases go with it, and A queues again.
+    b.close();
+    leased(&s, W, 0);
+    let seq2 = a.record(human(t), NOW).unwrap().unwrap().sequence;
+    assert!(seq2 > seq);
+    assert_eq!(positions(&a.peek(W).unwrap()), [(t.to_owned(), seq - 1)]);
+    a.close();
+}
+
+#[test]
+fn a_lease_counts_until_it_expires() {
+    let s = schema();
+    let (a, _aw) = host(&s, "ghost-a", 100);
+    let t = "agent:main:subagent:ghost";
+    let c = host(&s, "ghost-c", 0).0;
+    assert!(c.watch(W, t, Provenance::Explicit, NOW).unwrap());
+    c.close();
+    // A host that crashed a moment ago: its lease is still live.
+    let live = session_awareness_core::system_now() + 60_000;
+    cluster()
+        .sql(&format!(
+            "INSERT INTO {s}.session_awareness_served VALUES ('{W}', 'crashed-host', {live})"
+        ))
+        .unwrap();
+    let first = a.record(human(t), NOW).unwrap().unwrap().sequence;
+    assert!(nothing_queued(&a), "left to the host that holds the lease");
+    // Once its lease has expired, the next material event heals the notice here.
+    cluster()
+        .sql(&format!(
+            "UPDATE {s}.session_awareness_served SET expires_at = {}",
+            live - 120_000
+        ))
+        .unwrap();
+    a.record(human(t), NOW).unwrap().unwrap();
+    assert_eq!(positions(&a.peek(W).unwrap()), [(t.to_owned(), first - 1)]);
+    a.close();
+}
