@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::event::{RecordInput, StateEvent};
 use crate::hooks::{Hooks, Host};
 use crate::keys::{self, SessionKey};
-use crate::log::{self, Changes};
+use crate::log;
 use crate::maintenance::{Maintenance, SweepReport};
 use crate::metrics::Hist;
 use crate::options::Options;
@@ -25,12 +25,11 @@ use crate::queue::{Notice, QueueSignal};
 use crate::record::Recorder;
 use crate::rows::Rows;
 use crate::shapes::CursorRow;
-use crate::sqlite;
 use crate::sqlite::checkpoint::Checkpointer;
 use crate::sqlite::conn::{Connection, Db};
 use crate::sqlite::cursor_rows;
 use crate::sqlite::exclusive::FileGuard;
-use crate::sqlite::heads::{self, HeadCache};
+use crate::sqlite::heads::HeadCache;
 use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::schema;
 use crate::sqlite::tx::Tx;
@@ -38,6 +37,9 @@ use crate::sync::SyncState;
 use crate::upstream::links::LinkRows;
 use crate::upstream::monitor::Monitor;
 
+#[cfg(any(test, feature = "test-hooks"))]
+mod inside;
+mod reads;
 mod remote;
 mod stats;
 mod upstream;
@@ -350,84 +352,6 @@ impl Store {
         Ok(removed)
     }
 
-    /// The state version of a session (0 when none).
-    pub fn state_version(&self, session_key: &str, agent_id: Option<&str>) -> Result<i64> {
-        if let Some(pg) = self.remote() {
-            return pg.state_version(session_key, agent_id);
-        }
-        self.check_open()?;
-        let agent = keys::resolve_agent(session_key, agent_id)?;
-        self.with_conn(|conn| Ok(sqlite::log::head(conn, session_key, &agent)?.last_sequence))
-    }
-
-    /// The state versions of many sessions, in the order given, leaving out those at 0.
-    pub fn state_versions(&self, refs: &[VersionRef]) -> Result<Vec<(String, String, i64)>> {
-        let refs: Vec<(&str, Option<&str>)> = refs
-            .iter()
-            .map(|r| (r.session_key.as_str(), r.agent_id.as_deref()))
-            .collect();
-        Ok(self
-            .state_versions_of(&refs)?
-            .into_iter()
-            .map(|(at, agent, v)| (refs[at].0.to_owned(), agent.to_owned(), v))
-            .collect())
-    }
-
-    /// [`Store::state_versions`] of `(session_key, agent_id)` pairs, without copies: for each
-    /// session above 0, its index in `refs`, its resolved agent and its version, in the order
-    /// given. Every ref is checked before anything is read; the first bad one is the error.
-    pub fn state_versions_of<'a>(
-        &self,
-        refs: &[(&'a str, Option<&'a str>)],
-    ) -> Result<Vec<(usize, &'a str, i64)>> {
-        if let Some(pg) = self.remote() {
-            return pg.state_versions_of(refs);
-        }
-        self.check_open()?;
-        let resolved = refs
-            .iter()
-            .enumerate()
-            .map(|(i, &(key, agent))| {
-                if keys::is_blank(key) || key.len() > keys::MAX_KEY_BYTES {
-                    SessionKey::check_named(key, &format!("refs[{i}].sessionKey"))?;
-                }
-                Ok((key, keys::resolve_agent_ref(key, agent)?))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let found = self.with_conn(|conn| {
-            let tx = Tx::read(conn)?;
-            let found = heads::versions(&tx, &mut self.inner.heads.lock(), &resolved)?;
-            tx.commit()?;
-            Ok(found)
-        })?;
-        Ok(found
-            .into_iter()
-            .map(|(at, v)| (at, resolved[at].1, v))
-            .collect())
-    }
-
-    /// The typed delta after `after` (semantics.md#reading). Moves no cursor.
-    pub fn changes_since(
-        &self,
-        session_key: &str,
-        after: f64,
-        agent_id: Option<&str>,
-        limit: Option<f64>,
-    ) -> Result<Changes> {
-        if let Some(pg) = self.remote() {
-            return pg.changes_since(session_key, after, agent_id, limit);
-        }
-        self.check_open()?;
-        let agent = keys::resolve_agent(session_key, agent_id)?;
-        let after = log::check_after(after)?;
-        let limit = log::clamp_limit(limit)?;
-        let start = std::time::Instant::now();
-        let r = self
-            .with_conn(|conn| sqlite::log::changes_since(conn, session_key, &agent, after, limit));
-        self.delivery().metrics.since(Hist::ChangesSince, start);
-        r
-    }
-
     /// The words the notice queue keeps current for a reader that takes no lock
     /// ([`crate::queue::QueueSignal`]).
     pub fn queue_signal(&self) -> Arc<QueueSignal> {
@@ -637,67 +561,5 @@ impl Store {
         let conn = self.db().take();
         self.delivery().close_queue();
         drop(conn);
-    }
-}
-
-/// Hooks for tests that look inside a store: compiled for the crate's own tests and with the
-/// `test-hooks` feature, never into the addon.
-#[cfg(any(test, feature = "test-hooks"))]
-impl Store {
-    /// True when `watcher` is served (see [`Store::serve`]).
-    pub fn serves(&self, watcher: &str) -> bool {
-        if let Some(pg) = self.remote() {
-            return pg.notices().serves(watcher);
-        }
-        self.inner
-            .recorder
-            .sync
-            .as_ref()
-            .is_some_and(|s| s.serves(watcher))
-    }
-
-    /// Looks for changes made by other processes now instead of at the next poll, and
-    /// brings the queue in line with the cursor rows. A no-op without cross-process delivery.
-    pub fn sync_now(&self) -> Result<()> {
-        self.check_open()?;
-        if let Some(pg) = self.remote() {
-            return crate::postgres::block_on(pg.notices().catch_up_now())?;
-        }
-        match &self.inner.recorder.sync {
-            Some(s) => s.run(true),
-            None => Ok(()),
-        }
-    }
-
-    /// True while the background poll for other processes' changes runs (until `close`).
-    pub fn is_syncing(&self) -> bool {
-        if let Some(pg) = self.remote() {
-            return pg.notices().is_listening();
-        }
-        self.inner
-            .recorder
-            .sync
-            .as_ref()
-            .is_some_and(|s| s.is_running())
-    }
-
-    /// How many times a PostgreSQL store's listener connected (0 on SQLite): each
-    /// (re)connect LISTENs again and catches up from the cursor rows.
-    pub fn listener_connects(&self) -> u64 {
-        self.remote().map_or(0, |pg| pg.notices().counts().0)
-    }
-
-    /// True while an automatic prune runs in the background.
-    pub fn is_pruning(&self) -> bool {
-        if let Some(pg) = self.remote() {
-            return pg.is_pruning();
-        }
-        self.inner.recorder.maintenance.is_pruning()
-    }
-
-    /// The watchers with a wake scheduled and not yet delivered, sorted (none without a
-    /// wake sink). Lets tests check the wake rule (semantics.md#wake) without waiting for the timer.
-    pub fn scheduled_wakes(&self) -> Vec<String> {
-        self.delivery().scheduled_wakes()
     }
 }

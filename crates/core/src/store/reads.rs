@@ -1,0 +1,92 @@
+//! The reads of the façade: state versions and the typed delta (semantics.md#reading). They
+//! move no cursor.
+
+use crate::error::Result;
+use crate::keys::{self, SessionKey};
+use crate::log::{self, Changes};
+use crate::metrics::Hist;
+use crate::sqlite;
+use crate::sqlite::heads;
+use crate::sqlite::tx::Tx;
+
+use super::{Store, VersionRef};
+
+impl Store {
+    /// The state version of a session (0 when none).
+    pub fn state_version(&self, session_key: &str, agent_id: Option<&str>) -> Result<i64> {
+        if let Some(pg) = self.remote() {
+            return pg.state_version(session_key, agent_id);
+        }
+        self.check_open()?;
+        let agent = keys::resolve_agent(session_key, agent_id)?;
+        self.with_conn(|conn| Ok(sqlite::log::head(conn, session_key, &agent)?.last_sequence))
+    }
+
+    /// The state versions of many sessions, in the order given, leaving out those at 0.
+    pub fn state_versions(&self, refs: &[VersionRef]) -> Result<Vec<(String, String, i64)>> {
+        let refs: Vec<(&str, Option<&str>)> = refs
+            .iter()
+            .map(|r| (r.session_key.as_str(), r.agent_id.as_deref()))
+            .collect();
+        Ok(self
+            .state_versions_of(&refs)?
+            .into_iter()
+            .map(|(at, agent, v)| (refs[at].0.to_owned(), agent.to_owned(), v))
+            .collect())
+    }
+
+    /// [`Store::state_versions`] of `(session_key, agent_id)` pairs, without copies: for each
+    /// session above 0, its index in `refs`, its resolved agent and its version, in the order
+    /// given. Every ref is checked before anything is read; the first bad one is the error.
+    pub fn state_versions_of<'a>(
+        &self,
+        refs: &[(&'a str, Option<&'a str>)],
+    ) -> Result<Vec<(usize, &'a str, i64)>> {
+        if let Some(pg) = self.remote() {
+            return pg.state_versions_of(refs);
+        }
+        self.check_open()?;
+        let resolved = refs
+            .iter()
+            .enumerate()
+            .map(|(i, &(key, agent))| {
+                if keys::is_blank(key) || key.len() > keys::MAX_KEY_BYTES {
+                    SessionKey::check_named(key, &format!("refs[{i}].sessionKey"))?;
+                }
+                Ok((key, keys::resolve_agent_ref(key, agent)?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let found = self.with_conn(|conn| {
+            let tx = Tx::read(conn)?;
+            let found = heads::versions(&tx, &mut self.inner.heads.lock(), &resolved)?;
+            tx.commit()?;
+            Ok(found)
+        })?;
+        Ok(found
+            .into_iter()
+            .map(|(at, v)| (at, resolved[at].1, v))
+            .collect())
+    }
+
+    /// The typed delta after `after` (semantics.md#reading). Moves no cursor.
+    pub fn changes_since(
+        &self,
+        session_key: &str,
+        after: f64,
+        agent_id: Option<&str>,
+        limit: Option<f64>,
+    ) -> Result<Changes> {
+        if let Some(pg) = self.remote() {
+            return pg.changes_since(session_key, after, agent_id, limit);
+        }
+        self.check_open()?;
+        let agent = keys::resolve_agent(session_key, agent_id)?;
+        let after = log::check_after(after)?;
+        let limit = log::clamp_limit(limit)?;
+        let start = std::time::Instant::now();
+        let r = self
+            .with_conn(|conn| sqlite::log::changes_since(conn, session_key, &agent, after, limit));
+        self.delivery().metrics.since(Hist::ChangesSince, start);
+        r
+    }
+}
