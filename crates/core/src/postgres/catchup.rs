@@ -37,11 +37,11 @@ use crate::metrics::Count;
 use crate::options::SchemaName;
 use crate::postgres::cursors::Cached;
 
+/// The hint after a commit: `$1` the channel (the schema's name), `$2` the payload.
+const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 /// The watchers among `$1` that an instance other than `$2` holds a live lease on at `$3`,
 /// asked after every commit that opens a notice for a watcher not served here (prepared once
 /// per connection).
-/// The hint after a commit: `$1` the channel (the schema's name), `$2` the payload.
-const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 const SERVED_ELSEWHERE: &str = "SELECT DISTINCT watcher_key \
      FROM __SCHEMA__.session_awareness_served \
      WHERE watcher_key = ANY($1) AND instance_id <> $2 AND expires_at > $3";
