@@ -2,6 +2,7 @@
 // a file), and ERR_ASYNC_ONLY from every synchronous method that needs the database, which
 // changes nothing (every row of the store's schema and the queue are compared before and
 // after), while peek, an empty drain, stats and close answer at once.
+import * as fs from 'node:fs'
 import { SessionState, SessionStateError } from '../../lib'
 import { codeOf, fixture, human, type CodedError } from '../helpers'
 import { useStores } from './stores'
@@ -143,6 +144,22 @@ test('schema, connectTimeoutMs and statementTimeoutMs are options of a PostgreSQ
   for (const bad of [{ schema: 'Bad-Name' }, { schema: 'pg_mine' }, { schema: 7 }, { connectTimeoutMs: -1 }, { statementTimeoutMs: 1.5 }]) {
     expect([bad, (await rejection(SessionState.open(url, bad as never))).code]).toEqual([bad, 'ERR_INVALID_ARG'])
   }
+})
+
+test('a URL of another scheme, a URL with no host and an unknown URL parameter are ERR_INVALID_ARG, and nothing is created', async () => {
+  // A text with "://" that is not a PostgreSQL URL would otherwise be a relative file path.
+  const before = fs.readdirSync('.').sort()
+  const secret = 'hunter22-secret'
+  for (const url of [`mysql://u:${secret}@h/db`, `redis://h:6379`, 'postgres://', `postgresql://u:${secret}@/db`]) {
+    expect([url, codeOf(() => new SessionState(url))]).toEqual([url, url.startsWith('postgres') ? 'ERR_ASYNC_ONLY' : 'ERR_INVALID_ARG'])
+    const e = await rejection(SessionState.open(url))
+    expect([url, e.code]).toEqual([url, 'ERR_INVALID_ARG'])
+    expect(e.message).not.toContain(secret)
+  }
+  const e = await rejection(SessionState.open(`${stores.cluster().url}?sslmode=disable&aplication_name=gw`))
+  expect(e.code).toBe('ERR_INVALID_ARG')
+  expect(e.message).toContain('"aplication_name"')
+  expect(fs.readdirSync('.').sort()).toEqual(before)
 })
 
 test('the tables go to the schema the option names, or to session_awareness by default', async () => {

@@ -78,10 +78,16 @@ impl Store {
     ///
     /// A `postgres://` or `postgresql://` URL opens a PostgreSQL store instead
     /// (docs/postgres.md); the options `pg_schema`, `connect_timeout_ms` and
-    /// `statement_timeout_ms` are refused on a file unless they keep their defaults.
+    /// `statement_timeout_ms` are refused on a file unless they keep their defaults. Any other
+    /// `<scheme>://` text (`mysql://…`) is `ERR_INVALID_ARG`: it names no store.
     pub fn open(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
         if crate::postgres::conn::is_url(path) {
             return Self::open_remote(path, opts, hooks);
+        }
+        if let Some(scheme) = crate::postgres::conn::foreign_scheme(path) {
+            return Err(Error::invalid(format!(
+                "{scheme}:// names no store: open a file path, or a postgres:// or postgresql:// URL"
+            )));
         }
         opts.check_local()?;
         Self::open_file(path, opts, hooks).map_err(|e| e.at_path(path))

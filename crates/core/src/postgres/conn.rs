@@ -33,6 +33,44 @@ pub(crate) fn is_url(path_or_url: &str) -> bool {
     lower.starts_with("postgres://") || lower.starts_with("postgresql://")
 }
 
+/// The scheme of a `<scheme>://…` text that is neither a PostgreSQL URL nor SQLite's `file:`
+/// URI: such a text names no store (a `mysql://` URL would otherwise open a SQLite file of
+/// that name in the working directory). Only the scheme is returned, never the rest (which may
+/// hold a password).
+pub(crate) fn foreign_scheme(path_or_url: &str) -> Option<&str> {
+    let (scheme, _) = path_or_url.split_once("://")?;
+    let mut chars = scheme.chars();
+    let well_formed = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    let known = ["postgres", "postgresql", "file"]
+        .iter()
+        .any(|k| scheme.eq_ignore_ascii_case(k));
+    (well_formed && !known).then_some(scheme)
+}
+
+/// The URL parameters the client reads (besides `sslmode` and `sslrootcert`, which the store
+/// reads itself): any other one is named in the refusal.
+const KNOWN_PARAMETERS: [&str; 18] = [
+    "user",
+    "password",
+    "dbname",
+    "options",
+    "application_name",
+    "host",
+    "hostaddr",
+    "port",
+    "connect_timeout",
+    "tcp_user_timeout",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_retries",
+    "target_session_attrs",
+    "channel_binding",
+    "load_balance_hosts",
+    "sslnegotiation",
+];
+
 /// Where and how to connect: the URL read once at open.
 pub(crate) struct Target {
     config: Config,
@@ -65,9 +103,24 @@ impl Target {
         } else {
             format!("{base}?{}", rest.join("&"))
         };
+        if let Some(k) = rest
+            .iter()
+            .map(|p| p.split_once('=').map_or(*p, |(k, _)| k))
+            .find(|k| !KNOWN_PARAMETERS.contains(k))
+        {
+            return Err(Error::invalid(redact(
+                &format!("the PostgreSQL URL: unknown parameter {k:?}"),
+                None,
+            )));
+        }
         let mut config: Config = stripped.parse().map_err(|e: tokio_postgres::Error| {
             Error::invalid(redact(&format!("the PostgreSQL URL: {e}"), None))
         })?;
+        if config.get_hosts().is_empty() && config.get_hostaddrs().is_empty() {
+            return Err(Error::invalid(
+                "the PostgreSQL URL names no host (postgres://user@host:port/database)",
+            ));
+        }
         let password = config
             .get_password()
             .map(|p| String::from_utf8_lossy(p).into_owned());
@@ -110,6 +163,11 @@ impl Target {
 
     /// A client's error as the store's [`Error::Db`], its text redacted.
     pub(crate) fn error(&self, e: &tokio_postgres::Error) -> Error {
+        if let Some(db) = e.as_db_error() {
+            // The server's own words and its SQLSTATE, without the client's "db error" prefix.
+            let message = format!("{db} (SQLSTATE {})", db.code().code());
+            return Error::db(failure_of(e), self.redact(&message));
+        }
         let mut message = e.to_string();
         let mut source = std::error::Error::source(e);
         while let Some(s) = source {
@@ -531,6 +589,39 @@ mod tests {
         assert!(!is_url("/tmp/postgres://x"));
         assert!(!is_url(":memory:"));
         assert!(!is_url("postgres"));
+        assert_eq!(foreign_scheme("mysql://u:pw@h/db"), Some("mysql"));
+        assert_eq!(foreign_scheme("Redis+TLS://h"), Some("Redis+TLS"));
+        assert_eq!(foreign_scheme("postgres://h/db"), None);
+        assert_eq!(foreign_scheme("POSTGRESQL://h/db"), None);
+        assert_eq!(foreign_scheme("file:///tmp/state.sqlite"), None);
+        assert_eq!(foreign_scheme("/tmp/a://b"), None);
+        assert_eq!(foreign_scheme("./state.sqlite"), None);
+        assert_eq!(foreign_scheme("C:\\state.sqlite"), None);
+    }
+
+    #[test]
+    fn a_url_without_a_host_or_with_an_unknown_parameter_is_refused() {
+        let o = Options::default();
+        for url in [
+            "postgres://",
+            "postgresql:///db",
+            "postgres://u:hunter22@/db",
+        ] {
+            let e = Target::parse(url, &o).err().expect(url);
+            assert_eq!(e.code(), "ERR_INVALID_ARG", "{url}");
+            assert!(!e.to_string().contains("hunter22"), "{e}");
+        }
+        let e = Target::parse("postgres://u:hunter22@h/db?sslmode=disable&fooo=1", &o)
+            .err()
+            .expect("refused");
+        assert_eq!(e.code(), "ERR_INVALID_ARG");
+        assert!(e.to_string().contains("\"fooo\""), "{e}");
+        assert!(Target::parse("postgresql:///db?host=/run/postgresql", &o).is_ok());
+        assert!(Target::parse(
+            "postgres://h/db?connect_timeout=3&target_session_attrs=read-write",
+            &o
+        )
+        .is_ok());
     }
 
     #[test]
