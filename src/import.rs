@@ -10,7 +10,7 @@ use napi_derive::napi;
 use session_awareness_core::import as core;
 use session_awareness_core::pg_import as pg;
 
-use crate::error::{coded, from_napi, Code, IntoJs, ERR_PROGRESS_CALLBACK};
+use crate::error::{coded, from_napi, to_js, Code, IntoJs, ERR_PROGRESS_CALLBACK};
 
 /// Options of `importStateDatabase`.
 #[napi(object, object_to_js = false)]
@@ -142,6 +142,9 @@ pub fn import_state_database(
     // A throwing callback is not called again, and is reported once the import has finished:
     // the batches it saw are committed, so stopping early would only leave less done.
     let mut failed: Option<napi::Error> = None;
+    for location in [&source, &dest] {
+        session_awareness_core::Store::check_location(location).map_err(to_js)?;
+    }
     let remote = session_awareness_core::pg_inspect::is_url(&dest);
     if schema.is_some() && !remote {
         return Err(coded(

@@ -6,7 +6,7 @@ use napi_derive::napi;
 use session_awareness_core::inspect as core;
 use session_awareness_core::pg_inspect as pg;
 
-use crate::error::{coded, Code, IntoJs};
+use crate::error::{coded, to_js, Code, IntoJs};
 use crate::packed::{self, PackedRows};
 use crate::types::Notice;
 
@@ -226,6 +226,7 @@ pub struct InspectOptions {
 
 /// The schema to read on a URL; refused on a file, as the store refuses it.
 fn schema_of(path: &str, schema: Option<String>) -> Result<Option<String>, Code> {
+    session_awareness_core::Store::check_location(path).map_err(to_js)?;
     match (pg::is_url(path), schema) {
         (true, s) => Ok(Some(s.unwrap_or_else(|| DEFAULT_SCHEMA.to_owned()))),
         (false, None) => Ok(None),

@@ -4,6 +4,7 @@
 // `import <file> <URL>` copies a store file or an OpenClaw database with its sequences,
 // idempotently.
 import { spawnSync } from 'node:child_process'
+import * as fs from 'node:fs'
 import * as path from 'node:path'
 
 import { SessionState, fixture, rawDb, sql } from '../helpers'
@@ -138,6 +139,21 @@ test('--schema is for a URL; a bad schema name is ERR_INVALID_ARG', () => {
   const bad = cli('inspect', pg.get().url, '--schema', 'Bad-Name', '--json')
   expect(bad.status).toBe(2)
   expect(JSON.parse(bad.stderr).error.code).toBe('ERR_INVALID_ARG')
+})
+
+test('a location of another scheme is ERR_INVALID_ARG in inspect, events and import, naming neither its password nor creating anything', () => {
+  const before = fs.readdirSync('.').sort()
+  for (const args of [
+    ['inspect', 'mysql://u:hunter22@h/db', '--json'],
+    ['events', 'mysql://u:hunter22@h/db', 'agent:main:main', '--json'],
+    ['import', 'mysql://u:hunter22@h/db', file, '--json'],
+    ['import', file, 'redis://u:hunter22@h', '--json'],
+  ]) {
+    const out = cli(...args)
+    expect([args, out.status, JSON.parse(out.stderr).error.code]).toEqual([args, 2, 'ERR_INVALID_ARG'])
+    expect(out.stderr).not.toContain('hunter22')
+  }
+  expect(fs.readdirSync('.').sort()).toEqual(before)
 })
 
 describe('import into a PostgreSQL store', () => {

@@ -84,13 +84,21 @@ impl Store {
         if crate::postgres::conn::is_url(path) {
             return Self::open_remote(path, opts, hooks);
         }
-        if let Some(scheme) = crate::postgres::conn::foreign_scheme(path) {
-            return Err(Error::invalid(format!(
-                "{scheme}:// names no store: open a file path, or a postgres:// or postgresql:// URL"
-            )));
-        }
+        Self::check_location(path)?;
         opts.check_local()?;
         Self::open_file(path, opts, hooks).map_err(|e| e.at_path(path))
+    }
+
+    /// Refuses a `<scheme>://` text that is not a PostgreSQL URL (SQLite's `file:` URIs
+    /// aside): `ERR_INVALID_ARG` naming only the scheme, since the rest may hold a password.
+    /// Every place that takes a store's location (open, the CLI's inspect and import) asks it.
+    pub fn check_location(path: &str) -> Result<()> {
+        match crate::postgres::conn::foreign_scheme(path) {
+            Some(scheme) => Err(Error::invalid(format!(
+                "{scheme}:// names no store: give a file path, or a postgres:// or postgresql:// URL"
+            ))),
+            None => Ok(()),
+        }
     }
 
     fn open_file(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
