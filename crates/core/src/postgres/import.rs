@@ -121,15 +121,10 @@ fn claim_local_links(pg: &Arc<Pg>) -> Result<()> {
     run(pg, move |c, pg| {
         Box::pin(async move {
             let err = |e: tokio_postgres::Error| pg.target().error(&e);
-            let schema = pg.schema();
-            let found = c
-                .query(&UNCLAIMED.replace("__SCHEMA__", schema.as_str()), &[])
-                .await
-                .map_err(err)?;
-            let claim = c
-                .prepare(&CLAIM.replace("__SCHEMA__", schema.as_str()))
-                .await
-                .map_err(err)?;
+            let sql = UNCLAIMED.replace("__SCHEMA__", pg.schema().as_str());
+            let found = c.query(&sql, &[]).await.map_err(err)?;
+            let sql = CLAIM.replace("__SCHEMA__", pg.schema().as_str());
+            let claim = c.prepare(&sql).await.map_err(err)?;
             for r in &found {
                 let (key, agent, upstream_ref): (String, String, String) = (
                     r.try_get(0).map_err(err)?,
