@@ -296,8 +296,14 @@ describe.each(KINDS)('the Promise API on %s', (kind) => {
   test('noteOwnUserMessageAsync and scanUpstreamAsync run in call order; the background monitor scans', async () => {
     const transcript = path.join(transcripts, `${kind}-monitor.jsonl`)
     fs.writeFileSync(transcript, typed('history'))
-    const s = await stores.open(kind)
+    const place = stores.place(kind)
+    const s = await stores.at(place)
     expect(await s.adoptAsync(LOCAL, { source: 'claude', transcriptPath: transcript })).toMatchObject({ sequence: 1, kind: 'adopted' })
+    if (kind === 'postgres') {
+      // Without hostName, the host that scans it is the machine's hostname.
+      const hosts = await stores.cluster().sql<{ h: string }>(`SELECT scan_host AS h FROM ${place.options.schema as string}.session_upstream_links`)
+      expect(hosts).toEqual([{ h: os.hostname() }])
+    }
     expect(await s.watchAsync(MAIN, LOCAL)).toBe(true)
     fs.appendFileSync(transcript, typed('echo me') + typed('typed by a human'))
     // Not awaited in between: the scan runs after the note, so the echo is known to it.

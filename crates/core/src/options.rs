@@ -312,3 +312,34 @@ mod tests {
         assert!(e.to_string().contains("statementTimeoutMs"), "{e}");
     }
 }
+
+#[cfg(test)]
+mod host_name_tests {
+    use super::*;
+
+    #[test]
+    fn host_names_are_non_empty_short_and_without_nul() {
+        assert_eq!(
+            HostName::parse("gw-1.internal").unwrap().as_str(),
+            "gw-1.internal"
+        );
+        assert_eq!(HostName::parse("hôte").unwrap().as_str(), "hôte");
+        assert!(HostName::parse(&"h".repeat(255)).is_ok());
+        for bad in [String::new(), "a\0b".into(), "h".repeat(256)] {
+            assert_eq!(
+                HostName::parse(&bad).unwrap_err().code(),
+                "ERR_INVALID_ARG",
+                "{bad:?}"
+            );
+        }
+        let machine = HostName::machine();
+        assert!(!machine.as_str().is_empty());
+        assert_eq!(Options::default().host_name, machine);
+        let o = Options {
+            host_name: HostName::parse("elsewhere").unwrap(),
+            ..Options::default()
+        };
+        let e = o.check_local().unwrap_err();
+        assert!(e.to_string().contains("hostName"), "{e}");
+    }
+}

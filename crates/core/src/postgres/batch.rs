@@ -86,7 +86,7 @@ pub(crate) fn write(
     target: &Target,
     rules: WriteRules,
     valid: Vec<(usize, ValidEvent, i64)>,
-    also: super::record::Also<'_>,
+    also: crate::postgres::rows::Also<'_>,
 ) -> std::result::Result<Vec<WrittenItem>, Fallback> {
     let mut rows = PgRows::new(client, statements, schema, target, false);
     let lock = rows.prepared(LOCK_HEADS).map_err(Fallback::Fail)?;

@@ -25,7 +25,7 @@ pub(crate) mod listen;
 mod overlay;
 pub(crate) mod prune;
 mod reads;
-pub(crate) mod record;
+mod record;
 pub(crate) mod rows;
 pub(crate) mod schema;
 pub(crate) mod tls;

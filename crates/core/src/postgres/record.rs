@@ -15,13 +15,9 @@ use crate::group::{self, copy};
 use crate::metrics::{Count, Hist};
 use crate::postgres::batch::{self, Fallback, DROP_EMPTY_HEADS, LOCK_HEADS};
 use crate::postgres::overlay::heads_of;
-use crate::postgres::rows::{block, PgRows, BEGIN};
+use crate::postgres::rows::{block, Also, PgRows, BEGIN};
 use crate::postgres::PgStore;
 use crate::record::{WriteRules, Written};
-
-/// A write that commits with a group of one once its event is in (or found by its dedupe key):
-/// held into the transaction before `COMMIT` (the upstream link, `postgres/links.rs`).
-pub(crate) type Also<'a> = Option<&'a (dyn Fn(&mut PgRows<'_>) -> Result<()> + Sync)>;
 
 /// True when the group of one wrote (or found) its event, so its [`Also`] is written too.
 fn wrote_one(written: &[group::WrittenItem]) -> bool {
