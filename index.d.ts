@@ -56,6 +56,10 @@ export declare class NativeSessionState {
   adoptAsync(sessionKey: string, link: UpstreamLink): void
   /** Queues a `checkUpstream`; its value is the event. */
   checkUpstreamAsync(sessionKey: string, found: string, itemsJson?: string | undefined | null): void
+  /** Queues a `noteOwnUserMessage`. */
+  noteOwnUserMessageAsync(sessionKey: string, text: string): void
+  /** Queues a `scanUpstream`; its value is the events recorded, packed. */
+  scanUpstreamAsync(): void
   /** Queues a `changesSince`; its value is the packed delta. */
   changesSinceAsync(sessionKey: string, after: number, agentId?: string | undefined | null, limit?: number | undefined | null): void
   /** Queues a `stateVersions`; its value is the packed rows. */
@@ -497,6 +501,11 @@ export interface NativeOptions {
   connectTimeoutMs?: number
   /** A PostgreSQL store's statement timeout (ms); default 30,000. */
   statementTimeoutMs?: number
+  /**
+   * A PostgreSQL store's host name (the host that scans the transcripts it adopts);
+   * default the machine's hostname.
+   */
+  hostName?: string
 }
 
 /**

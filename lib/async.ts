@@ -14,6 +14,7 @@ import {
   agentArgs,
   changesSinceArgs,
   checkUpstreamArgs,
+  noteOwnUserMessageArgs,
   cursorRowOf,
   cursorRowsArgs,
   recordArgs,
@@ -302,6 +303,19 @@ export class Lane {
   /** `checkUpstreamAsync`: best-effort. */
   checkUpstream(sessionKey: string, result: RemoteCheckResult): Promise<StateEvent | null> {
     return this.runBestEffort(() => this.#native.checkUpstreamAsync(...checkUpstreamArgs(sessionKey, result)), eventOrNull)
+  }
+
+  /** `noteOwnUserMessageAsync`. */
+  noteOwnUserMessage(sessionKey: string, text: string): Promise<void> {
+    return this.run(() => this.#native.noteOwnUserMessageAsync(...noteOwnUserMessageArgs(sessionKey, text)), nothing)
+  }
+
+  /** `scanUpstreamAsync`: the events recorded. */
+  scanUpstream(): Promise<StateEvent[]> {
+    return this.run(
+      () => this.#native.scanUpstreamAsync(),
+      (v) => packed.events(v as packed.PackedRows) as StateEvent[],
+    )
   }
 
   /** `changesSinceAsync`. */

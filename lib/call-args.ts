@@ -167,6 +167,13 @@ export function adoptArgs(sessionKey: string, link: UpstreamLink): Args<'adopt'>
   return [sessionKey, upstreamLink(link)]
 }
 
+/** `noteOwnUserMessage` and `noteOwnUserMessageAsync`. */
+export function noteOwnUserMessageArgs(sessionKey: string, text: string): Args<'noteOwnUserMessage'> {
+  a.str(sessionKey, 'sessionKey')
+  a.str(text, 'text')
+  return [sessionKey, text]
+}
+
 /** `checkUpstream` and `checkUpstreamAsync`. */
 export function checkUpstreamArgs(sessionKey: string, result: RemoteCheckResult): Args<'checkUpstream'> {
   a.str(sessionKey, 'sessionKey')

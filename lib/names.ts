@@ -27,6 +27,7 @@ export const KNOWN_NAMES = {
     'schema',
     'connectTimeoutMs',
     'statementTimeoutMs',
+    'hostName',
   ],
   /** `record(input)` and `recordAsync(input)`. */
   record: [

@@ -16,6 +16,7 @@ import {
   checkUpstreamArgs,
   cursorRowOf,
   cursorRowsArgs,
+  noteOwnUserMessageArgs,
   recordArgs,
   stored,
   sweepPredicate,
@@ -56,8 +57,6 @@ export type { SessionStateOptions } from './store-options'
 /** What a PostgreSQL store's gateway calls instead of a synchronous method without a twin of its name. */
 const INSTEAD: Record<string, string | null> = {
   stateVersion: 'stateVersionsAsync',
-  noteOwnUserMessage: null,
-  scanUpstream: null,
 }
 
 /**
@@ -471,9 +470,8 @@ export class SessionState {
    * for a session that is not adopted.
    */
   noteOwnUserMessage(sessionKey: string, text: string): void {
-    a.str(sessionKey, 'sessionKey')
-    a.str(text, 'text')
-    this.#call('noteOwnUserMessage', (n) => n.noteOwnUserMessage(sessionKey, text))
+    const args = noteOwnUserMessageArgs(sessionKey, text)
+    this.#call('noteOwnUserMessage', (n) => n.noteOwnUserMessage(...args))
   }
 
   /**
@@ -602,6 +600,20 @@ export class SessionState {
   /** {@link SessionState.checkUpstream} off the JS thread. Best-effort like `recordAsync`. */
   checkUpstreamAsync(sessionKey: string, result: RemoteCheckResult): Promise<StateEvent | null> {
     return this.#lane.checkUpstream(sessionKey, result)
+  }
+
+  /** {@link SessionState.noteOwnUserMessage} off the JS thread. */
+  noteOwnUserMessageAsync(sessionKey: string, text: string): Promise<void> {
+    return this.#lane.noteOwnUserMessage(sessionKey, text)
+  }
+
+  /**
+   * {@link SessionState.scanUpstream} off the JS thread: one scan of every watched adopted
+   * session's local transcript, in call order; resolves with the events recorded. On a
+   * PostgreSQL store it scans the links this host adopted (its `hostName`).
+   */
+  scanUpstreamAsync(): Promise<StateEvent[]> {
+    return this.#lane.scanUpstream()
   }
 
   /** {@link SessionState.changesSince} off the JS thread. */

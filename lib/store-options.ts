@@ -97,10 +97,18 @@ export interface SessionStateOptions {
    * Default 30,000.
    */
   statementTimeoutMs?: number | null
+  /**
+   * A PostgreSQL store only: this host's name among the gateways that share the schema. The
+   * sessions it adopts with a local transcript are scanned only by stores of the same name
+   * (the transcript is a file on this machine; docs/postgres.md#differences). Default the
+   * machine's hostname (as `os.hostname()` gives it); a non-empty string of at most 255
+   * bytes without U+0000.
+   */
+  hostName?: string | null
 }
 
 /** The options only a PostgreSQL store takes (refused on a file). */
-const POSTGRES_ONLY = ['schema', 'connectTimeoutMs', 'statementTimeoutMs'] as const
+const POSTGRES_ONLY = ['schema', 'connectTimeoutMs', 'statementTimeoutMs', 'hostName'] as const
 
 /**
  * True when `path` is the URL of a PostgreSQL store (`postgres://` or `postgresql://`, the
@@ -185,6 +193,7 @@ export function prepare(path: string, options: SessionStateOptions | null | unde
     schema: a.optStr(o.schema, 'schema'),
     connectTimeoutMs: a.optNum(o.connectTimeoutMs, 'connectTimeoutMs'),
     statementTimeoutMs: a.optNum(o.statementTimeoutMs, 'statementTimeoutMs'),
+    hostName: a.optStr(o.hostName, 'hostName'),
     onError: (err: { code: string; message: string }) => {
       if (isOpen(gate)) report(fromCode(err.code, err.message))
     },

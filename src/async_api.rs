@@ -280,6 +280,31 @@ impl NativeSessionState {
         }))
     }
 
+    /// Queues a `noteOwnUserMessage`.
+    #[napi]
+    pub fn note_own_user_message_async(
+        &self,
+        env: Env,
+        session_key: String,
+        text: String,
+    ) -> Result<(), Code> {
+        let now = self.now(&env).js()?;
+        self.writer.push(task(move |s| {
+            s.note_own_user_message(&session_key, &text, now)
+                .map(|()| Either7::A(None))
+        }))
+    }
+
+    /// Queues a `scanUpstream`; its value is the events recorded, packed.
+    #[napi]
+    pub fn scan_upstream_async(&self, env: Env) -> Result<(), Code> {
+        let now = self.now(&env).js()?;
+        self.writer.push(task(move |s| {
+            s.scan_upstream(now)
+                .map(|events| Either7::D(packed::stored_events(&events)))
+        }))
+    }
+
     /// Queues a `changesSince`; its value is the packed delta.
     #[napi]
     pub fn changes_since_async(

@@ -12,8 +12,8 @@ use napi::threadsafe_function::{
 use napi::{Result, Status};
 use napi_derive::napi;
 use session_awareness_core::{
-    self as core, system_now, Error as CoreError, ErrorSink, EventKind, Hooks, NotifyKinds,
-    Options, SchemaName, Store, WakeSink,
+    self as core, system_now, Error as CoreError, ErrorSink, EventKind, Hooks, HostName,
+    NotifyKinds, Options, SchemaName, Store, WakeSink,
 };
 
 use crate::calls::{record_input, watch_options};
@@ -190,6 +190,10 @@ fn store_options(o: &NativeOptions) -> JsResult<Options> {
             .unwrap_or(d.connect_timeout_ms),
         statement_timeout_ms: opt_u32(o.statement_timeout_ms, "statementTimeoutMs")?
             .unwrap_or(d.statement_timeout_ms),
+        host_name: match &o.host_name {
+            None => d.host_name,
+            Some(name) => HostName::parse(name).js()?,
+        },
     };
     opts.validate().js()?;
     Ok(opts)

@@ -43,6 +43,9 @@ pub struct NativeOptions {
     pub connect_timeout_ms: Option<f64>,
     /// A PostgreSQL store's statement timeout (ms); default 30,000.
     pub statement_timeout_ms: Option<f64>,
+    /// A PostgreSQL store's host name (the host that scans the transcripts it adopts);
+    /// default the machine's hostname.
+    pub host_name: Option<String>,
 }
 
 /// A best-effort failure as the addon reports it: the stable code and the message.

@@ -90,7 +90,7 @@ test('each synchronous method that needs the database throws ERR_ASYNC_ONLY and 
       thrown = e
     }
     expect([method, thrown instanceof SessionStateError && thrown.code]).toEqual([method, 'ERR_ASYNC_ONLY'])
-    const instead = { stateVersion: 'use stateVersionsAsync', noteOwnUserMessage: 'no Promise twin', scanUpstream: 'no Promise twin' }
+    const instead = { stateVersion: 'use stateVersionsAsync' }
     expect((thrown as Error).message).toContain(instead[method as keyof typeof instead] ?? `use ${method}Async`)
     expect(s.peek(MAIN)).toEqual(queued)
   }
@@ -126,8 +126,8 @@ test('the constructor on a URL is ERR_ASYNC_ONLY; SessionState.open opens it', a
   expect((await s.recordAsync(human(CHILD)))?.sequence).toBe(1)
 })
 
-test('schema, connectTimeoutMs and statementTimeoutMs are options of a PostgreSQL store, refused on a file', async () => {
-  for (const [name, value] of [['schema', 'x'], ['connectTimeoutMs', 1000], ['statementTimeoutMs', 1000]] as const) {
+test('schema, connectTimeoutMs, statementTimeoutMs and hostName are options of a PostgreSQL store, refused on a file', async () => {
+  for (const [name, value] of [['schema', 'x'], ['connectTimeoutMs', 1000], ['statementTimeoutMs', 1000], ['hostName', 'gw-1']] as const) {
     const e = (() => {
       try {
         new SessionState(fx.file(), { [name]: value })
@@ -141,7 +141,17 @@ test('schema, connectTimeoutMs and statementTimeoutMs are options of a PostgreSQ
     expect((await rejection(SessionState.open(fx.file(), { [name]: value }))).code).toBe('ERR_INVALID_ARG')
   }
   const url = stores.cluster().url
-  for (const bad of [{ schema: 'Bad-Name' }, { schema: 'pg_mine' }, { schema: 7 }, { connectTimeoutMs: -1 }, { statementTimeoutMs: 1.5 }]) {
+  for (const bad of [
+    { schema: 'Bad-Name' },
+    { schema: 'pg_mine' },
+    { schema: 7 },
+    { connectTimeoutMs: -1 },
+    { statementTimeoutMs: 1.5 },
+    { hostName: '' },
+    { hostName: 'a\u0000b' },
+    { hostName: 'h'.repeat(256) },
+    { hostName: 3 },
+  ]) {
     expect([bad, (await rejection(SessionState.open(url, bad as never))).code]).toEqual([bad, 'ERR_INVALID_ARG'])
   }
 })

@@ -5,6 +5,8 @@
 // recording and notices (seeding, onlyIfWatched, dedupe, self-suppression, one notice per
 // burst and reopen once, acknowledge through, reset and delete) hold with the same values.
 import { spawnSync } from 'node:child_process'
+import * as fs from 'node:fs'
+import * as os from 'node:os'
 import * as path from 'node:path'
 
 import { Clock, SessionState, errorSink, fixture, human, must, noticeText, spawn, wakeSink, type CodedError } from '../helpers'
@@ -17,7 +19,13 @@ const CHILD = 'agent:main:subagent:c'
 const OTHER = 'agent:main:subagent:d'
 const ADOPTED = 'agent:main:adopted'
 
+const LOCAL = 'agent:main:local'
+const transcripts = fs.mkdtempSync(path.join(os.tmpdir(), 'sa-promise-upstream-'))
+afterAll(() => fs.rmSync(transcripts, { recursive: true, force: true }))
+
 const item = (uuid: string, text: string) => ({ uuid, type: 'user', message: { role: 'user', content: text } })
+/** A transcript line of a turn typed by a human. */
+const typed = (text: string) => `${JSON.stringify({ type: 'user', message: { role: 'user', content: text } })}\n`
 
 /** The code a promise rejects with; fails the test when it resolves. */
 async function rejection(p: Promise<unknown>): Promise<string> {
@@ -35,7 +43,8 @@ const pairs = (ns: Array<{ targetKey: string; changesSince: number }>) => ns.map
 /** One step: the synchronous call on the SQLite reference, and its Promise twin on the store under test. */
 type Step = [string, (s: SessionState) => unknown, (s: SessionState) => Promise<unknown>]
 
-const steps: Step[] = [
+/** The steps, their local transcript at `transcript` (shared by the reference and the store under test). */
+const stepsAt = (transcript: string): Step[] => [
   ['watch', (s) => s.watch(MAIN, CHILD), (s) => s.watchAsync(MAIN, CHILD)],
   ['watch ambient', (s) => s.watch(MAIN, OTHER, { provenance: 'ambient-group' }), (s) => s.watchAsync(MAIN, OTHER, { provenance: 'ambient-group' })],
   ['record', (s) => s.record(human(CHILD)), (s) => s.recordAsync(human(CHILD))],
@@ -76,14 +85,24 @@ const steps: Step[] = [
     (s) => s.checkUpstream(ADOPTED, { found: true, items: [item('a', 'old'), item('b', 'new')] }),
     (s) => s.checkUpstreamAsync(ADOPTED, { found: true, items: [item('a', 'old'), item('b', 'new')] }),
   ],
+  ['adopt local', (s) => s.adopt(LOCAL, { source: 'claude', transcriptPath: transcript }), (s) => s.adoptAsync(LOCAL, { source: 'claude', transcriptPath: transcript })],
+  ['watch local', (s) => s.watch(MAIN, LOCAL), (s) => s.watchAsync(MAIN, LOCAL)],
+  ['noteOwnUserMessage', (s) => s.noteOwnUserMessage(LOCAL, 'sent by the gateway'), (s) => s.noteOwnUserMessageAsync(LOCAL, 'sent by the gateway')],
+  [
+    'scanUpstream',
+    (s) => {
+      // Both stores scan the same bytes: appended once, before the reference's scan.
+      fs.appendFileSync(transcript, typed('typed in the terminal') + typed('sent by the gateway'))
+      return s.scanUpstream()
+    },
+    (s) => s.scanUpstreamAsync(),
+  ],
+  ['scanUpstream nothing new', (s) => s.scanUpstream(), (s) => s.scanUpstreamAsync()],
   ['resetSession', (s) => s.resetSession(MAIN), (s) => s.resetSessionAsync(MAIN)],
   ['peek after reset', (s) => s.peek(MAIN), async (s) => s.peek(MAIN)],
   ['deleteSession', (s) => s.deleteSession(CHILD), (s) => s.deleteSessionAsync(CHILD)],
   ['changesSince deleted', (s) => s.changesSince(CHILD, 0), (s) => s.changesSinceAsync(CHILD, 0)],
 ]
-
-// The adopted-session steps: upstream links are not on PostgreSQL yet (docs/postgres.md#status).
-const UPSTREAM = new Set(['adopt', 'watch adopted', 'checkUpstream baseline', 'checkUpstream new'])
 
 describe.each(KINDS)('the Promise API on %s', (kind) => {
   test('every *Async method gives what the synchronous call gives on a SQLite file in the same state', async () => {
@@ -92,7 +111,9 @@ describe.each(KINDS)('the Promise API on %s', (kind) => {
     const s = await stores.open(kind, { clock: clock.fn, strict: true })
     const got: Array<[string, unknown]> = []
     const want: Array<[string, unknown]> = []
-    for (const [name, call, twin] of steps.filter(([n]) => kind === 'sqlite' || !UPSTREAM.has(n))) {
+    const transcript = path.join(transcripts, `${kind}.jsonl`)
+    fs.writeFileSync(transcript, typed('history'))
+    for (const [name, call, twin] of stepsAt(transcript)) {
       want.push([name, call(reference)])
       got.push([name, await twin(s)])
       clock.advance(1000)
@@ -113,7 +134,11 @@ describe.each(KINDS)('the Promise API on %s', (kind) => {
       { sessionKey: OTHER, agentId: 'main', stateVersion: 4 },
     ])
     expect(of('sweep')).toEqual({ notices: 1, prune: { eventsDeleted: 0, cursorsDeleted: 0 } })
-    if (kind === 'sqlite') expect(of('checkUpstream new')).toMatchObject({ kind: 'human_direct_message', payload: { turns: 1 } })
+    expect(of('checkUpstream new')).toMatchObject({ kind: 'human_direct_message', payload: { turns: 1 } })
+    expect(of('noteOwnUserMessage')).toBeUndefined()
+    // The gateway's own message is an echo: one human turn of the two lines.
+    expect(of('scanUpstream')).toEqual([expect.objectContaining({ sessionKey: LOCAL, kind: 'human_direct_message', payload: { turns: 1 } })])
+    expect(of('scanUpstream nothing new')).toEqual([])
     expect(of('unwatch again')).toBe(false)
     expect(pairs(of('drain reopened') as never)).toEqual([
       [OTHER, 0],
@@ -266,6 +291,44 @@ describe.each(KINDS)('the Promise API on %s', (kind) => {
       stateVersion: 0,
       stateChanges: { events: [], historyGap: false, truncated: false, earliestAvailableSequence: 0 },
     })
+  })
+
+  test('noteOwnUserMessageAsync and scanUpstreamAsync run in call order; the background monitor scans', async () => {
+    const transcript = path.join(transcripts, `${kind}-monitor.jsonl`)
+    fs.writeFileSync(transcript, typed('history'))
+    const place = stores.place(kind)
+    const s = await stores.at(place)
+    expect(await s.adoptAsync(LOCAL, { source: 'claude', transcriptPath: transcript })).toMatchObject({ sequence: 1, kind: 'adopted' })
+    if (kind === 'postgres') {
+      // Without hostName, the host that scans it is the machine's hostname.
+      const hosts = await stores.cluster().sql<{ h: string }>(`SELECT scan_host AS h FROM ${place.options.schema as string}.session_upstream_links`)
+      expect(hosts).toEqual([{ h: os.hostname() }])
+    }
+    expect(await s.watchAsync(MAIN, LOCAL)).toBe(true)
+    fs.appendFileSync(transcript, typed('echo me') + typed('typed by a human'))
+    // Not awaited in between: the scan runs after the note, so the echo is known to it.
+    const noted = s.noteOwnUserMessageAsync(LOCAL, 'echo me')
+    const scanned = s.scanUpstreamAsync()
+    expect(await noted).toBeUndefined()
+    expect(await scanned).toEqual([expect.objectContaining({ sequence: 2, kind: 'human_direct_message', actorType: 'human', payload: { turns: 1 } })])
+    expect(await s.scanUpstreamAsync()).toEqual([])
+    expect(await rejection(s.noteOwnUserMessageAsync('', 'x'))).toBe('ERR_INVALID_ARG')
+
+    s.startUpstreamMonitor({ intervalMs: 20 })
+    fs.appendFileSync(transcript, typed('while the monitor runs'))
+    const deadline = Date.now() + 20_000
+    let version = 0
+    while (version < 3 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20))
+      version = (await s.changesSinceAsync(LOCAL, 0)).stateVersion
+    }
+    s.stopUpstreamMonitor()
+    const { stateChanges } = await s.changesSinceAsync(LOCAL, 0)
+    expect(stateChanges.events.map((e) => [e.sequence, e.kind])).toEqual([
+      [1, 'adopted'],
+      [2, 'human_direct_message'],
+      [3, 'human_direct_message'],
+    ])
   })
 })
 

@@ -102,6 +102,7 @@ const EXPECTED_COLUMNS = [
   'session_upstream_links.updated_at bigint not null',
   'session_upstream_links.failure_count integer',
   'session_upstream_links.own_messages_json text',
+  'session_upstream_links.scan_host text',
   'session_watch_cursors.watcher_session_key text not null',
   'session_watch_cursors.watcher_store_path text',
   'session_watch_cursors.target_session_key text not null',

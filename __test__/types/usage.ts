@@ -179,20 +179,25 @@ async function promised(): Promise<number> {
   const prune = await s.pruneAsync()
   const a: StateEvent | null = await s.adoptAsync('agent:main:claude-1', { source: 'claude', remoteId: 'r' })
   const c: StateEvent | null = await s.checkUpstreamAsync('agent:main:claude-1', { found: false })
+  const noted: void = await s.noteOwnUserMessageAsync('agent:main:claude-1', 'sent by the gateway')
+  const scanned: StateEvent[] = await s.scanUpstreamAsync()
   await s.resetSessionAsync('agent:main:main')
   await s.deleteSessionAsync('agent:main:subagent:c', { agentId: 'main' })
   await s.closeAsync()
-  void [recorded, notAwaited, w, u, delta, a, c]
+  void [recorded, notAwaited, w, u, delta, a, c, noted, scanned]
   return n + (vs[0]?.stateVersion ?? 0) + sweep.notices + prune.eventsDeleted
 }
 
-// A store on PostgreSQL: the same class, opened on a URL with its three options.
+// A store on PostgreSQL: the same class, opened on a URL with its four options.
 async function onPostgres(): Promise<number> {
   const s = await SessionState.open('postgresql://gateway@db/app?sslmode=verify-full', {
     schema: 'session_awareness',
     connectTimeoutMs: 10_000,
     statementTimeoutMs: 30_000,
+    hostName: 'gateway-1',
   })
+  // @ts-expect-error the host name is a string
+  void SessionState.open('postgres://db/app', { hostName: 1 })
   // @ts-expect-error the schema is a name, not a number
   void SessionState.open('postgres://db/app', { schema: 1 })
   const rows = await s.cursorRowsAsync({ watcherKey: 'agent:main:main' })

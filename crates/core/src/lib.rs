@@ -91,8 +91,8 @@ pub use log::Changes;
 pub use maintenance::SweepReport;
 pub use metrics::{Hist, HistogramTotals, MetricsSnapshot, FAILURE_CODES, HISTOGRAMS, SAMPLE_RING};
 pub use options::{
-    Options, SchemaName, MAX_RETENTION_MS, MAX_SCHEMA_BYTES, MAX_SYNC_INTERVAL_MS,
-    MAX_WAKE_COALESCE_MS,
+    HostName, Options, SchemaName, MAX_HOST_NAME_BYTES, MAX_RETENTION_MS, MAX_SCHEMA_BYTES,
+    MAX_SYNC_INTERVAL_MS, MAX_WAKE_COALESCE_MS,
 };
 pub use prune::PruneReport;
 pub use queue::{Notice, QueueSignal, QueuedNotice};

@@ -36,6 +36,11 @@ pub struct Options {
     /// The server-side `statement_timeout` of a PostgreSQL store's connection (TypeScript
     /// `statementTimeoutMs`). Default 30 s; 0 turns it off.
     pub statement_timeout_ms: u32,
+    /// This host's name among the hosts that share a PostgreSQL schema (TypeScript
+    /// `hostName`): the sessions it adopts with a local transcript are scanned by the stores
+    /// of this name only (docs/postgres.md#differences). Default the machine's hostname.
+    /// Refused on a SQLite store unless it is the default.
+    pub host_name: HostName,
 }
 
 impl Default for Options {
@@ -52,6 +57,7 @@ impl Default for Options {
             pg_schema: SchemaName::default(),
             connect_timeout_ms: 10_000,
             statement_timeout_ms: 30_000,
+            host_name: HostName::machine(),
         }
     }
 }
@@ -118,6 +124,7 @@ impl Options {
                 self.statement_timeout_ms != d.statement_timeout_ms,
                 "statementTimeoutMs",
             ),
+            (self.host_name != d.host_name, "hostName"),
         ] {
             if set {
                 return Err(Error::invalid(format!(
@@ -195,6 +202,82 @@ impl std::fmt::Display for SchemaName {
     }
 }
 
+/// The longest host name kept (a DNS name's 253 bytes, with room to spare).
+pub const MAX_HOST_NAME_BYTES: usize = 255;
+
+/// The name of a host among the hosts that share a PostgreSQL store ([`Options::host_name`]):
+/// non-empty, at most 255 bytes, no U+0000. Kept inline, so [`Options`] stays `Copy`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HostName {
+    len: u8,
+    bytes: [u8; MAX_HOST_NAME_BYTES],
+}
+
+impl HostName {
+    /// Checks `name` (`ERR_INVALID_ARG` naming the option `hostName` when it breaks the rule).
+    pub fn parse(name: &str) -> Result<Self> {
+        let b = name.as_bytes();
+        if b.is_empty() || b.len() > MAX_HOST_NAME_BYTES || b.contains(&0) {
+            return Err(Error::invalid(
+                "hostName must be a non-empty string of at most 255 bytes without U+0000",
+            ));
+        }
+        let mut bytes = [0; MAX_HOST_NAME_BYTES];
+        bytes[..b.len()].copy_from_slice(b);
+        Ok(HostName {
+            len: b.len() as u8,
+            bytes,
+        })
+    }
+
+    /// The machine's hostname (`localhost` when the system does not tell).
+    pub fn machine() -> Self {
+        machine_hostname()
+            .and_then(|n| HostName::parse(&n).ok())
+            .unwrap_or_else(|| {
+                let mut bytes = [0; MAX_HOST_NAME_BYTES];
+                bytes[..9].copy_from_slice(b"localhost");
+                HostName { len: 9, bytes }
+            })
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        // Only whole UTF-8 strings are ever stored (checked by `parse`).
+        std::str::from_utf8(&self.bytes[..self.len as usize]).unwrap_or_default()
+    }
+}
+
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn machine_hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname writes at most that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    String::from_utf8(buf[..end].to_vec()).ok()
+}
+
+#[cfg(not(unix))]
+fn machine_hostname() -> Option<String> {
+    std::env::var("COMPUTERNAME").ok()
+}
+
+impl std::fmt::Debug for HostName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl std::fmt::Display for HostName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,5 +310,36 @@ mod tests {
         let e = o.check_local().unwrap_err();
         assert_eq!(e.code(), "ERR_INVALID_ARG");
         assert!(e.to_string().contains("statementTimeoutMs"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod host_name_tests {
+    use super::*;
+
+    #[test]
+    fn host_names_are_non_empty_short_and_without_nul() {
+        assert_eq!(
+            HostName::parse("gw-1.internal").unwrap().as_str(),
+            "gw-1.internal"
+        );
+        assert_eq!(HostName::parse("hôte").unwrap().as_str(), "hôte");
+        assert!(HostName::parse(&"h".repeat(255)).is_ok());
+        for bad in [String::new(), "a\0b".into(), "h".repeat(256)] {
+            assert_eq!(
+                HostName::parse(&bad).unwrap_err().code(),
+                "ERR_INVALID_ARG",
+                "{bad:?}"
+            );
+        }
+        let machine = HostName::machine();
+        assert!(!machine.as_str().is_empty());
+        assert_eq!(Options::default().host_name, machine);
+        let o = Options {
+            host_name: HostName::parse("elsewhere").unwrap(),
+            ..Options::default()
+        };
+        let e = o.check_local().unwrap_err();
+        assert!(e.to_string().contains("hostName"), "{e}");
     }
 }

@@ -160,7 +160,7 @@ impl Store {
             notify_kinds: opts.notify_kinds,
             seed_resets_provenance: opts.seed_resets_provenance,
         };
-        let monitor = Arc::new(Monitor::new(recorder.clone(), host.clone()));
+        let monitor = Arc::new(Monitor::new(Arc::new(recorder.clone()), host.clone()));
         if let Some(sync) = &recorder.sync {
             sync.spawn();
         }

@@ -86,6 +86,7 @@ pub(crate) fn write(
     target: &Target,
     rules: WriteRules,
     valid: Vec<(usize, ValidEvent, i64)>,
+    also: crate::postgres::rows::Also<'_>,
 ) -> std::result::Result<Vec<WrittenItem>, Fallback> {
     let mut rows = PgRows::new(client, statements, schema, target, false);
     let lock = rows.prepared(LOCK_HEADS).map_err(Fallback::Fail)?;
@@ -305,6 +306,9 @@ pub(crate) fn write(
         Ok(())
     };
     hold(&mut rows).map_err(again)?;
+    if let Some(also) = also.filter(|_| matches!(written[..], [(_, _, Ok(Some(_)))])) {
+        also(&mut rows).map_err(again)?;
+    }
     // After a failed statement the server answers COMMIT with a rollback: the failure is the
     // answer, and nothing of the group stays.
     rows.send(client.batch_execute("COMMIT")).map_err(again)?;

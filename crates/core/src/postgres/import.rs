@@ -104,7 +104,45 @@ fn attempt_import(
         "session_upstream_links",
         progress,
     )?;
+    claim_local_links(pg)?;
     Ok(summary)
+}
+
+const UNCLAIMED: &str = "SELECT session_key, agent_id, upstream_ref_json \
+     FROM __SCHEMA__.session_upstream_links WHERE scan_host IS NULL AND upstream_ref_json IS NOT NULL";
+const CLAIM: &str = "UPDATE __SCHEMA__.session_upstream_links SET scan_host = $3 \
+     WHERE session_key = $1 AND agent_id = $2 AND scan_host IS NULL";
+
+/// Names this machine (its hostname, a store's default `hostName`) as the host that scans
+/// the imported links to a local transcript: the SQLite file, and so its transcripts, are here
+/// (docs/postgres.md#differences). A remote link has no scanning host.
+fn claim_local_links(pg: &Arc<Pg>) -> Result<()> {
+    let host = crate::options::HostName::machine();
+    run(pg, move |c, pg| {
+        Box::pin(async move {
+            let err = |e: tokio_postgres::Error| pg.target().error(&e);
+            let sql = UNCLAIMED.replace("__SCHEMA__", pg.schema().as_str());
+            let found = c.query(&sql, &[]).await.map_err(err)?;
+            let sql = CLAIM.replace("__SCHEMA__", pg.schema().as_str());
+            let claim = c.prepare(&sql).await.map_err(err)?;
+            for r in &found {
+                let (key, agent, upstream_ref): (String, String, String) = (
+                    r.try_get(0).map_err(err)?,
+                    r.try_get(1).map_err(err)?,
+                    r.try_get(2).map_err(err)?,
+                );
+                let local = serde_json::from_str::<serde_json::Value>(&upstream_ref)
+                    .ok()
+                    .is_some_and(|v| v.get("filePath").is_some_and(|p| p.is_string()));
+                if local {
+                    c.execute(&claim, &[&key, &agent, &host.as_str()])
+                        .await
+                        .map_err(err)?;
+                }
+            }
+            Ok(())
+        })
+    })
 }
 
 /// A source value as a statement parameter of a column of `kind`.

@@ -20,6 +20,7 @@ pub(crate) mod delivery;
 pub mod import;
 pub mod inspect;
 pub(crate) mod lease;
+mod links;
 pub(crate) mod listen;
 mod overlay;
 pub(crate) mod prune;

@@ -15,9 +15,14 @@ use crate::group::{self, copy};
 use crate::metrics::{Count, Hist};
 use crate::postgres::batch::{self, Fallback, DROP_EMPTY_HEADS, LOCK_HEADS};
 use crate::postgres::overlay::heads_of;
-use crate::postgres::rows::{block, PgRows, BEGIN};
+use crate::postgres::rows::{block, Also, PgRows, BEGIN};
 use crate::postgres::PgStore;
 use crate::record::{WriteRules, Written};
+
+/// True when the group of one wrote (or found) its event, so its [`Also`] is written too.
+fn wrote_one(written: &[group::WrittenItem]) -> bool {
+    matches!(written, [(_, _, Ok(Some(_)))])
+}
 
 const COMMIT: &str = "COMMIT";
 const ROLLBACK: &str = "ROLLBACK";
@@ -35,11 +40,31 @@ impl PgStore {
         &self,
         items: Vec<(RecordInput, i64)>,
     ) -> Vec<Result<Option<StateEvent>>> {
+        self.record_group_with(items, None)
+    }
+
+    /// [`PgStore::record`] with `also` in the event's transaction (see [`Also`]).
+    pub(crate) fn record_also(
+        &self,
+        input: RecordInput,
+        now: i64,
+        also: &(dyn Fn(&mut PgRows<'_>) -> Result<()> + Sync),
+    ) -> Result<Option<StateEvent>> {
+        let mut out = self.record_group_with(vec![(input, now)], Some(also));
+        out.pop()
+            .unwrap_or_else(|| Err(Error::invalid("record returned nothing")))
+    }
+
+    fn record_group_with(
+        &self,
+        items: Vec<(RecordInput, i64)>,
+        also: Also<'_>,
+    ) -> Vec<Result<Option<StateEvent>>> {
         if tokio::runtime::Handle::try_current().is_ok() {
             // Blocking a runtime thread on the runtime would stall it: run on a thread of its own.
             let n = items.len();
             return std::thread::scope(|s| {
-                s.spawn(|| self.record_group_here(items))
+                s.spawn(|| self.record_group_here(items, also))
                     .join()
                     .unwrap_or_else(|_| {
                         (0..n)
@@ -48,10 +73,14 @@ impl PgStore {
                     })
             });
         }
-        self.record_group_here(items)
+        self.record_group_here(items, also)
     }
 
-    fn record_group_here(&self, items: Vec<(RecordInput, i64)>) -> Vec<Result<Option<StateEvent>>> {
+    fn record_group_here(
+        &self,
+        items: Vec<(RecordInput, i64)>,
+        also: Also<'_>,
+    ) -> Vec<Result<Option<StateEvent>>> {
         let mut out: Vec<Result<Option<StateEvent>>> = Vec::with_capacity(items.len());
         let mut valid: Vec<(usize, ValidEvent, i64)> = Vec::with_capacity(items.len());
         for (i, (input, now)) in items.into_iter().enumerate() {
@@ -79,7 +108,7 @@ impl PgStore {
         let slots: Vec<usize> = valid.iter().map(|(i, _, _)| *i).collect();
         let begun = std::time::Instant::now();
         let size = valid.len() as u64;
-        let written = match self.write_group(valid) {
+        let written = match self.write_group(valid, also) {
             Ok(w) => w,
             Err(e) => {
                 // BEGIN, the head locks or COMMIT failed: nothing of the group is in, and each
@@ -121,7 +150,11 @@ impl PgStore {
 
     /// One transaction: the fast path ([`batch::write`]), or, when the server refused a row
     /// or a host raced it, the group again event by event ([`write_each_alone`]).
-    fn write_group(&self, valid: Vec<(usize, ValidEvent, i64)>) -> Result<Vec<group::WrittenItem>> {
+    fn write_group(
+        &self,
+        valid: Vec<(usize, ValidEvent, i64)>,
+        also: Also<'_>,
+    ) -> Result<Vec<group::WrittenItem>> {
         let rules = self.rules;
         let pg = Arc::clone(&self.pg);
         let target = pg.target();
@@ -136,7 +169,16 @@ impl PgStore {
         }
         let client: &tokio_postgres::Client = client;
         *in_tx = true;
-        let result = match batch::write(client, statements, schema, target, rules, valid.clone()) {
+        let fast = batch::write(
+            client,
+            statements,
+            schema,
+            target,
+            rules,
+            valid.clone(),
+            also,
+        );
+        let result = match fast {
             Ok(w) => Ok(w),
             Err(Fallback::Fail(e)) => Err(e),
             Err(Fallback::Again(e)) => {
@@ -153,7 +195,7 @@ impl PgStore {
                 if client.is_closed() || !retry {
                     Err(e)
                 } else {
-                    write_each_alone(client, statements, schema, target, rules, valid)
+                    write_each_alone(client, statements, schema, target, rules, valid, also)
                 }
             }
         };
@@ -204,6 +246,7 @@ fn write_each_alone(
     target: &crate::postgres::conn::Target,
     rules: WriteRules,
     valid: Vec<(usize, ValidEvent, i64)>,
+    also: Also<'_>,
 ) -> Result<Vec<group::WrittenItem>> {
     let single = valid.len() == 1;
     let (keys, agents): (Vec<String>, Vec<String>) = heads_of(valid.iter().map(|(_, v, _)| v))
@@ -231,6 +274,9 @@ fn write_each_alone(
     } else {
         COMMIT
     };
+    if let Some(also) = also.filter(|_| wrote_one(&written)) {
+        also(&mut rows)?;
+    }
     rows.send(client.batch_execute(sql))?;
     Ok(written)
 }

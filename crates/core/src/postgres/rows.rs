@@ -93,6 +93,10 @@ pub(crate) const BEGIN: &str = "BEGIN";
 const SAVEPOINT: &str = "SAVEPOINT event";
 const RELEASE: &str = "RELEASE event";
 
+/// A write that commits with a group of one once its event is in (or found by its dedupe key):
+/// held into the transaction before `COMMIT` (the upstream link, `postgres/links.rs`).
+pub(crate) type Also<'a> = Option<&'a (dyn Fn(&mut PgRows<'_>) -> Result<()> + Sync)>;
+
 /// A parameter held until its statement is sent.
 type Param = Box<dyn ToSql + Sync + Send>;
 

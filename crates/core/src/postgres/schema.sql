@@ -100,6 +100,16 @@ CREATE TABLE IF NOT EXISTS __SCHEMA__.session_upstream_links (
 );
 CREATE INDEX IF NOT EXISTS idx_session_upstream_links_catalog_id
   ON __SCHEMA__.session_upstream_links (catalog_id);
+-- The host that adopted a session with a local transcript (the store's hostName option): only
+-- its stores scan the transcript, which exists on that machine alone; NULL for a remote link
+-- (docs/postgres.md#differences). A bare type, added to a table an earlier version made; looked
+-- up first, since ALTER TABLE locks the table even when the column is there.
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = '__SCHEMA__'
+      AND table_name = 'session_upstream_links' AND column_name = 'scan_host') THEN
+    ALTER TABLE __SCHEMA__.session_upstream_links ADD COLUMN scan_host text;
+  END IF;
+END $$;
 
 -- Served-watcher leases (docs/semantics.md#processes), as in the SQLite store's own file: one
 -- row per (watcher, store instance) that serves it, renewed by the instance's poll; a row whose

@@ -11,6 +11,8 @@ use crate::hooks::Hooks;
 use crate::options::Options;
 use crate::postgres::PgStore;
 use crate::store::Store;
+use crate::upstream::link_store::LinkStore;
+use crate::upstream::monitor::Monitor;
 
 pub(crate) use crate::postgres::not_yet;
 
@@ -32,7 +34,11 @@ impl Store {
         let inner = Arc::get_mut(&mut store.inner)
             .ok_or_else(|| Error::invalid("the store was shared while it opened"))?;
         inner.opts = opts;
-        inner.remote = Some(Arc::new(engine));
+        let engine = Arc::new(engine);
+        // The links are the engine's: the monitor of the in-memory store is replaced.
+        let links: Arc<dyn LinkStore> = Arc::clone(&engine) as _;
+        inner.monitor = Arc::new(Monitor::new(links, inner.host.clone()));
+        inner.remote = Some(engine);
         drop(store.inner.recorder.db.take());
         Ok(store)
     }

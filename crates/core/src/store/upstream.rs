@@ -18,17 +18,11 @@ impl Store {
         input: AdoptInput,
         now: i64,
     ) -> Result<Option<StateEvent>> {
-        if self.is_remote() {
-            return Err(super::remote::not_yet("adopt"));
-        }
         self.inner.monitor.adopt(session_key, input, now)
     }
 
     /// The link of an adopted session, if any.
     pub fn upstream_link(&self, session_key: &str) -> Result<Option<Link>> {
-        if self.is_remote() {
-            return Err(super::remote::not_yet("upstreamLink"));
-        }
         self.inner.monitor.link(session_key)
     }
 
@@ -36,9 +30,6 @@ impl Store {
     /// in the upstream transcript is not taken for a human (the last 10 are kept). Does
     /// nothing for a session without a link.
     pub fn note_own_user_message(&self, session_key: &str, text: &str, now: i64) -> Result<()> {
-        if self.is_remote() {
-            return Err(super::remote::not_yet("noteOwnUserMessage"));
-        }
         self.inner
             .monitor
             .note_own_user_message(session_key, text, now)
@@ -54,9 +45,6 @@ impl Store {
         check: RemoteCheck,
         now: i64,
     ) -> Result<Option<StateEvent>> {
-        if self.is_remote() {
-            return Err(super::remote::not_yet("checkUpstream"));
-        }
         self.inner.monitor.check(session_key, check, now)
     }
 
@@ -65,18 +53,12 @@ impl Store {
     /// partial last line waits; the non-echo human turns of the interval become one
     /// `human_direct_message`. Returns the events recorded.
     pub fn scan_upstream(&self, now: i64) -> Result<Vec<StateEvent>> {
-        if self.is_remote() {
-            return Err(super::remote::not_yet("scanUpstream"));
-        }
         self.inner.monitor.scan(now)
     }
 
     /// Starts the background scan every `interval_ms` (restarting it if it runs). It never
     /// keeps the process alive and stops with [`Store::stop_upstream_monitor`] or `close`.
     pub fn start_upstream_monitor(&self, interval_ms: u32) -> Result<()> {
-        if self.is_remote() {
-            return Err(super::remote::not_yet("startUpstreamMonitor"));
-        }
         self.inner.monitor.start(interval_ms)
     }
 

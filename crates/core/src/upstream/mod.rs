@@ -28,6 +28,7 @@ pub use classify::{
 pub use normalize::{is_self_echo, normalize_text};
 pub use scanner::{LineScanner, ScannedLine, DEFAULT_LINE_CAP};
 
+pub(crate) mod link_store;
 #[cfg(feature = "test-hooks")]
 pub mod links;
 #[cfg(not(feature = "test-hooks"))]

@@ -1,6 +1,7 @@
 //! Upstream monitoring (semantics.md#upstream): adopting sessions, the gateway's own messages, the local
 //! transcript scan, remote checks, and the background task that scans. [`Monitor`] records
-//! through the store's write path ([`Recorder`]); `Store` delegates its upstream methods here.
+//! through the store's write path ([`LinkStore`]: SQLite's or PostgreSQL's); `Store` delegates
+//! its upstream methods here.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -13,14 +14,14 @@ use serde_json::{json, Map, Value};
 use tokio::task::AbortHandle;
 
 use super::classify::{classify_value, LineClass};
-use super::links::{Link, LinkRows};
+use super::link_store::{LinkStore, LinkWrite};
+use super::links::Link;
 use super::normalize::is_self_echo;
 use super::scanner::LineScanner;
 use crate::error::{Error, Result};
 use crate::event::{RecordInput, StateEvent};
 use crate::hooks::Host;
 use crate::keys;
-use crate::record::Recorder;
 use crate::runtime;
 
 /// New transcript bytes read per session and interval.
@@ -110,16 +111,16 @@ fn item_identity(item: &Value) -> String {
 
 /// The upstream monitor of one store.
 pub(crate) struct Monitor {
-    recorder: Recorder,
+    links: Arc<dyn LinkStore>,
     host: Host,
     state: Mutex<MonitorState>,
 }
 
 impl Monitor {
-    /// The monitor recording through `recorder`, reporting and reading the clock through `host`.
-    pub(crate) fn new(recorder: Recorder, host: Host) -> Self {
+    /// The monitor recording through `links`, reporting and reading the clock through `host`.
+    pub(crate) fn new(links: Arc<dyn LinkStore>, host: Host) -> Self {
         Monitor {
-            recorder,
+            links,
             host,
             state: Mutex::new(MonitorState::default()),
         }
@@ -161,7 +162,7 @@ impl Monitor {
             remote_id,
         );
         link.scan_offset = offset;
-        let event = self.recorder.record_with(
+        let event = self.links.record_with(
             RecordInput {
                 session_key: session_key.to_owned(),
                 agent_id: Some(agent_id),
@@ -172,7 +173,7 @@ impl Monitor {
                 ..Default::default()
             },
             now,
-            |tx| tx.put_link(&link, now),
+            LinkWrite::Adopt(link),
         )?;
         self.state.lock().scanners.remove(session_key);
         Ok(event)
@@ -180,7 +181,7 @@ impl Monitor {
 
     /// The link of an adopted session, if any.
     pub(crate) fn link(&self, session_key: &str) -> Result<Option<Link>> {
-        self.recorder.db.with(|conn| conn.link(session_key))
+        self.links.link(session_key)
     }
 
     /// Remembers a user message the gateway itself sent into an adopted session, so its echo
@@ -193,9 +194,8 @@ impl Monitor {
         now: i64,
     ) -> Result<()> {
         keys::SessionKey::parse(session_key)?;
-        self.recorder
-            .db
-            .with(|conn| conn.update_link(session_key, now, &mut |link| link.note_own(text)))
+        self.links
+            .update_link(session_key, now, &mut |link| link.note_own(text))
     }
 
     /// Records the outcome of a failed check; the third in a row records `upstream_missing`
@@ -203,10 +203,10 @@ impl Monitor {
     fn upstream_failed(&self, mut link: Link, now: i64) -> Result<Option<StateEvent>> {
         link.failure_count += 1;
         if link.failure_count < MISSING_AFTER_FAILURES {
-            self.recorder.db.with(|conn| conn.put_link(&link, now))?;
+            self.links.save_link(&link, now)?;
             return Ok(None);
         }
-        let event = self.recorder.record_with(
+        let event = self.links.record_with(
             RecordInput {
                 session_key: link.session_key.clone(),
                 agent_id: Some(link.agent_id.clone()),
@@ -217,7 +217,10 @@ impl Monitor {
                 ..Default::default()
             },
             now,
-            |tx| tx.delete_link(&link.session_key, &link.agent_id).map(drop),
+            LinkWrite::Delete {
+                session_key: link.session_key.clone(),
+                agent_id: link.agent_id.clone(),
+            },
         )?;
         self.state.lock().scanners.remove(&link.session_key);
         Ok(event)
@@ -236,7 +239,7 @@ impl Monitor {
         let mut payload = Map::new();
         payload.insert("turns".into(), json!(turns));
         payload.extend(extra);
-        self.recorder.record_with(
+        self.links.record_with(
             RecordInput {
                 session_key: link.session_key.clone(),
                 agent_id: Some(link.agent_id.clone()),
@@ -248,7 +251,7 @@ impl Monitor {
                 ..Default::default()
             },
             now,
-            |tx| tx.put_link(link, now),
+            LinkWrite::Save(link.clone()),
         )
     }
 
@@ -305,7 +308,7 @@ impl Monitor {
             }
             return self.record_human_turns(&link, turns, extra, None, now);
         }
-        self.recorder.db.with(|conn| conn.put_link(&link, now))?;
+        self.links.save_link(&link, now)?;
         Ok(None)
     }
 
@@ -314,7 +317,7 @@ impl Monitor {
     /// partial last line waits; the non-echo human turns of the interval become one
     /// `human_direct_message`. Returns the events recorded.
     pub(crate) fn scan(&self, now: i64) -> Result<Vec<StateEvent>> {
-        let watched = self.recorder.db.with(|conn| conn.watched_local_links())?;
+        let watched = self.links.watched_local_links()?;
         let mut out = Vec::new();
         for link in watched {
             match self.scan_one(link, now) {
@@ -393,7 +396,7 @@ impl Monitor {
             self.record_human_turns(&link, turns, Map::new(), Some(dedupe), now)?
         } else {
             if changed {
-                self.recorder.db.with(|conn| conn.put_link(&link, now))?;
+                self.links.save_link(&link, now)?;
             }
             None
         };
@@ -411,7 +414,7 @@ impl Monitor {
         if interval_ms == 0 {
             return Err(Error::invalid("intervalMs must be a positive integer"));
         }
-        self.recorder.db.check_open()?;
+        self.links.check_open()?;
         self.stop();
         let monitor = Arc::clone(self);
         let live = Arc::new(Mutex::new(true));
