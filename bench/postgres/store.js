@@ -14,7 +14,7 @@
 //   `performance.timeOrigin + performance.now()`, each read in its own process on one machine;
 // - four gateway processes on one database, 64 in flight each: events per second together.
 //
-//   node bench/postgres/store.js [--rounds 5] [--records 2000] [--latency-only]
+//   node bench/postgres/store.js [--rounds 5] [--records 2000] [--latency-only [--notices 200]]
 
 const { fork } = require('node:child_process');
 const os = require('node:os');
@@ -184,8 +184,12 @@ async function latencyOnly() {
     const s = await SessionState.open(cluster.url, {});
     await s.closeAsync();
     const latency = await crossHostLatency(cluster.url, arg('--notices', 200));
+    const pool = new Pool({ connectionString: cluster.url, max: 1 });
+    const version = (await pool.query('SHOW server_version')).rows[0].server_version;
+    await pool.end();
     console.log(
-      `Node ${process.version}, ${os.cpus().length} cores; load average ${load0.map((x) => x.toFixed(2)).join(' ')} ` +
+      `PostgreSQL ${version} (throwaway cluster, fsync on), Node ${process.version}, ${os.cpus().length} cores; ` +
+        `load average ${load0.map((x) => x.toFixed(2)).join(' ')} ` +
         `at the start, ${os.loadavg().map((x) => x.toFixed(2)).join(' ')} at the end`,
     );
     console.log('\n| Measurement | store | node-postgres baseline | ratio |\n| --- | --- | --- | --- |');
