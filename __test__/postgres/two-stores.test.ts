@@ -98,3 +98,21 @@ test('the signal and a frequent tick together hand each notice over once, in que
   expect([...queue].sort()).toEqual([...targets].sort())
   expect(heard).toEqual(queue.map((t) => heardNotice(t, 0)))
 })
+
+test('a notice already pending when host B opens reaches its listener at once, not at its tick', async () => {
+  const place = stores.place('postgres')
+  const a = await stores.at(place, {})
+  expect(await a.watchAsync(MAIN, CHILD)).toBe(true)
+  expect((await a.recordAsync(human(CHILD)))?.sequence).toBe(1)
+  const heard: Array<{ at: number; notice: QueuedNotice }> = []
+  const opened = Date.now()
+  // The catch-up at B's connect queues the pending notice, maybe before the open resolves.
+  await stores.at(place, {
+    serveWatchers: [MAIN],
+    syncIntervalMs: 5000,
+    onNotice: (notice) => heard.push({ at: Date.now(), notice }),
+  })
+  await waitFor(() => heard.length > 0, "host B's listener", 10_000)
+  expect(heard.map((h) => h.notice)).toEqual([heardNotice(CHILD, 0)])
+  expect(heard[0].at - opened).toBeLessThan(2000)
+})

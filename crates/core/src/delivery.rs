@@ -70,11 +70,20 @@ impl Delivery {
     }
 
     /// Sets (or, with `None`, removes) the signal told when background work put notices in the
-    /// listener's outbox.
+    /// listener's outbox. A signal set while the outbox already holds notices (background work
+    /// queued them before the host registered) is told at once.
     pub(crate) fn set_notice_signal(&self, signal: Option<Arc<dyn NoticeSignal>>) {
-        let mut told = self.told.lock();
-        self.signalled.store(signal.is_some(), Ordering::Release);
-        *told = signal;
+        let now = signal
+            .clone()
+            .filter(|_| self.words.words[2].load(Ordering::Acquire) != 0);
+        {
+            let mut told = self.told.lock();
+            self.signalled.store(signal.is_some(), Ordering::Release);
+            *told = signal;
+        }
+        if let Some(s) = now {
+            s.entered();
+        }
     }
 
     /// Tells the signal, if any, that the outbox holds notices, unless this is a thread the host

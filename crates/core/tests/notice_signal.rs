@@ -80,3 +80,21 @@ fn close_releases_the_signal_and_a_closed_store_takes_none() {
     b.set_notice_signal(Some(Arc::clone(&told) as Arc<dyn NoticeSignal>));
     assert_eq!(Arc::strong_count(&told), 1);
 }
+
+#[test]
+fn a_signal_set_while_the_outbox_holds_notices_is_told_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = Arc::new(listening(&db(&dir), 0));
+    assert!(b.watch(W, T, Provenance::Explicit, NOW).unwrap());
+    record(&b, human(T));
+    let (tx, rx) = mpsc::channel();
+    let told = Arc::new(Told(Mutex::new(tx), Mutex::new(Some(Arc::clone(&b)))));
+    // Registered on the host's own thread, after the notice entered: told all the same.
+    mark_caller_thread();
+    b.set_notice_signal(Some(Arc::clone(&told) as Arc<dyn NoticeSignal>));
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
+    // With the outbox empty, registering again tells nothing.
+    b.set_notice_signal(Some(Arc::clone(&told) as Arc<dyn NoticeSignal>));
+    assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+    *told.1.lock().unwrap() = None;
+}
