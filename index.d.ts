@@ -70,6 +70,14 @@ export declare class NativeSessionState {
    * was queued.
    */
   closeAsync(): boolean
+  /**
+   * Calls `deliver` on the JS thread soon after background work (the PostgreSQL catch-up,
+   * the cross-process poll, the upstream monitor) put notices in the listener's outbox; a
+   * burst makes one call. Notices queued by a call of this thread or of the Promise API's
+   * writer are left to the delivery that follows the call. `close` releases it; it never
+   * keeps Node alive. Call it on the thread that makes the store's calls.
+   */
+  signalNotices(deliver: () => unknown): void
   /** The link row of a session and agent, or null. */
   linkRow(sessionKey: string, agentId: string): NativeLinkRow | null
   /** The link rows of watched sessions, by catalog, then session key. */

@@ -1,6 +1,7 @@
 // The notice listener (semantics.md#notices-listener): `onNotice` sees every notice entering
 // the queue exactly once, in queue order, before the call that queued it returns; notices of
-// the background poll arrive on a timer tick; a throwing listener is reported, never thrown.
+// the background poll arrive as soon as it queues them (the addon's signal), outside any call;
+// a throwing listener is reported, never thrown; the signal never keeps Node or the store alive.
 //
 // OpenClaw 2026.9.6's recordSessionStateEvent enqueues its notices right after its write
 // transaction commits and before it returns; acknowledgeSessionStateNotices and
@@ -184,7 +185,7 @@ test('invalid onNotice is ERR_INVALID_ARG; without a listener nothing is called'
   expect(s.drain(MAIN).length).toBe(1)
 })
 
-test('a notice opened by another process reaches the listener on a timer tick, outside any call', async () => {
+test('a notice opened by another process reaches the listener once the poll queues it, outside any call', async () => {
   const file = fx.file()
   const l = listener()
   const s = fx.open(file, { syncIntervalMs: 20, onNotice: l.onNotice })
@@ -201,4 +202,33 @@ test('a notice opened by another process reaches the listener on a timer tick, o
   await waitFor(() => l.seen.length > 0, 'the listener')
   expect(l.take()).toEqual([{ inCall: false, notice: queued(MAIN, CHILD, 0, { scope: A, wake: true }) }])
   expect(s.peek(MAIN).map((n) => [n.targetKey, n.changesSince, n.scope])).toEqual([[CHILD, 0, A]])
+})
+
+test('a store with a listener, dropped without close, is collected and never keeps Node alive', () => {
+  const file = fx.file()
+  // The poll runs often and queues a notice of another store's in the background: the signal is
+  // registered and has been used.
+  const script = `
+    const { SessionState } = require(${JSON.stringify(join(__dirname, '..', 'dist'))})
+    const [file] = process.argv.slice(1)
+    let heard = 0
+    let s = new SessionState(file, { syncIntervalMs: 5, onNotice: () => heard++ })
+    s.watch(${JSON.stringify(MAIN)}, ${JSON.stringify(CHILD)})
+    const other = new SessionState(file, { syncIntervalMs: 0 })
+    other.record({ sessionKey: ${JSON.stringify(CHILD)}, kind: 'goal_changed', actorType: 'human', summary: 'g' })
+    other.close()
+    const ref = new WeakRef(s)
+    s = undefined
+    const until = Date.now() + 20000
+    const check = () => {
+      if (heard === 0 && Date.now() < until) return setTimeout(check, 5)
+      global.gc()
+      if (ref.deref() !== undefined && Date.now() < until) return setTimeout(check, 20)
+      console.log('heard ' + heard + ' ' + (ref.deref() === undefined ? 'collected' : 'alive'))
+    }
+    check()
+  `
+  const out = spawnSync(process.execPath, ['--expose-gc', '-e', script, file], { encoding: 'utf8', timeout: 30_000 })
+  expect([out.status, out.signal, out.stderr]).toEqual([0, null, ''])
+  expect(out.stdout).toBe('heard 1 collected\n')
 })

@@ -1,7 +1,8 @@
 /**
  * The delivery of the `onNotice` listener (semantics.md#notices-listener): the addon keeps
  * every notice entering the queue in an outbox and raises the queue's third signal word; this
- * hands the outbox to the listener after each call and on a timer tick, in queue order.
+ * hands the outbox to the listener after each call, when the addon signals notices queued by
+ * background work, and on a timer tick, in queue order.
  * @packageDocumentation
  */
 import type { NativeSessionState } from '../index.js'
@@ -27,7 +28,7 @@ export class NoticeListener {
    *   delivery then asks the addon)
    * @param listener - the host's `onNotice`
    * @param report - where a throwing listener is reported
-   * @param everyMs - the period of the timer that hands over notices queued by background work
+   * @param everyMs - the period of the fallback timer for notices queued by background work
    */
   constructor(
     native: NativeSessionState,
@@ -40,10 +41,11 @@ export class NoticeListener {
     this.#words = words
     this.#listener = listener
     this.#report = report
-    // Background work (the poll for other processes, the upstream monitor's scans) queues
-    // notices off the JS thread; the tick hands them over. It reads one shared word when
-    // nothing entered, never keeps Node alive, and holds the listener weakly: a store dropped
-    // without close() can be collected.
+    // Background work (the PostgreSQL catch-up, the poll for other processes, the upstream
+    // monitor's scans) queues notices off the JS thread; the addon's signal (signalNotices)
+    // hands them over at once, the tick is the fallback. It reads one shared word when nothing
+    // entered, never keeps Node alive, and holds the listener weakly: a store dropped without
+    // close() can be collected.
     const self = new WeakRef(this)
     this.#tick = setInterval(() => self.deref()?.deliver(), everyMs)
     this.#tick.unref()

@@ -136,6 +136,10 @@ export class SessionState {
       // alive.
       const weak = new WeakRef(notices)
       afterBatch = () => weak.deref()?.deliver()
+      // Notices queued by background work (the PostgreSQL catch-up, the poll for other
+      // processes, the upstream monitor) are handed over as soon as they enter, not at the
+      // next tick; the addon's signal holds the listener weakly too.
+      this.#native.signalNotices(afterBatch)
     }
     this.#lane = new Lane(this.#native, this.#report, this.#strict, afterBatch)
     this.#metrics = new StoreMetrics(this.#native, p.meterProvider, p.remote ? 'postgres' : 'sqlite')

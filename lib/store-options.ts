@@ -68,8 +68,9 @@ export interface SessionStateOptions {
    * Called on the JS thread once per notice entering the queue (semantics.md#notices-listener):
    * opened, reopened by an acknowledge, re-queued by a sweep, healed, or arrived from another
    * process for a served watcher. For a call on the JS thread it runs after the commit and
-   * before that call returns, in queue order; notices queued by background work (the poll
-   * for other processes, the upstream monitor) arrive on the next call or a timer tick. A throwing listener is reported to `onError` as
+   * before that call returns, in queue order; notices queued by background work (another
+   * host's notice caught up on PostgreSQL, the poll for other processes, the upstream monitor)
+   * arrive at once, on the JS thread's next turn of the event loop. A throwing listener is reported to `onError` as
    * `ERR_NOTICE_CALLBACK`, never thrown into the caller.
    */
   onNotice?: ((notice: QueuedNotice) => void) | null

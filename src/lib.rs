@@ -4,6 +4,7 @@
 
 mod async_api;
 mod calls;
+mod entered;
 mod error;
 mod import;
 mod inspect;

@@ -2,7 +2,8 @@
 // One gateway process of the PostgreSQL store's benchmarks (bench/postgres/store.js): opens the
 // store at the URL it is given and answers its parent's commands over IPC, through the
 // Promise API. Every notice entering its queue is reported with the time it entered
-// ({ type: 'notice', target, at }, `at` in ms since the epoch), every wake likewise.
+// ({ type: 'notice', target, at }, `at` in ms since the epoch, `performance.timeOrigin +
+// performance.now()`), every wake likewise ({ type: 'wake', session, reason, at }).
 
 const { SessionState } = require('../..');
 
@@ -23,7 +24,7 @@ const input = (sessionKey, n, watchers) => ({
 async function main() {
   const store = await SessionState.open(url, {
     ...JSON.parse(optionsJson || '{}'),
-    wake: (req) => send({ type: 'wake', session: req.sessionKey, at: now() }),
+    wake: (req) => send({ type: 'wake', session: req.sessionKey, reason: req.reason, at: now() }),
     onNotice: (n) => send({ type: 'notice', target: n.targetKey, at: now() }),
     onError: (err) => send({ type: 'error', code: err.code, message: err.message }),
   });
@@ -33,6 +34,9 @@ async function main() {
       // A drain serves the watcher here (semantics.md#processes).
       await store.drainAsync(watcher);
       return true;
+    },
+    async drain({ watcher }) {
+      return (await store.drainAsync(watcher)).length;
     },
     async record({ session, n }) {
       const t0 = now();

@@ -8,11 +8,13 @@
 // - changesSince of 200 events, stateVersions of 500 keys (µs per call);
 // - the event loop's delay p99 while 64 records are in flight on the store, against the idle
 //   loop's over the same time;
-// - the cross-host notice latency: a notice recorded by one gateway process and entering the
-//   queue of another that serves its watcher (p50, p99 over 200 notices);
+// - the cross-host notice latency (p50, p99 over 200 notices): from just before gateway process
+//   A calls `recordAsync` to gateway process B's `wake` callback (B serves the watcher,
+//   `serveWatchers`, with `wakeCoalesceMs: 0`), and to B's `onNotice` listener; both times are
+//   `performance.timeOrigin + performance.now()`, each read in its own process on one machine;
 // - four gateway processes on one database, 64 in flight each: events per second together.
 //
-//   node bench/postgres/store.js [--rounds 5] [--records 2000]
+//   node bench/postgres/store.js [--rounds 5] [--records 2000] [--latency-only [--notices 200]]
 
 const { fork } = require('node:child_process');
 const os = require('node:os');
@@ -67,9 +69,9 @@ async function perCall(ops, fn) {
   return Number(process.hrtime.bigint() - t0) / ops;
 }
 
-/** A gateway process (bench/postgres/gateway.js) on `url`. */
-async function gateway(url) {
-  const child = fork(path.join(__dirname, 'gateway.js'), [url, '{"syncIntervalMs":200}']);
+/** A gateway process (bench/postgres/gateway.js) on `url`, with `options` added. */
+async function gateway(url, options = {}) {
+  const child = fork(path.join(__dirname, 'gateway.js'), [url, JSON.stringify({ syncIntervalMs: 200, ...options })]);
   const waiting = new Map();
   const listeners = [];
   let id = 0;
@@ -105,26 +107,38 @@ async function gateway(url) {
   };
 }
 
-/** Latency (ms) from the record call on A to the notice entering B's queue, per notice. */
+/**
+ * Latency (ms) per notice from just before A's `recordAsync` call to B's `wake` callback and to
+ * B's `onNotice` listener, B serving the watcher with `wakeCoalesceMs: 0`.
+ */
 async function crossHostLatency(url, notices) {
   const a = await gateway(url);
-  const b = await gateway(url);
+  const b = await gateway(url, { wakeCoalesceMs: 0, serveWatchers: [WATCHER] });
   try {
     const targets = Array.from({ length: notices }, (_, i) => `agent:main:subagent:latency-${i}`);
     await b.call('watch', { watcher: WATCHER, targets });
     const heard = new Map();
+    const woken = new Map();
     b.on((m) => {
       if (m.type === 'notice' && !heard.has(m.target)) heard.set(m.target, m.at);
+      // The wake request names the target whose notice made it due (`session-state:<target>`).
+      if (m.type === 'wake' && !woken.has(m.reason)) woken.set(m.reason, m.at);
     });
-    const out = [];
+    const wake = [];
+    const notice = [];
     for (const [n, t] of targets.entries()) {
       const { t0 } = await a.call('record', { session: t, n });
+      const reason = `session-state:${t}`;
       const until = Date.now() + 10000;
-      while (!heard.has(t) && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 0));
+      while (!(heard.has(t) && woken.has(reason)) && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 0));
       if (!heard.has(t)) throw new Error(`no notice for ${t} on the other gateway within 10 s`);
-      out.push(heard.get(t) - t0);
+      if (!woken.has(reason)) throw new Error(`no wake for ${t} on the other gateway within 10 s`);
+      notice.push(heard.get(t) - t0);
+      wake.push(woken.get(reason) - t0);
+      // The watcher takes its notices, as a woken gateway does: the next notice wakes it again.
+      await b.call('drain', { watcher: WATCHER });
     }
-    return out;
+    return { wake, notice };
   } finally {
     await a.stop();
     await b.stop();
@@ -154,7 +168,39 @@ async function loopDelay(during) {
   return { p99: h.percentile(99) / 1e6, ms: Date.now() - t0 };
 }
 
+const quantiles = (xs) => `p50 ${pct(xs, 0.5).toFixed(1)} ms, p99 ${pct(xs, 0.99).toFixed(1)} ms`;
+
+function printLatency({ wake, notice }) {
+  console.log(`| cross-host latency to \`wake\`, ${wake.length} notices | ${quantiles(wake)} | — | — |`);
+  console.log(`| cross-host latency to \`onNotice\`, ${notice.length} notices | ${quantiles(notice)} | — | — |`);
+}
+
+/** `--latency-only`: the cross-host latency alone, on a cluster of its own. */
+async function latencyOnly() {
+  const load0 = os.loadavg();
+  const cluster = await startCluster({ name: 'bench-latency', durable: true });
+  try {
+    // The schema exists before the gateways open at once.
+    const s = await SessionState.open(cluster.url, {});
+    await s.closeAsync();
+    const latency = await crossHostLatency(cluster.url, arg('--notices', 200));
+    const pool = new Pool({ connectionString: cluster.url, max: 1 });
+    const version = (await pool.query('SHOW server_version')).rows[0].server_version;
+    await pool.end();
+    console.log(
+      `PostgreSQL ${version} (throwaway cluster, fsync on), Node ${process.version}, ${os.cpus().length} cores; ` +
+        `load average ${load0.map((x) => x.toFixed(2)).join(' ')} ` +
+        `at the start, ${os.loadavg().map((x) => x.toFixed(2)).join(' ')} at the end`,
+    );
+    console.log('\n| Measurement | store | node-postgres baseline | ratio |\n| --- | --- | --- | --- |');
+    printLatency(latency);
+  } finally {
+    await cluster.stop();
+  }
+}
+
 async function main() {
+  if (process.argv.includes('--latency-only')) return latencyOnly();
   const rounds = arg('--rounds', 5);
   const records = arg('--records', 2000);
   const load0 = os.loadavg();
@@ -231,9 +277,7 @@ async function main() {
       const ratio = b === null ? '—' : `${(rate ? st / b : b / st).toFixed(2)}×`;
       console.log(`| ${name} | ${fmt(st)} | ${b === null ? '—' : fmt(b)} | ${ratio} |`);
     }
-    console.log(
-      `| cross-host notice latency (${latency.length} notices) | p50 ${pct(latency, 0.5).toFixed(1)} ms, p99 ${pct(latency, 0.99).toFixed(1)} ms | — | — |`,
-    );
+    printLatency(latency);
     console.log(
       `| four gateway processes, 64 in flight each | ${Math.round(median(together)).toLocaleString('en-US')}/s together | — | — |`,
     );

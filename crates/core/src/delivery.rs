@@ -3,12 +3,14 @@
 //! made due are scheduled once every lock is released ([`Delivery::wake_all`]). The watcher
 //! takes its notices here too ([`Delivery::drain`], [`Delivery::acknowledge`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::cursors::{self, Pending, Provenance};
 use crate::error::Result;
+use crate::hooks::{on_caller_thread, NoticeSignal};
 use crate::keys::SessionKey;
 use crate::metrics::{Count, Metrics};
 use crate::queue::{Notice, NoticeQueue, QueueSignal, Queued, QueuedNotice};
@@ -33,6 +35,11 @@ pub(crate) struct Delivery {
     wake: Option<WakeScheduler>,
     /// The store's counters (docs/metrics.md), shared by every part that holds the delivery.
     pub(crate) metrics: Arc<Metrics>,
+    // The queue's words, read without its lock: word 2 says the outbox holds notices.
+    words: Arc<QueueSignal>,
+    // True while `told` holds a signal: the one load a store without one pays.
+    signalled: AtomicBool,
+    told: Mutex<Option<Arc<dyn NoticeSignal>>>,
 }
 
 /// The host's wake sink, counting each call (`session_awareness.wakes.requested`).
@@ -51,10 +58,46 @@ impl Delivery {
     pub(crate) fn new(sink: Option<Arc<dyn WakeSink>>, coalesce_ms: u32, outbox: bool) -> Self {
         let metrics = Arc::new(Metrics::default());
         let counted = |s| Arc::new(Counted(s, Arc::clone(&metrics))) as Arc<dyn WakeSink>;
+        let queue = NoticeQueue::new(outbox);
         Delivery {
-            queue: Mutex::new(NoticeQueue::new(outbox)),
+            words: Arc::clone(queue.signal()),
+            queue: Mutex::new(queue),
             wake: sink.map(|s| WakeScheduler::new(counted(s), coalesce_ms)),
             metrics,
+            signalled: AtomicBool::new(false),
+            told: Mutex::new(None),
+        }
+    }
+
+    /// Sets (or, with `None`, removes) the signal told when background work put notices in the
+    /// listener's outbox. A signal set while the outbox already holds notices (background work
+    /// queued them before the host registered) is told at once.
+    pub(crate) fn set_notice_signal(&self, signal: Option<Arc<dyn NoticeSignal>>) {
+        let now = signal
+            .clone()
+            .filter(|_| self.words.words[2].load(Ordering::Acquire) != 0);
+        {
+            let mut told = self.told.lock();
+            self.signalled.store(signal.is_some(), Ordering::Release);
+            *told = signal;
+        }
+        if let Some(s) = now {
+            s.entered();
+        }
+    }
+
+    /// Tells the signal, if any, that the outbox holds notices, unless this is a thread the host
+    /// makes its calls on: the host takes the outbox after each of those calls itself.
+    fn tell_entered(&self) {
+        if !self.signalled.load(Ordering::Acquire)
+            || on_caller_thread()
+            || self.words.words[2].load(Ordering::Acquire) == 0
+        {
+            return;
+        }
+        let signal = self.told.lock().clone();
+        if let Some(s) = signal {
+            s.entered();
         }
     }
 
@@ -84,13 +127,16 @@ impl Delivery {
         wakes
     }
 
-    /// Schedules the due wakes. Called after every lock is released.
+    /// Schedules the due wakes and tells the notice signal of notices that entered from
+    /// background work. Called after every lock is released, after every change of the queue
+    /// that may let notices in: the one place every background source passes.
     pub(crate) fn wake_all(&self, wakes: Vec<Wake>) {
         if let Some(w) = &self.wake {
             for (watcher, target) in wakes {
                 w.due(&watcher, &target);
             }
         }
+        self.tell_entered();
     }
 
     /// Hands out the watcher's queued notices, acknowledged (semantics.md#cursors): the cursor rows decide, in one
@@ -211,11 +257,13 @@ impl Delivery {
         }
     }
 
-    /// Empties the queue and closes its signal.
+    /// Empties the queue and closes its signal; the notice signal is released.
     pub(crate) fn close_queue(&self) {
         let mut q = self.queue.lock();
         q.clear();
         q.signal().close();
+        drop(q);
+        self.set_notice_signal(None);
     }
 }
 

@@ -2,6 +2,7 @@
 //! background work reads. A leaf: every part that reports or reads the clock uses it, and it
 //! uses none of them.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use crate::error::Error;
@@ -16,6 +17,32 @@ pub trait ErrorSink: Send + Sync + 'static {
 
 /// The clock background work reads (foreground calls pass `now` themselves).
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// Told when background work (the PostgreSQL catch-up, the cross-process poll, the upstream
+/// monitor) put notices in the listener's outbox (semantics.md#notices-listener), so that the
+/// host can take them at once. The binding implements it with a weak, non-blocking JS callback.
+pub trait NoticeSignal: Send + Sync + 'static {
+    /// The outbox holds notices. Called on a background thread once every lock is released;
+    /// it must not block.
+    fn entered(&self);
+}
+
+thread_local! {
+    // The host takes the outbox itself after each call made on this thread.
+    static CALLER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the current thread as one the host makes its calls on (its JS thread) and follows each
+/// with a look at the outbox: notices entering on it are not signalled
+/// ([`crate::Store::set_notice_signal`]). The Promise API's writer thread is marked by the store.
+pub fn mark_caller_thread() {
+    CALLER.with(|c| c.set(true));
+}
+
+/// True on a thread marked by [`mark_caller_thread`].
+pub(crate) fn on_caller_thread() -> bool {
+    CALLER.with(Cell::get)
+}
 
 /// Callbacks into the host.
 #[derive(Default, Clone)]

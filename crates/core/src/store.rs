@@ -489,6 +489,18 @@ impl Store {
         self.inner.recorder.maintenance.sweep(only.as_deref(), now)
     }
 
+    /// Sets the signal told, on a background thread, when background work (the PostgreSQL
+    /// catch-up, the cross-process poll, the upstream monitor) put notices in the listener's
+    /// outbox (semantics.md#notices-listener); `None` removes it, and so does [`Store::close`].
+    /// Notices entering on a thread marked by [`crate::mark_caller_thread`] (the host's own
+    /// calls, the Promise API's writer) are not signalled.
+    pub fn set_notice_signal(&self, signal: Option<Arc<dyn crate::NoticeSignal>>) {
+        if signal.is_some() && self.is_closed() {
+            return;
+        }
+        self.delivery().set_notice_signal(signal);
+    }
+
     /// Takes the notices that entered the queue since the last call, in the order they entered
     /// (semantics.md#notices-listener); always empty unless [`Options::notice_outbox`] is on.
     pub fn take_entered_notices(&self) -> Vec<crate::queue::QueuedNotice> {

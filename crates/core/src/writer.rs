@@ -138,6 +138,8 @@ impl<O: Send + 'static> Drop for Writer<O> {
 }
 
 fn run<O>(shared: &Shared<O>, store: &Store, mut sink: Sink<O>) {
+    // The host hears of each batch's notices before its promises settle (the sink).
+    crate::hooks::mark_caller_thread();
     loop {
         let jobs = {
             let mut s = shared.state.lock();
