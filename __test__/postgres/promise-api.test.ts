@@ -7,80 +7,16 @@
 import { spawnSync } from 'node:child_process'
 import * as path from 'node:path'
 
-import { Clock, SessionState, errorSink, fixture, human, must, noticeText, spawn, wakeSink, type CodedError } from '../helpers'
+import { Clock, errorSink, fixture, human, must, noticeText, spawn, wakeSink } from '../helpers'
+import { ADOPTED, CHILD, MAIN, OTHER, promiseSteps, rejection, runSteps } from '../promise-steps'
 import { KINDS, useStores } from './stores'
 
 const stores = useStores('promise')
 const fx = fixture('promise-ref')
-const MAIN = 'agent:main:main'
-const CHILD = 'agent:main:subagent:c'
-const OTHER = 'agent:main:subagent:d'
-const ADOPTED = 'agent:main:adopted'
-
-const item = (uuid: string, text: string) => ({ uuid, type: 'user', message: { role: 'user', content: text } })
-
-/** The code a promise rejects with; fails the test when it resolves. */
-async function rejection(p: Promise<unknown>): Promise<string> {
-  try {
-    await p
-  } catch (e) {
-    return (e as CodedError).code
-  }
-  throw new Error('expected a rejection')
-}
-
 /** The pending notices as (target, changesSince). */
 const pairs = (ns: Array<{ targetKey: string; changesSince: number }>) => ns.map((n) => [n.targetKey, n.changesSince])
 
-/** One step: the synchronous call on the SQLite reference, and its Promise twin on the store under test. */
-type Step = [string, (s: SessionState) => unknown, (s: SessionState) => Promise<unknown>]
-
-const steps: Step[] = [
-  ['watch', (s) => s.watch(MAIN, CHILD), (s) => s.watchAsync(MAIN, CHILD)],
-  ['watch ambient', (s) => s.watch(MAIN, OTHER, { provenance: 'ambient-group' }), (s) => s.watchAsync(MAIN, OTHER, { provenance: 'ambient-group' })],
-  ['record', (s) => s.record(human(CHILD)), (s) => s.recordAsync(human(CHILD))],
-  ['record deduped', (s) => s.record(human(CHILD, { dedupeKey: 'k' })), (s) => s.recordAsync(human(CHILD, { dedupeKey: 'k' }))],
-  ['record repeat', (s) => s.record(human(CHILD, { dedupeKey: 'k' })), (s) => s.recordAsync(human(CHILD, { dedupeKey: 'k' }))],
-  ['record unwatched', (s) => s.record(human('agent:main:x', { onlyIfWatched: true })), (s) => s.recordAsync(human('agent:main:x', { onlyIfWatched: true }))],
-  ['record other', (s) => s.record(human(OTHER, { payload: { n: 1, b: [true, null] } })), (s) => s.recordAsync(human(OTHER, { payload: { n: 1, b: [true, null] } }))],
-  ['peek', (s) => s.peek(MAIN), async (s) => s.peek(MAIN)],
-  ['acknowledge', (s) => s.acknowledge(MAIN, [CHILD, CHILD]), (s) => s.acknowledgeAsync(MAIN, [CHILD, CHILD])],
-  ['cursorRows', (s) => s.cursorRows(), (s) => s.cursorRowsAsync()],
-  ['cursorRows of a target', (s) => s.cursorRows({ targetKey: CHILD }), (s) => s.cursorRowsAsync({ targetKey: CHILD })],
-  ['changesSince', (s) => s.changesSince(CHILD, 0), (s) => s.changesSinceAsync(CHILD, 0)],
-  ['changesSince limit', (s) => s.changesSince(CHILD, 0, { limit: 1 }), (s) => s.changesSinceAsync(CHILD, 0, { limit: 1 })],
-  [
-    'stateVersions',
-    (s) => s.stateVersions([{ sessionKey: CHILD }, { sessionKey: MAIN }, { sessionKey: OTHER }]),
-    (s) => s.stateVersionsAsync([{ sessionKey: CHILD }, { sessionKey: MAIN }, { sessionKey: OTHER }]),
-  ],
-  ['record again', (s) => s.record(human(CHILD)), (s) => s.recordAsync(human(CHILD))],
-  ['drain reopened', (s) => s.drain(MAIN), (s) => s.drainAsync(MAIN)],
-  ['record after drain', (s) => s.record(human(CHILD)), (s) => s.recordAsync(human(CHILD))],
-  ['sweep', (s) => s.sweep(), (s) => s.sweepAsync()],
-  ['sweep asking', (s) => s.sweep({ watcherExists: (w) => w !== MAIN }), (s) => s.sweepAsync({ watcherExists: (w) => w !== MAIN })],
-  ['prune', (s) => s.prune(), (s) => s.pruneAsync()],
-  ['drain', (s) => s.drain(MAIN), (s) => s.drainAsync(MAIN)],
-  ['drain empty', (s) => s.drain(MAIN), (s) => s.drainAsync(MAIN)],
-  ['unwatch', (s) => s.unwatch(MAIN, OTHER), (s) => s.unwatchAsync(MAIN, OTHER)],
-  ['unwatch again', (s) => s.unwatch(MAIN, OTHER), (s) => s.unwatchAsync(MAIN, OTHER)],
-  ['adopt', (s) => s.adopt(ADOPTED, { source: 'claude', remoteId: 'node-1:abc' }), (s) => s.adoptAsync(ADOPTED, { source: 'claude', remoteId: 'node-1:abc' })],
-  ['watch adopted', (s) => s.watch(MAIN, ADOPTED), (s) => s.watchAsync(MAIN, ADOPTED)],
-  [
-    'checkUpstream baseline',
-    (s) => s.checkUpstream(ADOPTED, { found: true, items: [item('a', 'old')] }),
-    (s) => s.checkUpstreamAsync(ADOPTED, { found: true, items: [item('a', 'old')] }),
-  ],
-  [
-    'checkUpstream new',
-    (s) => s.checkUpstream(ADOPTED, { found: true, items: [item('a', 'old'), item('b', 'new')] }),
-    (s) => s.checkUpstreamAsync(ADOPTED, { found: true, items: [item('a', 'old'), item('b', 'new')] }),
-  ],
-  ['resetSession', (s) => s.resetSession(MAIN), (s) => s.resetSessionAsync(MAIN)],
-  ['peek after reset', (s) => s.peek(MAIN), async (s) => s.peek(MAIN)],
-  ['deleteSession', (s) => s.deleteSession(CHILD), (s) => s.deleteSessionAsync(CHILD)],
-  ['changesSince deleted', (s) => s.changesSince(CHILD, 0), (s) => s.changesSinceAsync(CHILD, 0)],
-]
+const steps = promiseSteps({ n: 1, b: [true, null] })
 
 // The adopted-session steps: upstream links are not on PostgreSQL yet (docs/postgres.md#status).
 const UPSTREAM = new Set(['adopt', 'watch adopted', 'checkUpstream baseline', 'checkUpstream new'])
@@ -90,16 +26,10 @@ describe.each(KINDS)('the Promise API on %s', (kind) => {
     const clock = new Clock()
     const reference = fx.open(fx.file(), { clock: clock.fn, strict: true })
     const s = await stores.open(kind, { clock: clock.fn, strict: true })
-    const got: Array<[string, unknown]> = []
-    const want: Array<[string, unknown]> = []
-    for (const [name, call, twin] of steps.filter(([n]) => kind === 'sqlite' || !UPSTREAM.has(n))) {
-      want.push([name, call(reference)])
-      got.push([name, await twin(s)])
-      clock.advance(1000)
-    }
+    const script = steps.filter(([n]) => kind === 'sqlite' || !UPSTREAM.has(n))
+    const { got, want, of } = await runSteps(script, reference, s, () => clock.advance(1000))
     expect(got).toEqual(want)
     // The script reached every kind of result.
-    const of = (name: string) => want.find(([n]) => n === name)?.[1]
     expect(of('watch')).toBe(true)
     expect(of('record repeat')).toEqual(of('record deduped'))
     expect(of('record unwatched')).toBeNull()
