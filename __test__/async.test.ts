@@ -16,7 +16,7 @@ import {
   must,
   type SessionStateOptions,
 } from './helpers'
-import { ADOPTED, CHILD, CURSOR_ROW_STEPS, MAIN, OTHER, promiseSteps, rejection, runSteps } from './promise-steps'
+import { ADOPTED, CHILD, CURSOR_ROW_STEPS, MAIN, OTHER, expectReached, promiseSteps, recordsSettleInOrder, rejection, runSteps } from './promise-steps'
 
 const fx = fixture('async')
 const ROOT = path.join(__dirname, '..')
@@ -30,38 +30,13 @@ test('every *Async method gives what its synchronous twin gives on the same stat
   const { got, want, of } = await runSteps(steps, sync, promised, () => clock.advance(1000))
   expect(got).toEqual(want)
   // The script reached every kind of result.
-  expect(of('watch')).toBe(true)
-  expect(of('record repeat')).toEqual(of('record deduped'))
-  expect(of('record unwatched')).toBeNull()
-  expect(of('acknowledge')).toBe(1)
-  expect(of('stateVersions')).toEqual([
-    { sessionKey: CHILD, agentId: 'main', stateVersion: 2 },
-    { sessionKey: OTHER, agentId: 'main', stateVersion: 4 },
-  ])
-  expect(of('sweep')).toEqual({ notices: 1, prune: { eventsDeleted: 0, cursorsDeleted: 0 } })
-  expect(of('checkUpstream new')).toMatchObject({ kind: 'human_direct_message', payload: { turns: 1 } })
-  expect(of('unwatch again')).toBe(false)
-  expect((of('drain reopened') as Array<{ targetKey: string; changesSince: number }>).map((n) => [n.targetKey, n.changesSince])).toEqual([
-    [OTHER, 0],
-    [CHILD, 1],
-  ])
-  expect(of('drain empty')).toEqual([])
-  expect(of('deleteSession')).toBeUndefined()
+  expectReached(of, true)
 })
 
 test('calls settle in call order, one record after another, and notices are drainable at once', async () => {
   const s = fx.open(fx.file())
   s.watch(MAIN, CHILD)
-  const order: number[] = []
-  const all = Array.from({ length: 64 }, (_, i) =>
-    s.recordAsync(human(i % 2 ? CHILD : OTHER)).then((e) => {
-      order.push(must(e).sequence)
-      return must(e).sequence
-    }),
-  )
-  const seqs = await Promise.all(all)
-  expect(seqs).toEqual(Array.from({ length: 64 }, (_, i) => i + 1))
-  expect(order).toEqual(seqs)
+  await recordsSettleInOrder(s)
   expect(s.drain(MAIN).map((n) => [n.targetKey, n.changesSince])).toEqual([[CHILD, 0]])
   expect(s.stateVersion(CHILD)).toBe(64)
 })

@@ -1,7 +1,7 @@
 // The script both Promise API suites run (async.test.ts on two SQLite files,
 // postgres/promise-api.test.ts on a SQLite reference and a store of each kind): every
 // synchronous call beside its Promise twin, and the keys it uses.
-import { human, type CodedError, type SessionState } from './helpers'
+import { human, must, type CodedError, type SessionState } from './helpers'
 
 /** The watcher of the script. */
 export const MAIN = 'agent:main:main'
@@ -96,4 +96,48 @@ export async function runSteps(steps: Step[], sync: SessionState, promised: Sess
   }
   const of = (name: string) => want.find(([n]) => n === name)?.[1]
   return { got, want, of }
+}
+
+/** The pending notices as (target, changesSince). */
+export const pairs = (ns: Array<{ targetKey: string; changesSince: number }>) => ns.map((n) => [n.targetKey, n.changesSince])
+
+/**
+ * The script reached every kind of result: `of` is what {@link runSteps} returns; `upstream`
+ * when the script ran its adopted-session steps.
+ */
+export function expectReached(of: (name: string) => unknown, upstream: boolean): void {
+  expect(of('watch')).toBe(true)
+  expect(of('record repeat')).toEqual(of('record deduped'))
+  expect(of('record unwatched')).toBeNull()
+  expect(of('acknowledge')).toBe(1)
+  expect(of('stateVersions')).toEqual([
+    { sessionKey: CHILD, agentId: 'main', stateVersion: 2 },
+    { sessionKey: OTHER, agentId: 'main', stateVersion: 4 },
+  ])
+  expect(of('sweep')).toEqual({ notices: 1, prune: { eventsDeleted: 0, cursorsDeleted: 0 } })
+  if (upstream) expect(of('checkUpstream new')).toMatchObject({ kind: 'human_direct_message', payload: { turns: 1 } })
+  expect(of('unwatch again')).toBe(false)
+  expect(pairs(of('drain reopened') as never)).toEqual([
+    [OTHER, 0],
+    [CHILD, 1],
+  ])
+  expect(of('drain empty')).toEqual([])
+  expect(of('deleteSession')).toBeUndefined()
+}
+
+/**
+ * 64 records through the Promise API, alternating between {@link OTHER} and {@link CHILD}
+ * (CHILD watched by the caller): they settle in call order with the sequences 1 to 64.
+ */
+export async function recordsSettleInOrder(s: SessionState): Promise<void> {
+  const order: number[] = []
+  const all = Array.from({ length: 64 }, (_, i) =>
+    s.recordAsync(human(i % 2 ? CHILD : OTHER)).then((e) => {
+      order.push(must(e).sequence)
+      return must(e).sequence
+    }),
+  )
+  const seqs = await Promise.all(all)
+  expect(seqs).toEqual(Array.from({ length: 64 }, (_, i) => i + 1))
+  expect(order).toEqual(seqs)
 }
