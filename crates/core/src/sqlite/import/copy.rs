@@ -225,16 +225,8 @@ pub(super) fn copy_cursors(
     summary: &mut ImportSummary,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
-    let mut all = Vec::new();
     let s = &mut summary.cursors;
-    s.read = plan.totals[2];
-    each_row(src, plan.cursors, &rows::CURSORS, &mut s.skipped, |c| {
-        all.push(c);
-        Ok(())
-    })?;
-    if plan.sentinels {
-        fold_sentinels(&mut all, s);
-    }
+    let all = cursor_rows(src, plan, s)?;
     copy_inserts(
         dst,
         plan,
@@ -246,6 +238,26 @@ pub(super) fn copy_cursors(
         s,
         progress,
     )
+}
+
+/// The source's cursor rows that the store's table can hold (the others counted in `s` as
+/// skipped, `s.read` set to the source's count), the ambient-group sentinel rows of a file from
+/// before `provenance` folded into their cursors ([`fold_sentinels`]).
+pub(crate) fn cursor_rows(
+    src: &Connection,
+    plan: &Plan,
+    s: &mut TableSummary,
+) -> Result<Vec<Vec<Cell>>> {
+    let mut all = Vec::new();
+    s.read = plan.totals[2];
+    each_row(src, plan.cursors, &rows::CURSORS, &mut s.skipped, |c| {
+        all.push(c);
+        Ok(())
+    })?;
+    if plan.sentinels {
+        fold_sentinels(&mut all, s);
+    }
+    Ok(all)
 }
 
 /// Folds the ambient-group sentinel rows of a file from before `provenance` into their
