@@ -1,26 +1,16 @@
 // The command-line tool: `session-awareness inspect` and `events`, run as a gateway engineer
 // would, on a database this test builds; exact JSON, readable text, exit codes, and proof
 // that the file is never changed.
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 
 import { SessionState, encodeNoticeContextKey, inspectDatabase, readEvents } from '../lib'
-
-const CLI = path.join(__dirname, '..', 'bin', 'session-awareness.js')
-const T = Date.UTC(2030, 0, 1)
-const PARENT = 'agent:main:main'
-const CHILD = 'agent:main:subagent:c'
-const OPS = 'agent:ops:main'
+import { CHILD, OPS, PARENT, T, cli, writeCliStore } from './cli-store'
 
 let dir: string
 let db: string
-
-function cli(...args: string[]) {
-  const out = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000 })
-  return { status: out.status, stdout: out.stdout, stderr: out.stderr }
-}
 
 /** The main file's bytes and mtime, and which files sit beside it. */
 function snapshot(file: string) {
@@ -51,19 +41,7 @@ function notice(watcher: string, target: string, since: number) {
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sa-cli-'))
   db = path.join(dir, 'state.sqlite')
-  const state = new SessionState(db, { clock: () => T, strict: true })
-  state.record({
-    sessionKey: CHILD, kind: 'child_spawned', actorType: 'agent', actorId: PARENT,
-    runId: 'run-1', summary: 'child spawned', watchers: [PARENT],
-  })
-  state.record({
-    sessionKey: CHILD, kind: 'human_direct_message', actorType: 'human',
-    summary: 'human message via telegram', payload: { channel: 'telegram' },
-  })
-  expect(state.watch(PARENT, OPS, { provenance: 'ambient-group' })).toBe(true)
-  state.record({ sessionKey: OPS, kind: 'goal_changed', actorType: 'human', summary: 'goal edited' })
-  state.record({ sessionKey: 'global', kind: 'created', actorType: 'system', summary: 'global' })
-  state.close()
+  writeCliStore(db, { channel: 'telegram' })
 })
 
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))

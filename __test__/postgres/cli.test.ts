@@ -3,28 +3,18 @@
 // role that may only SELECT the store's tables, with no password in any output; and
 // `import <file> <URL>` copies a store file or an OpenClaw database with its sequences,
 // idempotently.
-import { spawnSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
+import { CHILD, OPS, T, cli, writeCliStore } from '../cli-store'
 import { SessionState, fixture, rawDb, sql } from '../helpers'
 import { usePostgres } from './server'
 
-const CLI = path.join(__dirname, '..', '..', 'bin', 'session-awareness.js')
-const T = Date.UTC(2030, 0, 1)
-const PARENT = 'agent:main:main'
-const CHILD = 'agent:main:subagent:c'
-const OPS = 'agent:ops:main'
 const TABLES = ['session_state_events', 'session_state_heads', 'session_watch_cursors', 'session_upstream_links']
 
 const pg = usePostgres('cli')
 const fx = fixture('pg-cli')
 let file = ''
-
-function cli(...args: string[]) {
-  const out = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000 })
-  return { status: out.status, stdout: out.stdout, stderr: out.stderr }
-}
 
 /** `url` as another role (trust authentication on the test cluster). */
 const as = (url: string, role: string) => url.replace('postgres@', `${role}@`)
@@ -55,19 +45,7 @@ async function copy(schema: string): Promise<void> {
 
 beforeAll(async () => {
   file = fx.file('cli')
-  const state = new SessionState(file, { clock: () => T, strict: true })
-  state.record({
-    sessionKey: CHILD, kind: 'child_spawned', actorType: 'agent', actorId: PARENT,
-    runId: 'run-1', summary: 'child spawned', watchers: [PARENT],
-  })
-  state.record({
-    sessionKey: CHILD, kind: 'human_direct_message', actorType: 'human',
-    summary: 'human message via telegram', payload: { channel: 'telegram', n: [1, 2] },
-  })
-  expect(state.watch(PARENT, OPS, { provenance: 'ambient-group' })).toBe(true)
-  state.record({ sessionKey: OPS, kind: 'goal_changed', actorType: 'human', summary: 'goal edited' })
-  state.record({ sessionKey: 'global', kind: 'created', actorType: 'system', summary: 'global' })
-  state.close()
+  writeCliStore(file, { channel: 'telegram', n: [1, 2] })
   await copy('copied')
   const c = pg.get()
   await c.sql('CREATE ROLE reader LOGIN')

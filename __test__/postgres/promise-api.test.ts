@@ -9,158 +9,40 @@ import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
 
-import { Clock, SessionState, errorSink, fixture, human, must, noticeText, spawn, wakeSink, type CodedError } from '../helpers'
+import { Clock, errorSink, fixture, human, must, noticeText, spawn, wakeSink } from '../helpers'
+import { ADOPTED, CHILD, LOCAL, MAIN, OTHER, expectReached, pairs, promiseSteps, recordsSettleInOrder, rejection, runSteps, typed } from '../promise-steps'
 import { KINDS, useStores } from './stores'
 
 const stores = useStores('promise')
 const fx = fixture('promise-ref')
-const MAIN = 'agent:main:main'
-const CHILD = 'agent:main:subagent:c'
-const OTHER = 'agent:main:subagent:d'
-const ADOPTED = 'agent:main:adopted'
-
-const LOCAL = 'agent:main:local'
 const transcripts = fs.mkdtempSync(path.join(os.tmpdir(), 'sa-promise-upstream-'))
 afterAll(() => fs.rmSync(transcripts, { recursive: true, force: true }))
-
-const item = (uuid: string, text: string) => ({ uuid, type: 'user', message: { role: 'user', content: text } })
-/** A transcript line of a turn typed by a human. */
-const typed = (text: string) => `${JSON.stringify({ type: 'user', message: { role: 'user', content: text } })}\n`
-
-/** The code a promise rejects with; fails the test when it resolves. */
-async function rejection(p: Promise<unknown>): Promise<string> {
-  try {
-    await p
-  } catch (e) {
-    return (e as CodedError).code
-  }
-  throw new Error('expected a rejection')
-}
-
-/** The pending notices as (target, changesSince). */
-const pairs = (ns: Array<{ targetKey: string; changesSince: number }>) => ns.map((n) => [n.targetKey, n.changesSince])
-
-/** One step: the synchronous call on the SQLite reference, and its Promise twin on the store under test. */
-type Step = [string, (s: SessionState) => unknown, (s: SessionState) => Promise<unknown>]
-
-/** The steps, their local transcript at `transcript` (shared by the reference and the store under test). */
-const stepsAt = (transcript: string): Step[] => [
-  ['watch', (s) => s.watch(MAIN, CHILD), (s) => s.watchAsync(MAIN, CHILD)],
-  ['watch ambient', (s) => s.watch(MAIN, OTHER, { provenance: 'ambient-group' }), (s) => s.watchAsync(MAIN, OTHER, { provenance: 'ambient-group' })],
-  ['record', (s) => s.record(human(CHILD)), (s) => s.recordAsync(human(CHILD))],
-  ['record deduped', (s) => s.record(human(CHILD, { dedupeKey: 'k' })), (s) => s.recordAsync(human(CHILD, { dedupeKey: 'k' }))],
-  ['record repeat', (s) => s.record(human(CHILD, { dedupeKey: 'k' })), (s) => s.recordAsync(human(CHILD, { dedupeKey: 'k' }))],
-  ['record unwatched', (s) => s.record(human('agent:main:x', { onlyIfWatched: true })), (s) => s.recordAsync(human('agent:main:x', { onlyIfWatched: true }))],
-  ['record other', (s) => s.record(human(OTHER, { payload: { n: 1, b: [true, null] } })), (s) => s.recordAsync(human(OTHER, { payload: { n: 1, b: [true, null] } }))],
-  ['peek', (s) => s.peek(MAIN), async (s) => s.peek(MAIN)],
-  ['acknowledge', (s) => s.acknowledge(MAIN, [CHILD, CHILD]), (s) => s.acknowledgeAsync(MAIN, [CHILD, CHILD])],
-  ['cursorRows', (s) => s.cursorRows(), (s) => s.cursorRowsAsync()],
-  ['cursorRows of a target', (s) => s.cursorRows({ targetKey: CHILD }), (s) => s.cursorRowsAsync({ targetKey: CHILD })],
-  ['changesSince', (s) => s.changesSince(CHILD, 0), (s) => s.changesSinceAsync(CHILD, 0)],
-  ['changesSince limit', (s) => s.changesSince(CHILD, 0, { limit: 1 }), (s) => s.changesSinceAsync(CHILD, 0, { limit: 1 })],
-  [
-    'stateVersions',
-    (s) => s.stateVersions([{ sessionKey: CHILD }, { sessionKey: MAIN }, { sessionKey: OTHER }]),
-    (s) => s.stateVersionsAsync([{ sessionKey: CHILD }, { sessionKey: MAIN }, { sessionKey: OTHER }]),
-  ],
-  ['record again', (s) => s.record(human(CHILD)), (s) => s.recordAsync(human(CHILD))],
-  ['drain reopened', (s) => s.drain(MAIN), (s) => s.drainAsync(MAIN)],
-  ['record after drain', (s) => s.record(human(CHILD)), (s) => s.recordAsync(human(CHILD))],
-  ['sweep', (s) => s.sweep(), (s) => s.sweepAsync()],
-  ['sweep asking', (s) => s.sweep({ watcherExists: (w) => w !== MAIN }), (s) => s.sweepAsync({ watcherExists: (w) => w !== MAIN })],
-  ['prune', (s) => s.prune(), (s) => s.pruneAsync()],
-  ['drain', (s) => s.drain(MAIN), (s) => s.drainAsync(MAIN)],
-  ['drain empty', (s) => s.drain(MAIN), (s) => s.drainAsync(MAIN)],
-  ['unwatch', (s) => s.unwatch(MAIN, OTHER), (s) => s.unwatchAsync(MAIN, OTHER)],
-  ['unwatch again', (s) => s.unwatch(MAIN, OTHER), (s) => s.unwatchAsync(MAIN, OTHER)],
-  ['adopt', (s) => s.adopt(ADOPTED, { source: 'claude', remoteId: 'node-1:abc' }), (s) => s.adoptAsync(ADOPTED, { source: 'claude', remoteId: 'node-1:abc' })],
-  ['watch adopted', (s) => s.watch(MAIN, ADOPTED), (s) => s.watchAsync(MAIN, ADOPTED)],
-  [
-    'checkUpstream baseline',
-    (s) => s.checkUpstream(ADOPTED, { found: true, items: [item('a', 'old')] }),
-    (s) => s.checkUpstreamAsync(ADOPTED, { found: true, items: [item('a', 'old')] }),
-  ],
-  [
-    'checkUpstream new',
-    (s) => s.checkUpstream(ADOPTED, { found: true, items: [item('a', 'old'), item('b', 'new')] }),
-    (s) => s.checkUpstreamAsync(ADOPTED, { found: true, items: [item('a', 'old'), item('b', 'new')] }),
-  ],
-  ['adopt local', (s) => s.adopt(LOCAL, { source: 'claude', transcriptPath: transcript }), (s) => s.adoptAsync(LOCAL, { source: 'claude', transcriptPath: transcript })],
-  ['watch local', (s) => s.watch(MAIN, LOCAL), (s) => s.watchAsync(MAIN, LOCAL)],
-  ['noteOwnUserMessage', (s) => s.noteOwnUserMessage(LOCAL, 'sent by the gateway'), (s) => s.noteOwnUserMessageAsync(LOCAL, 'sent by the gateway')],
-  [
-    'scanUpstream',
-    (s) => {
-      // Both stores scan the same bytes: appended once, before the reference's scan.
-      fs.appendFileSync(transcript, typed('typed in the terminal') + typed('sent by the gateway'))
-      return s.scanUpstream()
-    },
-    (s) => s.scanUpstreamAsync(),
-  ],
-  ['scanUpstream nothing new', (s) => s.scanUpstream(), (s) => s.scanUpstreamAsync()],
-  ['resetSession', (s) => s.resetSession(MAIN), (s) => s.resetSessionAsync(MAIN)],
-  ['peek after reset', (s) => s.peek(MAIN), async (s) => s.peek(MAIN)],
-  ['deleteSession', (s) => s.deleteSession(CHILD), (s) => s.deleteSessionAsync(CHILD)],
-  ['changesSince deleted', (s) => s.changesSince(CHILD, 0), (s) => s.changesSinceAsync(CHILD, 0)],
-]
 
 describe.each(KINDS)('the Promise API on %s', (kind) => {
   test('every *Async method gives what the synchronous call gives on a SQLite file in the same state', async () => {
     const clock = new Clock()
     const reference = fx.open(fx.file(), { clock: clock.fn, strict: true })
     const s = await stores.open(kind, { clock: clock.fn, strict: true })
-    const got: Array<[string, unknown]> = []
-    const want: Array<[string, unknown]> = []
     const transcript = path.join(transcripts, `${kind}.jsonl`)
     fs.writeFileSync(transcript, typed('history'))
-    for (const [name, call, twin] of stepsAt(transcript)) {
-      want.push([name, call(reference)])
-      got.push([name, await twin(s)])
-      clock.advance(1000)
-    }
+    const { got, want, of } = await runSteps(promiseSteps({ n: 1, b: [true, null] }, transcript), reference, s, () => clock.advance(1000))
     expect(got).toEqual(want)
     // The script reached every kind of result.
-    const of = (name: string) => want.find(([n]) => n === name)?.[1]
-    expect(of('watch')).toBe(true)
-    expect(of('record repeat')).toEqual(of('record deduped'))
-    expect(of('record unwatched')).toBeNull()
-    expect(of('acknowledge')).toBe(1)
+    expectReached(of, true)
     expect(of('cursorRows')).toEqual([
       { watcherKey: MAIN, targetKey: CHILD, lastSeen: 1, notified: 2, material: 2, provenance: 'explicit', updatedAt: expect.any(Number) },
       { watcherKey: MAIN, targetKey: OTHER, lastSeen: 0, notified: 4, material: 4, provenance: 'ambient-group', updatedAt: expect.any(Number) },
     ])
-    expect(of('stateVersions')).toEqual([
-      { sessionKey: CHILD, agentId: 'main', stateVersion: 2 },
-      { sessionKey: OTHER, agentId: 'main', stateVersion: 4 },
-    ])
-    expect(of('sweep')).toEqual({ notices: 1, prune: { eventsDeleted: 0, cursorsDeleted: 0 } })
-    expect(of('checkUpstream new')).toMatchObject({ kind: 'human_direct_message', payload: { turns: 1 } })
     expect(of('noteOwnUserMessage')).toBeUndefined()
     // The gateway's own message is an echo: one human turn of the two lines.
     expect(of('scanUpstream')).toEqual([expect.objectContaining({ sessionKey: LOCAL, kind: 'human_direct_message', payload: { turns: 1 } })])
     expect(of('scanUpstream nothing new')).toEqual([])
-    expect(of('unwatch again')).toBe(false)
-    expect(pairs(of('drain reopened') as never)).toEqual([
-      [OTHER, 0],
-      [CHILD, 1],
-    ])
-    expect(of('drain empty')).toEqual([])
-    expect(of('deleteSession')).toBeUndefined()
   })
 
   test('calls settle in call order, one record after another, and notices are drainable at once', async () => {
     const s = await stores.open(kind)
     expect(await s.watchAsync(MAIN, CHILD)).toBe(true)
-    const order: number[] = []
-    const all = Array.from({ length: 64 }, (_, i) =>
-      s.recordAsync(human(i % 2 ? CHILD : OTHER)).then((e) => {
-        order.push(must(e).sequence)
-        return must(e).sequence
-      }),
-    )
-    const seqs = await Promise.all(all)
-    expect(seqs).toEqual(Array.from({ length: 64 }, (_, i) => i + 1))
-    expect(order).toEqual(seqs)
+    await recordsSettleInOrder(s)
     expect(pairs(await s.drainAsync(MAIN))).toEqual([[CHILD, 0]])
     expect(await s.stateVersionsAsync([{ sessionKey: CHILD }, { sessionKey: OTHER }])).toEqual([
       { sessionKey: CHILD, agentId: 'main', stateVersion: 64 },

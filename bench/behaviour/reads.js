@@ -3,15 +3,12 @@
 // stateVersions of 500 keys.
 
 const assert = require('node:assert/strict');
-const path = require('node:path');
-const { T0, range, openStore, assertCode } = require('./support');
+const { T0, range, assertCode, freshStore } = require('./support');
 
 // --- changesSince of 200 events ----------------------------------------------------------------
 
 function checkChangesSince(makeStore, tmpDir) {
-  const clock = { now: T0 };
-  const h = openStore(makeStore, path.join(tmpDir, 'changes-since.sqlite'), clock);
-  const s = h.store;
+  const { h, s } = freshStore(makeStore, tmpDir, 'changes-since');
   const X = 'agent:main:subagent:x';
   const Y = 'agent:main:subagent:y';
   for (let i = 1; i <= 400; i++) {
@@ -78,9 +75,7 @@ function checkChangesSince(makeStore, tmpDir) {
 // --- stateVersions of 500 keys -----------------------------------------------------------------
 
 function checkStateVersions(makeStore, tmpDir) {
-  const clock = { now: T0 };
-  const h = openStore(makeStore, path.join(tmpDir, 'state-versions.sqlite'), clock);
-  const s = h.store;
+  const { h, s } = freshStore(makeStore, tmpDir, 'state-versions');
   const refs = range(0, 499).map((i) =>
     i % 25 === 0 ? { sessionKey: `legacy-${i}`, agentId: 'ops' } : { sessionKey: `agent:main:subagent:s${i}` });
   const versions = new Map();

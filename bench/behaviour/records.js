@@ -4,24 +4,12 @@
 // producer-named watchers and the record input rules.
 
 const assert = require('node:assert/strict');
-const path = require('node:path');
-const {
-  T0,
-  DAY,
-  range,
-  wakesReach,
-  noticeFor,
-  wakeFor,
-  openStore,
-  assertCode,
-} = require('./support');
+const { T0, DAY, range, wakesReach, noticeFor, wakeFor, assertCode, freshStore } = require('./support');
 
 // --- record of a notify kind with 1 watcher, drain empty / drain of 1 notice -------------------
 
 async function checkOneWatcher(makeStore, tmpDir) {
-  const clock = { now: T0 };
-  const h = openStore(makeStore, path.join(tmpDir, 'one-watcher.sqlite'), clock);
-  const s = h.store;
+  const { clock, h, s } = freshStore(makeStore, tmpDir, 'one-watcher');
   const W = 'agent:main:main';
   const T = 'agent:main:subagent:child-1';
 
@@ -126,9 +114,7 @@ async function checkOneWatcher(makeStore, tmpDir) {
 // --- record of a notify kind with 100 watchers -------------------------------------------------
 
 async function checkHundredWatchers(makeStore, tmpDir) {
-  const clock = { now: T0 };
-  const h = openStore(makeStore, path.join(tmpDir, 'hundred-watchers.sqlite'), clock);
-  const s = h.store;
+  const { h, s } = freshStore(makeStore, tmpDir, 'hundred-watchers');
   const T = 'agent:ops:worker';
   // 0..49 main-like explicit (woken), 50..89 nested (queue only), 90..99 ambient-group (queue only)
   const watchers = range(0, 99).map((i) =>
@@ -183,9 +169,7 @@ async function checkHundredWatchers(makeStore, tmpDir) {
 // --- record of a log-only kind, spawn edges, producer-named watchers, record input rules -------
 
 async function checkRecordRules(makeStore, tmpDir) {
-  const clock = { now: T0 };
-  const h = openStore(makeStore, path.join(tmpDir, 'record-rules.sqlite'), clock);
-  const s = h.store;
+  const { h, s } = freshStore(makeStore, tmpDir, 'record-rules');
   const P = 'agent:main:main';
   const C1 = 'agent:main:subagent:kid';
   const C2 = 'agent:main:subagent:kid2';

@@ -5,25 +5,12 @@
 
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const {
-  T0,
-  DAY,
-  WAKE_WAIT_MS,
-  sleep,
-  range,
-  wakesReach,
-  noticeFor,
-  wakeFor,
-  openStore,
-  assertCode,
-} = require('./support');
+const { T0, DAY, WAKE_WAIT_MS, sleep, range, wakesReach, noticeFor, wakeFor, openStore, assertCode, freshStore } = require('./support');
 
 // --- resetSession / deleteSession --------------------------------------------------------------
 
 function checkLifecycle(makeStore, tmpDir) {
-  const clock = { now: T0 };
-  const h = openStore(makeStore, path.join(tmpDir, 'lifecycle.sqlite'), clock);
-  const s = h.store;
+  const { h, s } = freshStore(makeStore, tmpDir, 'lifecycle');
   const W = 'agent:main:main';
   const T = 'agent:main:subagent:t';
   const U = 'agent:ops:u';
@@ -195,9 +182,7 @@ async function checkSweepAfterReopen(makeStore, tmpDir) {
 // --- prune from 60,000 rows down to the 50,000 cap, then by age --------------------------------
 
 function checkPrune(makeStore, tmpDir) {
-  const clock = { now: T0 };
-  const h = openStore(makeStore, path.join(tmpDir, 'prune.sqlite'), clock);
-  const s = h.store;
+  const { clock, h, s } = freshStore(makeStore, tmpDir, 'prune');
   const keys = range(0, 3).map((i) => `agent:main:subagent:p${i}`);
   const BOSS = 'agent:main:boss';
   // Round robin: sequence q belongs to keys[(q - 1) % 4].

@@ -3,6 +3,7 @@
 // notice and wake, a store with a controllable clock, and waits for late wakes.
 
 const assert = require('node:assert/strict');
+const path = require('node:path');
 
 const T0 = Date.UTC(2026, 0, 1); // fixed clock: every stored time is deterministic
 const DAY = 24 * 60 * 60 * 1000;
@@ -60,19 +61,16 @@ function openStore(makeStore, file, clock, options = {}) {
   return h;
 }
 
+/** A fresh store `<name>.sqlite` in `tmpDir` whose clock starts at T0: `{ clock, h, s }`, `h` as
+ * {@link openStore} returns it and `s` its store. */
+function freshStore(makeStore, tmpDir, name) {
+  const clock = { now: T0 };
+  const h = openStore(makeStore, path.join(tmpDir, `${name}.sqlite`), clock);
+  return { clock, h, s: h.store };
+}
+
 function assertCode(fn, code) {
   assert.throws(fn, (err) => err instanceof Error && err.code === code);
 }
 
-module.exports = {
-  T0,
-  DAY,
-  WAKE_WAIT_MS,
-  sleep,
-  range,
-  wakesReach,
-  noticeFor,
-  wakeFor,
-  openStore,
-  assertCode,
-};
+module.exports = { T0, DAY, WAKE_WAIT_MS, sleep, range, wakesReach, noticeFor, wakeFor, openStore, freshStore, assertCode };

@@ -71,6 +71,22 @@ pub enum DbFailure {
 /// The result type of the core.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// The text of `e` followed by that of each error in its source chain (`: `-separated), but
+/// those whose text it already holds.
+pub(crate) fn with_sources(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = s.source();
+    }
+    message
+}
+
 impl Error {
     /// The stable machine code seen by JavaScript as `err.code`.
     pub fn code(&self) -> &'static str {

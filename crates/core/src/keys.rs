@@ -170,6 +170,23 @@ pub fn resolve_agent_ref<'a>(key: &'a str, explicit: Option<&'a str>) -> Result<
     }
 }
 
+/// The `(session_key, agent_id)` refs of a `stateVersions` call, each checked and its agent
+/// resolved ([`resolve_agent_ref`]), in order; the first bad ref is the error (a blank or
+/// overlong key named `refs[i].sessionKey`).
+pub(crate) fn resolve_refs<'a>(
+    refs: &[(&'a str, Option<&'a str>)],
+) -> Result<Vec<(&'a str, &'a str)>> {
+    refs.iter()
+        .enumerate()
+        .map(|(i, &(key, agent))| {
+            if is_blank(key) || key.len() > MAX_KEY_BYTES {
+                SessionKey::check_named(key, &format!("refs[{i}].sessionKey"))?;
+            }
+            Ok((key, resolve_agent_ref(key, agent)?))
+        })
+        .collect()
+}
+
 /// `key` as a JSON string literal, so that no quote or line break in it can escape its place.
 /// Besides the control characters JSON escapes, U+0085, U+2028 and U+2029 are escaped too:
 /// JSON allows them raw, but they end a line for many readers (and for `summary`).

@@ -72,6 +72,34 @@ pub struct Cursor {
     pub scope: Option<String>,
 }
 
+impl Cursor {
+    /// The cursor a stored row of `(watcher, target)` is, at `at`, or `None` for an inert
+    /// row (semantics.md#storage): a position below 0 or above `head`, the target's version.
+    pub(crate) fn checked(
+        (watcher, target): (&str, &str),
+        at: Positions,
+        provenance: Provenance,
+        updated_at: i64,
+        scope: Option<String>,
+        head: i64,
+    ) -> Option<Self> {
+        let (l, n, m) = (at.last_seen, at.notified, at.material);
+        if l.min(n).min(m) < 0 || l.max(n).max(m) > head {
+            return None;
+        }
+        Some(Cursor {
+            watcher: watcher.to_owned(),
+            target: target.to_owned(),
+            last_seen: l,
+            notified: n,
+            material: m,
+            provenance,
+            updated_at,
+            scope,
+        })
+    }
+}
+
 /// A cursor whose notice is pending (N != L) after a change.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {

@@ -10,15 +10,18 @@ use hostile::*;
 use rusqlite::Connection;
 use session_awareness_core::{Options, Provenance};
 
+/// `state.sqlite` in `dir`, a loose-schema file holding the hostile row `name` of `set`.
+fn built(dir: &tempfile::TempDir, set: &[Hostile], name: &str) -> std::path::PathBuf {
+    let path = dir.path().join("state.sqlite");
+    let h = set.iter().find(|h| h.name == name).unwrap();
+    build(&path, true, h);
+    path
+}
+
 #[test]
 fn the_row_cap_deletes_rows_that_never_age_out() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.sqlite");
-    let h = EVENTS
-        .iter()
-        .find(|h| h.name == "text occurred_at")
-        .unwrap();
-    build(&path, true, h);
+    let path = built(&dir, EVENTS, "text occurred_at");
     let fx = Fixture::open(
         path.to_str().unwrap(),
         Some(path.clone()),
@@ -113,12 +116,7 @@ fn the_upstream_scan_skips_link_rows_it_cannot_read() {
 #[test]
 fn watch_and_a_spawn_edge_replace_an_inert_row_of_their_pair() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.sqlite");
-    let h = CURSORS
-        .iter()
-        .find(|h| h.name == "unknown provenance")
-        .unwrap();
-    build(&path, true, h);
+    let path = built(&dir, CURSORS, "unknown provenance");
     let fx = Fixture::open(path.to_str().unwrap(), Some(path.clone()), opts());
     // The pair is named explicitly: the row becomes a cursor seeded at T's head (1).
     assert!(fx

@@ -9,6 +9,15 @@ use session_awareness_core::{
 };
 use watching::*;
 
+/// A file store where MAIN watches CHILD, CHILD2 and W3 explicitly, from T0.
+fn main_watching_three() -> Fixture {
+    let fx = Fixture::file();
+    for t in [CHILD, CHILD2, W3] {
+        assert!(explicit(&fx, MAIN, t, T0));
+    }
+    fx
+}
+
 #[test]
 fn acknowledge_then_reopen_hands_out_old_n_exactly_once() {
     let fx = Fixture::file();
@@ -47,10 +56,7 @@ fn acknowledge_then_reopen_hands_out_old_n_exactly_once() {
 
 #[test]
 fn acknowledge_counts_pending_targets_once() {
-    let fx = Fixture::file();
-    for t in [CHILD, CHILD2, W3] {
-        assert!(explicit(&fx, MAIN, t, T0));
-    }
+    let fx = main_watching_three();
     fx.rec(CHILD, "goal_changed", None, T0); // 1
     fx.rec(CHILD2, "goal_changed", None, T0); // 2
     let targets = strings(&[CHILD, CHILD, CHILD2, W3, "agent:main:none", "global"]);
@@ -228,10 +234,7 @@ fn the_context_key_is_hex_of_the_target_and_decodes_strictly() {
 
 #[test]
 fn drain_hands_out_notices_in_queue_order() {
-    let fx = Fixture::file();
-    for t in [CHILD, CHILD2, W3] {
-        assert!(explicit(&fx, MAIN, t, T0));
-    }
+    let fx = main_watching_three();
     fx.rec(CHILD2, "goal_changed", None, T0); // 1
     fx.rec(W3, "goal_changed", None, T0); // 2
     fx.rec(CHILD, "goal_changed", None, T0); // 3

@@ -8,26 +8,14 @@
 //! are put in with SQL, so these tests need nothing but the cursor calls. A real cluster.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use session_awareness_core::{Hooks, Notice, Options, Provenance, Store, WatchOptions};
-use session_awareness_pg_test::Cluster;
+use session_awareness_core::{Hooks, Options, Provenance, Store, WatchOptions};
 
-const W: &str = "agent:main:main";
-const T: &str = "agent:main:subagent:research";
-const NOW: i64 = 1_700_000_000_000;
-
-fn cluster() -> &'static Cluster {
-    static CLUSTER: OnceLock<Cluster> = OnceLock::new();
-    CLUSTER.get_or_init(|| Cluster::start().expect("a throwaway PostgreSQL cluster"))
-}
-
-fn schema() -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    format!("cursors_{}", NEXT.fetch_add(1, Ordering::Relaxed))
-}
+mod pg_harness;
+mod two_stores;
+use pg_harness::{schema, shared, until};
+use two_stores::{positions, NOW, T, W};
 
 fn open(schema: &str, sync_ms: u32, retention_ms: i64, max_events: u64) -> Store {
     open_as(schema, "sa-test", sync_ms, retention_ms, max_events)
@@ -44,12 +32,22 @@ fn open_as(schema: &str, app: &str, sync_ms: u32, retention_ms: i64, max_events:
         ..Options::default()
     };
     opts.pg_schema = session_awareness_core::SchemaName::parse(schema).unwrap();
-    let url = format!("{}?application_name={app}", cluster().url());
+    let url = format!("{}?application_name={app}", shared().url());
     Store::open(&url, opts, Hooks::default()).unwrap()
 }
 
 fn sql(q: &str) -> String {
-    cluster().sql(q).unwrap()
+    shared().sql(q).unwrap()
+}
+
+/// A fresh schema and a store on it (polling every `sync_ms`, the default retention) where
+/// [`W`]'s cursor on [`T`] stands at L 1, N 2, M 4, the target's head at 4: a notice pending.
+fn behind(sync_ms: u32) -> (String, Store) {
+    let s = schema("cursors");
+    let store = open(&s, sync_ms, 30 * 86_400_000, 50_000);
+    head(&s, T, 4);
+    cursor(&s, W, T, 1, 2, 4, None);
+    (s, store)
 }
 
 /// A cursor row as another host would have left it.
@@ -76,27 +74,9 @@ fn row(s: &str, w: &str, t: &str) -> String {
     ))
 }
 
-fn positions(notices: &[Notice]) -> Vec<(String, i64)> {
-    notices
-        .iter()
-        .map(|n| (n.target_key.clone(), n.changes_since))
-        .collect()
-}
-
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "timed out: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 #[test]
 fn watch_seeds_at_the_head_refreshes_and_unwatch_removes() {
-    let s = schema();
+    let s = schema("cursors");
     let store = open(&s, 0, 30 * 86_400_000, 50_000);
     head(&s, T, 7);
     let o = WatchOptions {
@@ -129,10 +109,7 @@ fn watch_seeds_at_the_head_refreshes_and_unwatch_removes() {
 
 #[test]
 fn drain_hands_out_acknowledges_and_reopens_once() {
-    let s = schema();
-    let store = open(&s, 100, 30 * 86_400_000, 50_000);
-    head(&s, T, 4);
-    cursor(&s, W, T, 1, 2, 4, None);
+    let (s, store) = behind(100);
     store.serve(W).unwrap();
     until("the catch-up", || !store.peek(W).unwrap().is_empty());
     assert_eq!(positions(&store.peek(W).unwrap()), [(T.to_owned(), 1)]);
@@ -155,7 +132,7 @@ fn drain_hands_out_acknowledges_and_reopens_once() {
 
 #[test]
 fn acknowledge_through_and_scope() {
-    let s = schema();
+    let s = schema("cursors");
     let store = open(&s, 0, 30 * 86_400_000, 50_000);
     let u = "agent:main:subagent:other";
     head(&s, T, 4);
@@ -197,7 +174,7 @@ fn acknowledge_through_and_scope() {
 
 #[test]
 fn sweep_refreezes_and_queues_in_order_then_prunes() {
-    let s = schema();
+    let s = schema("cursors");
     let store = open(&s, 0, 30 * 86_400_000, 50_000);
     let (w2, u) = ("agent:other:main", "agent:main:subagent:u");
     head(&s, T, 9);
@@ -224,7 +201,7 @@ fn sweep_refreezes_and_queues_in_order_then_prunes() {
 
 #[test]
 fn prune_by_age_then_by_count_raises_the_watermarks() {
-    let s = schema();
+    let s = schema("cursors");
     // Retention 10 s; at most 3 events.
     let store = open(&s, 0, 10_000, 3);
     for i in 0..8i64 {
@@ -259,10 +236,7 @@ fn prune_by_age_then_by_count_raises_the_watermarks() {
 
 #[test]
 fn reset_and_delete_drop_cursors_and_notices() {
-    let s = schema();
-    let store = open(&s, 0, 30 * 86_400_000, 50_000);
-    head(&s, T, 4);
-    cursor(&s, W, T, 1, 2, 4, None);
+    let (s, store) = behind(0);
     cursor(&s, T, W, 0, 0, 0, None);
     store.sweep(None, NOW).unwrap();
     assert!(store.has_pending(W).unwrap());
@@ -285,7 +259,7 @@ fn reset_and_delete_drop_cursors_and_notices() {
 
 #[test]
 fn a_hinted_cursor_reaches_both_hosts_and_is_handed_out_once() {
-    let s = schema();
+    let s = schema("cursors");
     let a = open(&s, 100, 30 * 86_400_000, 50_000);
     let b = open(&s, 100, 30 * 86_400_000, 50_000);
     a.serve(W).unwrap();
@@ -336,7 +310,7 @@ fn a_hinted_cursor_reaches_both_hosts_and_is_handed_out_once() {
 
 #[test]
 fn a_killed_listener_reconnects_and_catches_up_from_the_rows() {
-    let s = schema();
+    let s = schema("cursors");
     // A poll too slow to matter: only the catch-up at the reconnect can find the row.
     let b = open_as(&s, "kill-b", 60_000, 30 * 86_400_000, 50_000);
     b.serve(W).unwrap();
@@ -355,7 +329,7 @@ fn a_killed_listener_reconnects_and_catches_up_from_the_rows() {
     cursor(&s, W, T, 1, 2, 4, None);
     std::thread::sleep(Duration::from_millis(200));
     assert!(b.peek(W).unwrap().is_empty());
-    assert_eq!(cluster().terminate_backends("kill-b listener").unwrap(), 1);
+    assert_eq!(shared().terminate_backends("kill-b listener").unwrap(), 1);
     until("B's reconnect", || b.listener_connects() == 2);
     until("B's queue", || !b.peek(W).unwrap().is_empty());
     assert_eq!(positions(&b.peek(W).unwrap()), [(T.to_owned(), 1)]);
@@ -380,14 +354,14 @@ fn a_killed_listener_reconnects_and_catches_up_from_the_rows() {
 
 #[test]
 fn every_backend_killed_loses_no_notice() {
-    let s = schema();
+    let s = schema("cursors");
     let b = open_as(&s, "kill-all", 100, 30 * 86_400_000, 50_000);
     head(&s, T, 4);
     cursor(&s, W, T, 1, 2, 4, None);
     b.serve(W).unwrap();
     until("B's queue", || !b.peek(W).unwrap().is_empty());
-    let killed = cluster().terminate_backends("kill-all").unwrap()
-        + cluster().terminate_backends("kill-all listener").unwrap();
+    let killed = shared().terminate_backends("kill-all").unwrap()
+        + shared().terminate_backends("kill-all listener").unwrap();
     assert!(killed >= 1, "the store's backends");
     // A call in flight may fail with ERR_DB (its notices stay queued); a later one succeeds
     // on a new connection, without reopening.

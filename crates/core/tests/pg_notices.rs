@@ -8,29 +8,18 @@
 //! B. A real cluster (`session_awareness_pg_test::Cluster`); every wait is a generous timeout.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use session_awareness_core::{
-    Hooks, Notice, Options, Provenance, QueueSignal, RecordInput, Store, WakeRequest, WakeSink,
+    Hooks, Notice, Options, Provenance, QueueSignal, Store, WakeRequest, WakeSink,
 };
-use session_awareness_pg_test::Cluster;
 
-const W: &str = "agent:main:main";
-const NOW: i64 = 1_700_000_000_000;
-const PATIENCE: Duration = Duration::from_secs(20);
-
-fn cluster() -> &'static Cluster {
-    static CLUSTER: OnceLock<Cluster> = OnceLock::new();
-    CLUSTER.get_or_init(|| Cluster::start().expect("a throwaway PostgreSQL cluster"))
-}
-
-/// A fresh schema for one test, so the tests of this file share the cluster.
-fn schema() -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    format!("notices_{}", NEXT.fetch_add(1, Ordering::Relaxed))
-}
+mod pg_harness;
+mod two_stores;
+use pg_harness::{schema, shared, until, PATIENCE};
+use two_stores::{human, positions, NOW, W};
 
 struct Wakes(Mutex<mpsc::Sender<(WakeRequest, Instant)>>);
 impl WakeSink for Wakes {
@@ -41,7 +30,7 @@ impl WakeSink for Wakes {
 
 /// A host: a store on `schema` named `app` (its connections' application_name), with its
 /// wakes.
-fn host(schema: &str, app: &str, sync_ms: u32) -> (Store, mpsc::Receiver<(WakeRequest, Instant)>) {
+fn host(schema: &str, app: &str, sync_ms: u32) -> (Store, WakeLog) {
     let (tx, rx) = mpsc::channel();
     let hooks = Hooks {
         wake: Some(Arc::new(Wakes(Mutex::new(tx)))),
@@ -53,32 +42,33 @@ fn host(schema: &str, app: &str, sync_ms: u32) -> (Store, mpsc::Receiver<(WakeRe
         ..Options::default()
     };
     opts.pg_schema = session_awareness_core::SchemaName::parse(schema).unwrap();
-    let url = format!("{}?application_name={app}", cluster().url());
+    let url = format!("{}?application_name={app}", shared().url());
     (Store::open(&url, opts, hooks).unwrap(), rx)
 }
 
-fn human(target: &str) -> RecordInput {
-    RecordInput {
-        session_key: target.into(),
-        kind: "human_direct_message".into(),
-        actor_type: "human".into(),
-        summary: "human message via telegram".into(),
-        ..Default::default()
-    }
+/// The wakes a host was asked for, each with when.
+type WakeLog = mpsc::Receiver<(WakeRequest, Instant)>;
+
+/// A fresh schema and two hosts on it, `<name>-a` and `<name>-b`, each polling every 100 ms.
+fn two_hosts(name: &str) -> (String, (Store, WakeLog), (Store, WakeLog)) {
+    let s = schema("notices");
+    let a = host(&s, &format!("{name}-a"), 100);
+    let b = host(&s, &format!("{name}-b"), 100);
+    (s, a, b)
 }
 
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+/// [`two_hosts`], B watching `t` as [`W`] and serving W (its lease written).
+fn served_on_b(name: &str, t: &str) -> ((Store, WakeLog), (Store, WakeLog)) {
+    let (s, a, b) = two_hosts(name);
+    assert!(b.0.watch(W, t, Provenance::Explicit, NOW).unwrap());
+    leased(&s, W, 1);
+    (a, b)
 }
 
 /// Waits until `store`'s leases are in the table (its task wrote them).
 fn leased(schema: &str, watcher: &str, hosts: usize) {
     until("the lease", || {
-        let n = cluster()
+        let n = shared()
             .sql(&format!(
                 "SELECT count(*) FROM {schema}.session_awareness_served WHERE watcher_key = '{watcher}'"
             ))
@@ -92,21 +82,10 @@ fn nothing_queued(store: &Store) -> bool {
     store.queue_signal().words[0].load(Ordering::Acquire) == QueueSignal::EMPTY
 }
 
-fn positions(notices: &[Notice]) -> Vec<(String, i64)> {
-    notices
-        .iter()
-        .map(|n| (n.target_key.clone(), n.changes_since))
-        .collect()
-}
-
 #[test]
 fn a_notice_recorded_on_a_is_queued_and_woken_on_b() {
-    let s = schema();
-    let (a, a_wakes) = host(&s, "host-a", 100);
-    let (b, b_wakes) = host(&s, "host-b", 100);
     let t = "agent:main:subagent:research";
-    assert!(b.watch(W, t, Provenance::Explicit, NOW).unwrap());
-    leased(&s, W, 1);
+    let ((a, a_wakes), (b, b_wakes)) = served_on_b("host", t);
     let seq = a.record(human(t), NOW).unwrap().unwrap().sequence;
     until("B's queue", || !b.peek(W).unwrap().is_empty());
     assert_eq!(positions(&b.peek(W).unwrap()), [(t.to_owned(), seq - 1)]);
@@ -132,12 +111,8 @@ fn a_notice_recorded_on_a_is_queued_and_woken_on_b() {
 
 #[test]
 fn the_cross_host_latency_over_200_notices() {
-    let s = schema();
-    let (a, _a_wakes) = host(&s, "lat-a", 100);
-    let (b, b_wakes) = host(&s, "lat-b", 100);
     let t = "agent:main:subagent:latency";
-    assert!(b.watch(W, t, Provenance::Explicit, NOW).unwrap());
-    leased(&s, W, 1);
+    let ((a, _a_wakes), (b, b_wakes)) = served_on_b("lat", t);
     let mut queued = Vec::new();
     let mut woken = Vec::new();
     for i in 0..200 {
@@ -170,9 +145,7 @@ fn the_cross_host_latency_over_200_notices() {
 
 #[test]
 fn both_hosts_draining_at_once_hand_each_notice_out_once() {
-    let s = schema();
-    let (a, _aw) = host(&s, "once-a", 100);
-    let (b, _bw) = host(&s, "once-b", 100);
+    let (s, (a, _aw), (b, _bw)) = two_hosts("once");
     let targets: Vec<String> = (0..20)
         .map(|i| format!("agent:main:subagent:t{i:02}"))
         .collect();
@@ -221,15 +194,11 @@ fn both_hosts_draining_at_once_hand_each_notice_out_once() {
 
 #[test]
 fn a_killed_listener_reconnects_and_catches_up() {
-    let s = schema();
-    let (a, _aw) = host(&s, "kill-a", 100);
-    let (b, b_wakes) = host(&s, "kill-b", 100);
     let t = "agent:main:subagent:killed";
-    assert!(b.watch(W, t, Provenance::Explicit, NOW).unwrap());
-    leased(&s, W, 1);
+    let ((a, _aw), (b, b_wakes)) = served_on_b("kill", t);
     until("B's listener", || b.listener_connects() >= 1);
     let before = b.listener_connects();
-    assert_eq!(cluster().terminate_backends("kill-b listener").unwrap(), 1);
+    assert_eq!(shared().terminate_backends("kill-b listener").unwrap(), 1);
     // Sent while B's listener is gone: only the catch-up at its reconnect can find it.
     let seq = a.record(human(t), NOW).unwrap().unwrap().sequence;
     until("B's reconnect", || b.listener_connects() > before);
@@ -247,9 +216,7 @@ fn a_killed_listener_reconnects_and_catches_up() {
 
 #[test]
 fn the_lease_rule_decides_where_a_notice_is_queued() {
-    let s = schema();
-    let (a, a_wakes) = host(&s, "lease-a", 100);
-    let (b, b_wakes) = host(&s, "lease-b", 100);
+    let (s, (a, a_wakes), (b, b_wakes)) = two_hosts("lease");
     let t = "agent:main:subagent:leased";
     // Watched through A's seed-free path, served nowhere: the recording host queues.
     let c = host(&s, "lease-c", 0).0;
@@ -281,7 +248,7 @@ fn the_lease_rule_decides_where_a_notice_is_queued() {
 
 #[test]
 fn a_lease_counts_until_it_expires() {
-    let s = schema();
+    let s = schema("notices");
     let (a, _aw) = host(&s, "ghost-a", 100);
     let t = "agent:main:subagent:ghost";
     let c = host(&s, "ghost-c", 0).0;
@@ -289,7 +256,7 @@ fn a_lease_counts_until_it_expires() {
     c.close();
     // A host that crashed a moment ago: its lease is still live.
     let live = session_awareness_core::system_now() + 60_000;
-    cluster()
+    shared()
         .sql(&format!(
             "INSERT INTO {s}.session_awareness_served VALUES ('{W}', 'crashed-host', {live})"
         ))
@@ -297,7 +264,7 @@ fn a_lease_counts_until_it_expires() {
     let first = a.record(human(t), NOW).unwrap().unwrap().sequence;
     assert!(nothing_queued(&a), "left to the host that holds the lease");
     // Once its lease has expired, the next material event heals the notice here.
-    cluster()
+    shared()
         .sql(&format!(
             "UPDATE {s}.session_awareness_served SET expires_at = {}",
             live - 120_000

@@ -14,26 +14,21 @@ use session_awareness_core::{
 };
 use session_awareness_pg_test::Cluster;
 
+mod pg_harness;
+use pg_harness::{cluster, url};
+
 const MAIN: &str = "agent:main:main";
 const CHILD: &str = "agent:main:subagent:c";
 const OTHER: &str = "agent:main:subagent:d";
 const NOW: i64 = 1_700_000_000_000;
 
-fn cluster(name: &str) -> Cluster {
-    Cluster::start_with(session_awareness_pg_test::Options {
-        name: name.into(),
-        ..Default::default()
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
+fn open(c: &Cluster) -> Store {
+    Store::open(&url(c), Options::default(), Hooks::default()).unwrap()
 }
 
-fn open(c: &Cluster) -> Store {
-    Store::open(
-        &format!("{}?sslmode=disable", c.url()),
-        Options::default(),
-        Hooks::default(),
-    )
-    .unwrap()
+/// The sequences of `events`, in their order.
+fn sequences(events: &[ChangeEvent]) -> Vec<i64> {
+    events.iter().map(ChangeEvent::sequence).collect()
 }
 
 fn input(session: &str, kind: &str, actor: &str) -> RecordInput {
@@ -143,8 +138,7 @@ fn records_and_reads_as_sqlite_does() {
     // self-suppressed one 5, the dedupe key's first row 6 (its repeat returns it and uses up
     // 7, as SQLite's AUTOINCREMENT does), the watched child's onlyIfWatched record 8.
     let d = pg.changes_since(CHILD, 0.0, None, None).unwrap();
-    let seqs: Vec<i64> = d.events.iter().map(ChangeEvent::sequence).collect();
-    assert_eq!(seqs, vec![1, 3, 4, 8]);
+    assert_eq!(sequences(&d.events), vec![1, 3, 4, 8]);
     assert_eq!(d.state_version, 8);
     assert_eq!(d.earliest_available_sequence, 1);
     assert!(!d.history_gap && !d.truncated);
@@ -153,13 +147,7 @@ fn records_and_reads_as_sqlite_does() {
         "human_direct_message on agent:main:subagent:c"
     );
     let page = pg.changes_since(CHILD, 1.0, None, Some(2.0)).unwrap();
-    assert_eq!(
-        page.events
-            .iter()
-            .map(ChangeEvent::sequence)
-            .collect::<Vec<_>>(),
-        vec![3, 4]
-    );
+    assert_eq!(sequences(&page.events), vec![3, 4]);
     assert!(page.truncated);
     assert_eq!(pg.state_version(OTHER, None).unwrap(), 6);
     assert_eq!(
@@ -441,13 +429,7 @@ fn history_gap_and_earliest_come_from_the_head_s_watermark() {
     assert!(d.history_gap);
     assert_eq!(d.earliest_available_sequence, 3);
     assert_eq!(d.state_version, 4);
-    assert_eq!(
-        d.events
-            .iter()
-            .map(ChangeEvent::sequence)
-            .collect::<Vec<_>>(),
-        vec![3, 4]
-    );
+    assert_eq!(sequences(&d.events), vec![3, 4]);
     let d = store.changes_since(CHILD, 2.0, None, None).unwrap();
     assert!(!d.history_gap);
     // Nothing left: earliest is the head + 1; a session never recorded answers zeroes.
@@ -463,7 +445,7 @@ fn history_gap_and_earliest_come_from_the_head_s_watermark() {
 fn a_record_waiting_past_the_statement_timeout_is_err_db() {
     let c = cluster("rs-timeout");
     let store = Store::open(
-        &format!("{}?sslmode=disable", c.url()),
+        &url(&c),
         Options {
             statement_timeout_ms: 300,
             ..Options::default()

@@ -3,19 +3,19 @@
 //! file, and a failed connection's error never carries the password. Never skipped: without
 //! PostgreSQL's server binaries these tests fail with the line saying what to install.
 
+mod pg_harness;
+
+use pg_harness::{cluster, url};
 use session_awareness_core::{Hooks, Options, SchemaName, Store};
-use session_awareness_pg_test::Cluster;
 
-fn cluster(name: &str) -> Cluster {
-    Cluster::start_with(session_awareness_pg_test::Options {
-        name: name.into(),
-        ..Default::default()
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn url(c: &Cluster) -> String {
-    format!("{}?sslmode=disable", c.url())
+/// Opens `url`, which must be refused with `ERR_DB`; returns the error's text and its debug
+/// form.
+fn refused(url: &str) -> String {
+    let e = Store::open(url, Options::default(), Hooks::default())
+        .err()
+        .expect("refused");
+    assert_eq!(e.code(), "ERR_DB");
+    format!("{e} {e:?}")
 }
 
 const TABLES: &str = "SELECT string_agg(table_name, ',' ORDER BY table_name) \
@@ -93,31 +93,15 @@ fn a_wrong_password_is_err_db_without_the_password() {
     let wrong = c
         .password_url()
         .replace(&format!(":{}@", c.password()), &format!(":{secret}@"));
-    let e = Store::open(
-        &format!("{wrong}?sslmode=disable"),
-        Options::default(),
-        Hooks::default(),
-    )
-    .err()
-    .expect("refused");
-    assert_eq!(e.code(), "ERR_DB");
-    let text = format!("{e} {e:?}");
+    let text = refused(&format!("{wrong}?sslmode=disable"));
     assert!(!text.contains(secret), "{text}");
     assert!(!text.contains(c.password()), "{text}");
     // As a `password=` parameter too.
-    let e = Store::open(
-        &format!(
-            "postgres://{}@127.0.0.1:{}/postgres?sslmode=disable&password={secret}",
-            session_awareness_pg_test::PASSWORD_ROLE,
-            c.port()
-        ),
-        Options::default(),
-        Hooks::default(),
-    )
-    .err()
-    .expect("refused");
-    assert_eq!(e.code(), "ERR_DB");
-    let text = format!("{e} {e:?}");
+    let text = refused(&format!(
+        "postgres://{}@127.0.0.1:{}/postgres?sslmode=disable&password={secret}",
+        session_awareness_pg_test::PASSWORD_ROLE,
+        c.port()
+    ));
     assert!(!text.contains(secret), "{text}");
 }
 

@@ -10,6 +10,9 @@ use std::process::Command;
 use session_awareness_core::{Hooks, Options, Store};
 use session_awareness_pg_test::Cluster;
 
+mod pg_harness;
+use pg_harness::cluster;
+
 fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl")
         .args(args)
@@ -123,11 +126,7 @@ fn encrypted(c: &Cluster) -> String {
 fn sslmode_is_honoured_over_rustls() {
     let certs = tempfile::tempdir().unwrap();
     certificates(certs.path());
-    let c = Cluster::start_with(session_awareness_pg_test::Options {
-        name: "rs-tls".into(),
-        ..Default::default()
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    let c = cluster("rs-tls");
     serve_tls(&c, certs.path());
     let ca = certs.path().join("ca.crt");
     let ca = ca.to_str().unwrap();
@@ -145,33 +144,20 @@ fn sslmode_is_honoured_over_rustls() {
         assert_eq!(encrypted(&c), ssl, "{query}");
         store.close();
     }
+    // With the test CA as the roots, `mode` on `host`.
+    let with_ca =
+        |host: &str, mode: &str| open(&at(host, &format!("sslmode={mode}&sslrootcert={ca}")));
     // The chain verified, the name not: 127.0.0.1 is not in the certificate.
-    let store = open(&at(
-        "127.0.0.1",
-        &format!("sslmode=verify-ca&sslrootcert={ca}"),
-    ))
-    .unwrap();
+    let store = with_ca("127.0.0.1", "verify-ca").unwrap();
     assert_eq!(encrypted(&c), "true");
     store.close();
     // `require` with a root file verifies the chain, as libpq does.
-    let store = open(&at(
-        "127.0.0.1",
-        &format!("sslmode=require&sslrootcert={ca}"),
-    ))
-    .unwrap();
-    store.close();
-    let e = open(&at(
-        "127.0.0.1",
-        &format!("sslmode=verify-full&sslrootcert={ca}"),
-    ))
-    .err()
-    .expect("the name does not match");
+    with_ca("127.0.0.1", "require").unwrap().close();
+    let e = with_ca("127.0.0.1", "verify-full")
+        .err()
+        .expect("the name does not match");
     assert_eq!(e.code(), "ERR_DB");
-    let store = open(&at(
-        "localhost",
-        &format!("sslmode=verify-full&sslrootcert={ca}"),
-    ))
-    .unwrap();
+    let store = with_ca("localhost", "verify-full").unwrap();
     assert_eq!(encrypted(&c), "true");
     store.close();
     // The bundled roots do not know the test CA.

@@ -168,16 +168,7 @@ impl Target {
             let message = format!("{db} (SQLSTATE {})", db.code().code());
             return Error::db(failure_of(e), self.redact(&message));
         }
-        let mut message = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(s) = source {
-            let text = s.to_string();
-            if !message.contains(&text) {
-                message.push_str(": ");
-                message.push_str(&text);
-            }
-            source = s.source();
-        }
+        let message = crate::error::with_sources(e);
         Error::db(failure_of(e), self.redact(&message))
     }
 
@@ -260,37 +251,41 @@ impl Target {
             let name = crate::postgres::listen::application_name(config.get_application_name());
             config.application_name(name);
         }
-        let handle = crate::runtime::handle();
         let connected = match (&self.tls, mode) {
             (Some(tls), SslMode::Prefer | SslMode::Require) => {
                 let (client, conn) = config
                     .connect(tls.clone())
                     .await
                     .map_err(|e| self.error(&e))?;
-                let task = match hints {
-                    Some(tx) => handle.spawn(crate::postgres::listen::forward(conn, tx.clone())),
-                    None => handle.spawn(async move {
-                        let _ = conn.await;
-                    }),
-                };
-                (client, task.abort_handle())
+                (client, drive(conn, hints))
             }
             _ => {
                 let (client, conn) = config
                     .connect(tokio_postgres::NoTls)
                     .await
                     .map_err(|e| self.error(&e))?;
-                let task = match hints {
-                    Some(tx) => handle.spawn(crate::postgres::listen::forward(conn, tx.clone())),
-                    None => handle.spawn(async move {
-                        let _ = conn.await;
-                    }),
-                };
-                (client, task.abort_handle())
+                (client, drive(conn, hints))
             }
         };
         Ok(connected)
     }
+}
+
+/// Spawns the task that drives `conn` on the store's runtime, forwarding its notifications
+/// to `hints` when given; the handle aborts it.
+fn drive<S, T>(conn: tokio_postgres::Connection<S, T>, hints: &Option<Hints>) -> AbortHandle
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let handle = crate::runtime::handle();
+    let task = match hints {
+        Some(tx) => handle.spawn(crate::postgres::listen::forward(conn, tx.clone())),
+        None => handle.spawn(async move {
+            let _ = conn.await;
+        }),
+    };
+    task.abort_handle()
 }
 
 /// The kind of a client's error: SQLSTATE classes of a server error, a lost or refused

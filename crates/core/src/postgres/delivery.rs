@@ -20,6 +20,26 @@ use crate::queue::{Notice, Queued};
 
 const TRIES: usize = 3;
 
+/// Runs the transaction `$tx` (an expression of a future, made anew for each try) between
+/// [`begin`] and [`end`], again while it fails with a deadlock or a serialization failure,
+/// [`TRIES`] times in all; the outcome of the last try. A failed `BEGIN` returns its error at
+/// once.
+macro_rules! retried {
+    ($client:expr, $tx:expr) => {{
+        let mut outcome = Err(crate::error::Error::Closed);
+        for _ in 0..TRIES {
+            begin($client).await?;
+            let r = $tx.await;
+            outcome = end($client, r).await;
+            match &outcome {
+                Err(e) if cursors::is_retryable(e) => continue,
+                _ => break,
+            }
+        }
+        outcome
+    }};
+}
+
 /// Runs `BEGIN`; the caller ends it with [`end`].
 pub(crate) async fn begin(c: &Client) -> Result<()> {
     c.batch_execute("BEGIN").await.map_err(cursors::db)
@@ -58,17 +78,57 @@ async fn drain_tx(
         if row.at.last_seen != q.changes_since {
             continue;
         }
-        if let Some(to) = row.at.after_acknowledge(None) {
-            moves.push(Move {
-                target: row.target.clone(),
-                from: row.at,
-                to,
-            });
-        }
+        moves.extend(acknowledged(row, None));
     }
+    let moves = write(c, watcher, moves, now).await?;
+    Ok((moves, rows))
+}
+
+/// The move acknowledging `row` (read up to `through` when given), if it has anything pending.
+fn acknowledged(row: &cursors::Row3, through: Option<i64>) -> Option<Move> {
+    let to = row.at.after_acknowledge(through)?;
+    Some(Move {
+        target: row.target.clone(),
+        from: row.at,
+        to,
+    })
+}
+
+/// Writes `moves` (each only where its row still holds the positions it was read at) and
+/// returns those written.
+async fn write(
+    c: &mut Cached<'_>,
+    watcher: &str,
+    mut moves: Vec<Move>,
+    now: i64,
+) -> Result<Vec<Move>> {
     let written = cursors::write_moves(c, watcher, &moves, now).await?;
     moves.retain(|m| written.contains(&m.target));
-    Ok((moves, rows))
+    Ok(moves)
+}
+
+/// After a drain or an acknowledge of `watcher`: queues the notices of the cursors it
+/// `reopened`, withdraws the watcher's scheduled wake when nothing is left queued, releases
+/// the sync lock (`guard`) before waking, and tells the other hosts when it `consumed` any.
+async fn reopen(
+    c: &Client,
+    notices: &Notices,
+    delivery: &Delivery,
+    watcher: &str,
+    reopened: &[Pending],
+    guard: tokio::sync::MutexGuard<'_, ()>,
+    consumed: bool,
+) {
+    delivery
+        .metrics
+        .add(Count::OpenedReopen, reopened.len() as u64);
+    let wakes = delivery.enqueue(reopened);
+    delivery.withdraw_if_idle(watcher);
+    drop(guard);
+    delivery.wake_all(wakes);
+    if consumed {
+        notices.consumed(c, watcher).await;
+    }
 }
 
 /// Hands out `watcher`'s queued notices, acknowledged (semantics.md#cursors-acknowledge):
@@ -87,18 +147,9 @@ pub(crate) async fn drain(
         return Ok(Vec::new());
     }
     let st = notices.state();
-    let _g = st.sync_lock().await;
+    let guard = st.sync_lock().await;
     let queued = delivery.queue().take(watcher);
-    let mut outcome = Err(crate::error::Error::Closed);
-    for _ in 0..TRIES {
-        begin(c.client).await?;
-        let r = drain_tx(c, watcher, &queued, now).await;
-        outcome = end(c.client, r).await;
-        match &outcome {
-            Err(e) if cursors::is_retryable(e) => continue,
-            _ => break,
-        }
-    }
+    let outcome = retried!(c.client, drain_tx(c, watcher, &queued, now));
     let (moves, rows) = match outcome {
         Ok(v) => v,
         Err(e) => {
@@ -127,16 +178,16 @@ pub(crate) async fn drain(
         }
     }
     delivery.metrics.add(Count::Delivered, out.len() as u64);
-    delivery
-        .metrics
-        .add(Count::OpenedReopen, reopened.len() as u64);
-    let wakes = delivery.enqueue(&reopened);
-    delivery.withdraw_if_idle(watcher);
-    drop(_g);
-    delivery.wake_all(wakes);
-    if !out.is_empty() {
-        notices.consumed(c.client, watcher).await;
-    }
+    reopen(
+        c.client,
+        notices,
+        delivery,
+        watcher,
+        &reopened,
+        guard,
+        !out.is_empty(),
+    )
+    .await;
     Ok(out)
 }
 
@@ -154,16 +205,9 @@ async fn acknowledge_tx(
         if scope.is_some_and(|s| row.scope.as_deref() != Some(s)) {
             continue;
         }
-        if let Some(to) = row.at.after_acknowledge(through) {
-            moves.push(Move {
-                target: row.target.clone(),
-                from: row.at,
-                to,
-            });
-        }
+        moves.extend(acknowledged(row, through));
     }
-    let written = cursors::write_moves(c, watcher, &moves, now).await?;
-    moves.retain(|m| written.contains(&m.target));
+    let moves = write(c, watcher, moves, now).await?;
     Ok((moves, rows))
 }
 
@@ -183,18 +227,11 @@ pub(crate) async fn acknowledge(
 ) -> Result<u64> {
     let st = notices.state();
     let targets: Vec<String> = targets.iter().map(|t| (*t).to_owned()).collect();
-    let _g = st.sync_lock().await;
-    let mut outcome = Err(crate::error::Error::Closed);
-    for _ in 0..TRIES {
-        begin(c.client).await?;
-        let r = acknowledge_tx(c, watcher, &targets, scope, through, now).await;
-        outcome = end(c.client, r).await;
-        match &outcome {
-            Err(e) if cursors::is_retryable(e) => continue,
-            _ => break,
-        }
-    }
-    let (moves, rows) = outcome?;
+    let guard = st.sync_lock().await;
+    let (moves, rows) = retried!(
+        c.client,
+        acknowledge_tx(c, watcher, &targets, scope, through, now)
+    )?;
     let mut reopened: Vec<Pending> = Vec::new();
     {
         let mut q = delivery.queue();
@@ -211,16 +248,16 @@ pub(crate) async fn acknowledge(
     }
     let count = moves.len() as u64;
     delivery.metrics.add(Count::Acknowledged, count);
-    delivery
-        .metrics
-        .add(Count::OpenedReopen, reopened.len() as u64);
-    let wakes = delivery.enqueue(&reopened);
-    delivery.withdraw_if_idle(watcher);
-    drop(_g);
-    delivery.wake_all(wakes);
-    if count > 0 {
-        notices.consumed(c.client, watcher).await;
-    }
+    reopen(
+        c.client,
+        notices,
+        delivery,
+        watcher,
+        &reopened,
+        guard,
+        count > 0,
+    )
+    .await;
     Ok(count)
 }
 
@@ -235,17 +272,7 @@ pub(crate) async fn refreeze(
     only: Option<&[String]>,
 ) -> Result<Vec<Pending>> {
     let st = notices.state();
-    let mut outcome = Err(crate::error::Error::Closed);
-    for _ in 0..TRIES {
-        begin(c).await?;
-        let r = cursors::refreeze(c, st.schema, only).await;
-        outcome = end(c, r).await;
-        match &outcome {
-            Err(e) if cursors::is_retryable(e) => continue,
-            _ => break,
-        }
-    }
-    let pending = outcome?;
+    let pending = retried!(c, cursors::refreeze(c, st.schema, only))?;
     let wakes = delivery.enqueue(&pending);
     delivery.wake_all(wakes);
     Ok(pending)

@@ -26,9 +26,13 @@ use crate::error::{Error, Result};
 use crate::options::{Options, SchemaName};
 use crate::postgres::block_on;
 use crate::postgres::conn::{Pg, Target};
+use crate::sqlite::import::check::classify_event;
+use crate::sqlite::import::copy::{
+    check_taken, head_row_key, heads_written, insert_chunks, raise_head,
+};
 use crate::sqlite::import::rows::{self, Cell, Kind};
 use crate::sqlite::import::source::{read_all, Source, CURSOR_KINDS};
-use crate::sqlite::import::{head_key, Heads, ATTEMPTS};
+use crate::sqlite::import::{kinds, Heads, ATTEMPTS};
 use crate::sqlite::import::{ImportOptions, ImportSummary, Progress, TableSummary};
 
 /// Imports the session-state rows of the SQLite database at `source` (an OpenClaw state
@@ -209,10 +213,6 @@ fn run<T: Send>(
 const EVENT_COLUMNS: &str = "sequence, dedupe_key, session_key, session_id, agent_id, kind, \
      actor_type, actor_id, run_id, occurred_at, summary, payload_json";
 
-fn event_kinds() -> Vec<Kind> {
-    rows::EVENTS.iter().map(|c| c.kind).collect()
-}
-
 /// The check and the first write transaction (see the module docs): classifies every source
 /// event against the destination, refusing a diverged history, then raises the identity and
 /// writes the pruned watermarks. Returns the sequences to insert, how many events the
@@ -236,7 +236,7 @@ async fn check(c: &Client, pg: &Pg, src: &Source) -> Result<(Vec<i64>, u64, Head
         before.insert((k.into_bytes(), a.into_bytes()), (r.get(2), r.get(3)));
     }
     let seqs: Vec<i64> = src.events.iter().filter_map(|e| e[0].int()).collect();
-    let kinds = event_kinds();
+    let kinds = kinds(&rows::EVENTS);
     let mut held: HashMap<i64, Vec<Cell>> = HashMap::new();
     for chunk in seqs.chunks(10_000) {
         let chunk = chunk.to_vec();
@@ -276,32 +276,16 @@ async fn check(c: &Client, pg: &Pg, src: &Source) -> Result<(Vec<i64>, u64, Head
     let mut present = 0;
     for e in &src.events {
         let seq = e[0].int().unwrap_or(0);
-        match held.get(&seq) {
-            Some(d) if d == e => present += 1,
-            Some(_) => {
-                return Err(Error::ImportDiverged(format!(
-                    "sequence {seq} holds another event in the destination"
-                )))
-            }
-            None => {
-                let (last, pruned) = before.get(&head_key(e)).copied().unwrap_or((0, 0));
-                if seq <= pruned {
-                    present += 1;
-                } else if seq <= last {
-                    return Err(Error::ImportDiverged(format!(
-                        "the destination carries the session of sequence {seq} to version {last} without that event"
-                    )));
-                } else {
-                    if let Cell::Text(k) = &e[1] {
-                        if let Some(other) = dedupe.get(k) {
-                            return Err(Error::ImportDiverged(format!(
-                                "the dedupe key of sequence {seq} belongs to sequence {other} in the destination"
-                            )));
-                        }
-                    }
-                    insert.push(seq);
-                }
-            }
+        let owner = || {
+            let Cell::Text(k) = &e[1] else {
+                return Ok(None);
+            };
+            Ok(dedupe.get(k).copied())
+        };
+        if classify_event(seq, e, held.get(&seq).map(Vec::as_slice), &before, owner)? {
+            insert.push(seq);
+        } else {
+            present += 1;
         }
     }
     // The identity past the source's largest sequence, never back.
@@ -321,7 +305,7 @@ async fn check(c: &Client, pg: &Pg, src: &Source) -> Result<(Vec<i64>, u64, Head
         .iter()
         .filter(|h| h[3].int().is_some_and(|w| w > 0))
         .collect();
-    marks.sort_by_key(|h| key_of(h));
+    marks.sort_by_key(|h| head_row_key(h));
     let up = c
         .prepare(&format!(
             "INSERT INTO {s}.session_state_heads (session_key, agent_id, last_sequence, pruned_max_sequence, updated_at) \
@@ -398,7 +382,7 @@ async fn write_events(c: &Client, pg: &Pg, batch: Vec<Vec<Cell>>) -> Result<u64>
         ))
         .await
         .map_err(err)?;
-    let kinds = event_kinds();
+    let kinds = kinds(&rows::EVENTS);
     let mut heads: HashMap<(Vec<u8>, Vec<u8>), (i64, i64)> = HashMap::new();
     let mut inserted = 0;
     for e in &batch {
@@ -406,22 +390,15 @@ async fn write_events(c: &Client, pg: &Pg, batch: Vec<Vec<Cell>>) -> Result<u64>
         if c.execute(&insert, &refs(&v)).await.map_err(err)? == 1 {
             inserted += 1;
         } else {
-            // Another writer took the sequence or the dedupe key since the check.
             let seq = e[0].int().unwrap_or(0);
             let same = c
                 .query_opt(&held, &[&seq])
                 .await
                 .map_err(err)?
                 .map(|r| cells(&r, &kinds));
-            if same.as_ref() != Some(e) {
-                return Err(Error::ImportDiverged(format!(
-                    "sequence {seq} was written in the destination during the import"
-                )));
-            }
+            check_taken(seq, e, same.as_deref())?;
         }
-        let (seq, at) = (e[0].int().unwrap_or(0), e[9].int().unwrap_or(0));
-        let entry = heads.entry(head_key(e)).or_insert((seq, at));
-        *entry = (entry.0.max(seq), entry.1.max(at));
+        raise_head(&mut heads, e);
     }
     let raise = c
         .prepare(&format!(
@@ -444,15 +421,6 @@ async fn write_events(c: &Client, pg: &Pg, batch: Vec<Vec<Cell>>) -> Result<u64>
     Ok(inserted)
 }
 
-/// A head row's `(session_key, agent_id)`.
-fn key_of(h: &[Cell]) -> (Vec<u8>, Vec<u8>) {
-    let text = |c: &Cell| match c {
-        Cell::Text(t) => t.clone(),
-        _ => Vec::new(),
-    };
-    (text(&h[0]), text(&h[1]))
-}
-
 /// Raises the destination's heads to the source's (never lowers them).
 fn copy_heads(
     pg: &Arc<Pg>,
@@ -468,24 +436,11 @@ fn copy_heads(
     let mut done = s.skipped;
     let mut all: Vec<&Vec<Cell>> = src.heads.iter().collect();
     // Sorted by key, as a group commit locks heads.
-    all.sort_by_key(|h| key_of(h));
+    all.sort_by_key(|h| head_row_key(h));
     for chunk in all.chunks(batch) {
         let rows: Vec<Vec<Cell>> = chunk.iter().map(|h| (*h).clone()).collect();
         run(pg, |c, pg| Box::pin(write_heads(c, pg, rows)))?;
-        for h in chunk {
-            let (l, p) = (h[2].int().unwrap_or(0), h[3].int().unwrap_or(0));
-            match before.get(&key_of(h)) {
-                None => s.inserted += 1,
-                Some(&(dl, dp)) if dl >= l && dp >= p => s.present += 1,
-                Some(_) => s.updated += 1,
-            }
-        }
-        done += chunk.len() as u64;
-        progress(Progress {
-            table: "session_state_heads",
-            done,
-            total,
-        });
+        heads_written(s, before, chunk, &mut done, progress);
     }
     Ok(())
 }
@@ -503,7 +458,7 @@ async fn write_heads(c: &Client, pg: &Pg, rows: Vec<Vec<Cell>>) -> Result<()> {
         ))
         .await
         .map_err(err)?;
-    let kinds: Vec<Kind> = rows::HEADS.iter().map(|c| c.kind).collect();
+    let kinds = kinds(&rows::HEADS);
     for h in &rows {
         let v = params(h, &kinds);
         c.execute(&up, &refs(&v)).await.map_err(err)?;
@@ -534,12 +489,10 @@ fn copy_rows(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
     debug_assert!(all.iter().all(|r| r.len() == kinds.len()));
-    let total = s.read;
-    let mut done = s.skipped;
-    for chunk in all.chunks(batch) {
+    insert_chunks(all, batch, s, table, progress, |chunk| {
         let rows: Vec<Vec<Cell>> = chunk.to_vec();
         let kinds = kinds.to_vec();
-        let inserted = run(pg, move |c, pg| {
+        run(pg, move |c, pg| {
             Box::pin(async move {
                 let sql = template.replace("__SCHEMA__", pg.schema().as_str());
                 let st = c.prepare(&sql).await.map_err(|e| pg.target().error(&e))?;
@@ -553,11 +506,6 @@ fn copy_rows(
                 }
                 Ok(n)
             })
-        })?;
-        s.inserted += inserted;
-        s.present += chunk.len() as u64 - inserted;
-        done += chunk.len() as u64;
-        progress(Progress { table, done, total });
-    }
-    Ok(())
+        })
+    })
 }

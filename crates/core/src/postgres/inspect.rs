@@ -15,16 +15,15 @@ use std::sync::Arc;
 
 use tokio_postgres::Client;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::keys;
-use crate::log::check_after;
 use crate::options::{Options, SchemaName};
 use crate::postgres::block_on;
 use crate::postgres::conn::{redact, Pg, Target};
-use crate::queue::Notice;
 use crate::shapes::CursorRow;
 use crate::sqlite::inspect::{
-    EventRow, InspectedCursor, Inspection, RowCounts, SessionEvents, SessionRow, TABLES,
+    missing_tables, session_args, EventRow, InspectedCursor, Inspection, RowCounts, SessionEvents,
+    SessionRow, EVENT_COLUMNS, TABLES,
 };
 use crate::sqlite::reread;
 
@@ -74,20 +73,7 @@ pub fn inspect(url: &str, schema: &str) -> Result<Inspection> {
         out
     })??;
     report.path = shown;
-    let mut pending: Vec<&CursorRow> = report
-        .cursors
-        .iter()
-        .filter(|c| c.pending)
-        .map(|c| &c.row)
-        .collect();
-    pending.sort_by(|a, b| {
-        (a.notified, &a.watcher, &a.target).cmp(&(b.notified, &b.watcher, &b.target))
-    });
-    report.pending_notices = pending
-        .into_iter()
-        .map(|c| Notice::new(&c.watcher, &c.target, c.last_seen, None))
-        .collect();
-    Ok(report)
+    Ok(report.with_pending_notices())
 }
 
 /// The one row `sql` answers (text the caller built of the schema's checked name).
@@ -106,21 +92,25 @@ async fn all_rows(
     c.query(sql, &[]).await
 }
 
-async fn read_report(c: &Client, pg: &Pg) -> Result<Inspection> {
-    let err = |e: tokio_postgres::Error| pg.target().error(&e);
-    let s: SchemaName = pg.schema();
-    let present: Vec<String> = c
+/// The tables of the store's schema that exist (read from the catalog, which every role may
+/// read).
+async fn present_tables(c: &Client, pg: &Pg) -> Result<Vec<String>> {
+    let rows = c
         .query(
             "SELECT c.relname::text FROM pg_catalog.pg_class c \
              JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
              WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')",
-            &[&s.as_str()],
+            &[&pg.schema().as_str()],
         )
         .await
-        .map_err(err)?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+        .map_err(|e| pg.target().error(&e))?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+async fn read_report(c: &Client, pg: &Pg) -> Result<Inspection> {
+    let err = |e: tokio_postgres::Error| pg.target().error(&e);
+    let s: SchemaName = pg.schema();
+    let present = present_tables(c, pg).await?;
     let has = |t: &str| present.iter().any(|p| p == t);
     let mut counts = RowCounts::default();
     let mut file_bytes = 0u64;
@@ -149,14 +139,8 @@ async fn read_report(c: &Client, pg: &Pg) -> Result<Inspection> {
     let mut last_sequence = 0;
     let mut oldest_event = None;
     if events {
-        last_sequence = c
-            .query_one(
-                &format!("SELECT coalesce(max(sequence), 0) FROM {s}.session_state_events"),
-                &[],
-            )
-            .await
-            .map_err(err)?
-            .get(0);
+        let max = format!("SELECT coalesce(max(sequence), 0) FROM {s}.session_state_events");
+        last_sequence = one_row(c, &max).await.map_err(err)?.get(0);
         oldest_event = c
             .query_opt(
                 &format!("SELECT {EVENT_COLUMNS} FROM {s}.session_state_events ORDER BY occurred_at, sequence LIMIT 1"),
@@ -260,11 +244,7 @@ async fn read_report(c: &Client, pg: &Pg) -> Result<Inspection> {
         path: String::new(),
         file_bytes,
         wal: false,
-        missing_tables: TABLES
-            .iter()
-            .filter(|t| !has(t))
-            .map(|t| (*t).to_owned())
-            .collect(),
+        missing_tables: missing_tables(has),
         counts,
         last_sequence,
         oldest_event,
@@ -273,9 +253,6 @@ async fn read_report(c: &Client, pg: &Pg) -> Result<Inspection> {
         pending_notices: Vec::new(),
     })
 }
-
-const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, kind, actor_type, actor_id, \
-     run_id, session_id, occurred_at, summary, payload_json";
 
 fn event_row(r: &tokio_postgres::Row) -> EventRow {
     EventRow {
@@ -306,11 +283,7 @@ pub fn read_events(
     agent_id: Option<&str>,
     since: f64,
 ) -> Result<SessionEvents> {
-    if session_key.is_empty() {
-        return Err(Error::invalid("sessionKey must be a non-empty string"));
-    }
-    let agent = keys::resolve_agent(session_key, agent_id)?;
-    let since = check_after(since)?;
+    let (agent, since) = session_args(session_key, agent_id, since)?;
     let pg = connect(url, schema)?;
     let (key, who) = (session_key.to_owned(), agent.clone());
     let (head, rows) = block_on(async move {
@@ -343,18 +316,7 @@ async fn read_session(
 ) -> Result<((i64, i64), Vec<EventRow>)> {
     let err = |e: tokio_postgres::Error| pg.target().error(&e);
     let s: SchemaName = pg.schema();
-    let present: Vec<String> = c
-        .query(
-            "SELECT c.relname::text FROM pg_catalog.pg_class c \
-                 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
-                 WHERE n.nspname = $1 AND c.relkind IN ('r', 'p')",
-            &[&s.as_str()],
-        )
-        .await
-        .map_err(err)?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let present = present_tables(c, pg).await?;
     let has = |t: &str| present.iter().any(|p| p == t);
     let head: (i64, i64) = if has(TABLES[1]) {
         c.query_opt(

@@ -121,16 +121,7 @@ impl PgStore {
         refs: &[(&'a str, Option<&'a str>)],
     ) -> Result<Vec<(usize, &'a str, i64)>> {
         self.check_open()?;
-        let resolved = refs
-            .iter()
-            .enumerate()
-            .map(|(i, &(key, agent))| {
-                if keys::is_blank(key) || key.len() > keys::MAX_KEY_BYTES {
-                    SessionKey::check_named(key, &format!("refs[{i}].sessionKey"))?;
-                }
-                Ok((key, keys::resolve_agent_ref(key, agent)?))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let resolved = keys::resolve_refs(refs)?;
         if resolved.is_empty() {
             return Ok(Vec::new());
         }

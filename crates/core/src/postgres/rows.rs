@@ -204,6 +204,34 @@ impl<'t> PgRows<'t> {
         self.held.push(Held::Prepared(st, params));
         Ok(())
     }
+
+    /// Runs `template` (a cursor write: `$1` to `$8` are the keys, L, N, M, the provenance,
+    /// `updated_at = now` and the scope) for `(watcher, target)`; the rows it wrote.
+    fn write_cursor(
+        &mut self,
+        template: &'static str,
+        (watcher, target): (&str, &str),
+        at: Positions,
+        provenance: Provenance,
+        scope: Option<&str>,
+        now: i64,
+    ) -> Result<u64> {
+        let st = self.prepared(template)?;
+        let tx = self.tx;
+        self.send(tx.execute(
+            &st,
+            &[
+                &watcher,
+                &target,
+                &at.last_seen,
+                &at.notified,
+                &at.material,
+                &provenance.as_str(),
+                &now,
+                &scope,
+            ],
+        ))
+    }
 }
 
 /// Blocks the calling thread, which is outside the runtime (the engine's entry points see to
@@ -320,19 +348,15 @@ impl Rows for PgRows<'_> {
         let Ok(provenance) = Provenance::parse(&provenance) else {
             return Ok(None);
         };
-        if l.min(n).min(m) < 0 || l.max(n).max(m) > head {
-            return Ok(None);
-        }
-        Ok(Some(Cursor {
-            watcher: watcher.to_owned(),
-            target: target.to_owned(),
+        let at = Positions {
             last_seen: l,
             notified: n,
             material: m,
-            provenance,
-            updated_at,
-            scope,
-        }))
+        };
+        let key = (watcher, target);
+        Ok(Cursor::checked(
+            key, at, provenance, updated_at, scope, head,
+        ))
     }
 
     fn stored_provenance(
@@ -361,21 +385,7 @@ impl Rows for PgRows<'_> {
         scope: Option<&str>,
         now: i64,
     ) -> Result<()> {
-        let st = self.prepared(PUT_CURSOR)?;
-        let tx = self.tx;
-        self.send(tx.execute(
-            &st,
-            &[
-                &watcher,
-                &target,
-                &at.last_seen,
-                &at.notified,
-                &at.material,
-                &provenance.as_str(),
-                &now,
-                &scope,
-            ],
-        ))?;
+        self.write_cursor(PUT_CURSOR, (watcher, target), at, provenance, scope, now)?;
         Ok(())
     }
 
@@ -388,21 +398,7 @@ impl Rows for PgRows<'_> {
         scope: Option<&str>,
         now: i64,
     ) -> Result<bool> {
-        let st = self.prepared(INSERT_CURSOR)?;
-        let tx = self.tx;
-        let n = self.send(tx.execute(
-            &st,
-            &[
-                &watcher,
-                &target,
-                &at.last_seen,
-                &at.notified,
-                &at.material,
-                &provenance.as_str(),
-                &now,
-                &scope,
-            ],
-        ))?;
+        let n = self.write_cursor(INSERT_CURSOR, (watcher, target), at, provenance, scope, now)?;
         Ok(n == 1)
     }
 

@@ -57,20 +57,23 @@ impl SslChoice {
 /// bundled roots. An unreadable or empty root file is `ERR_INVALID_ARG`.
 pub(crate) fn connector(mode: SslChoice, root_cert: Option<&str>) -> Result<MakeRustlsConnect> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier: Arc<dyn ServerCertVerifier> = match mode {
+    let chain = match mode {
         SslChoice::VerifyCa | SslChoice::VerifyFull => {
             let roots = roots(root_cert)?;
             let webpki =
                 WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
                     .build()
                     .map_err(|e| Error::invalid(format!("sslrootcert: {e}")))?;
-            if mode == SslChoice::VerifyFull {
-                webpki
-            } else {
-                Arc::new(ChainOnly(webpki))
-            }
+            Some(webpki)
         }
-        _ => Arc::new(Unverified(Arc::clone(&provider))),
+        _ => None,
+    };
+    let verifier: Arc<dyn ServerCertVerifier> = match chain {
+        Some(webpki) if mode == SslChoice::VerifyFull => webpki,
+        chain => Arc::new(Verifier {
+            chain,
+            provider: Arc::clone(&provider),
+        }),
     };
     let config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -102,11 +105,17 @@ fn roots(root_cert: Option<&str>) -> Result<RootCertStore> {
     Ok(store)
 }
 
-/// `verify-ca`: the chain must lead to a root; the name is not checked.
+/// `verify-ca` (with `chain`): the chain must lead to a root; the name is not checked.
+/// `prefer`, `allow`, `require` (without): encrypted, any certificate accepted (libpq's
+/// behaviour). Either way the handshake's signatures are checked with the provider's
+/// algorithms, the ones the chain's verifier checks them with.
 #[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
+struct Verifier {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
+}
 
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -115,11 +124,11 @@ impl ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
         // webpki checks the name last, after the chain: a name mismatch means the chain held.
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -133,7 +142,8 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -142,60 +152,13 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `prefer`, `allow`, `require`: encrypted, any certificate accepted (libpq's behaviour);
-/// the handshake's signatures are still checked.
-#[derive(Debug)]
-struct Unverified(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }

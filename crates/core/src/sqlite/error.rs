@@ -19,16 +19,7 @@ impl From<rusqlite::Error> for Error {
             },
             _ => DbFailure::Other,
         };
-        let mut message = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            let text = s.to_string();
-            if !message.contains(&text) {
-                message.push_str(": ");
-                message.push_str(&text);
-            }
-            source = s.source();
-        }
+        let message = crate::error::with_sources(&e);
         Error::Db { kind, message }
     }
 }

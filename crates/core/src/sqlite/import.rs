@@ -32,7 +32,7 @@
 //!   ambient-group sentinel rows are folded into their cursor, as OpenClaw's own migration
 //!   does, and counted as skipped.
 
-mod check;
+pub(crate) mod check;
 pub(crate) mod copy;
 pub(crate) mod rows;
 pub(crate) mod source;

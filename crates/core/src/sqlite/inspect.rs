@@ -175,6 +175,53 @@ pub struct SessionEvents {
     pub events: Vec<ChangeEvent>,
 }
 
+impl Inspection {
+    /// The report with its [`Inspection::pending_notices`] filled in from its cursors: one
+    /// notice for each pending cursor, by ascending N, then watcher, then target.
+    pub(crate) fn with_pending_notices(self) -> Self {
+        let mut pending: Vec<&CursorRow> = self
+            .cursors
+            .iter()
+            .filter(|c| c.pending)
+            .map(|c| &c.row)
+            .collect();
+        pending.sort_by(|a, b| {
+            (a.notified, &a.watcher, &a.target).cmp(&(b.notified, &b.watcher, &b.target))
+        });
+        let pending_notices = pending
+            .into_iter()
+            .map(|c| Notice::new(&c.watcher, &c.target, c.last_seen, None))
+            .collect();
+        Self {
+            pending_notices,
+            ..self
+        }
+    }
+}
+
+/// The tables of [`TABLES`] that `has` says are missing, in that order.
+pub(crate) fn missing_tables(has: impl Fn(&str) -> bool) -> Vec<String> {
+    TABLES
+        .iter()
+        .filter(|t| !has(t))
+        .map(|t| (*t).to_owned())
+        .collect()
+}
+
+/// Checks the arguments of a `read_events`: a non-empty key, the agent (defaulting to the
+/// key's own, else `main`) and `since`. Returns the agent and `since`.
+pub(crate) fn session_args(
+    session_key: &str,
+    agent_id: Option<&str>,
+    since: f64,
+) -> Result<(String, i64)> {
+    if session_key.is_empty() {
+        return Err(Error::invalid("sessionKey must be a non-empty string"));
+    }
+    let agent = keys::resolve_agent(session_key, agent_id)?;
+    Ok((agent, check_after(since)?))
+}
+
 /// Inspects the database at `path` without changing it.
 ///
 /// # Errors
@@ -217,11 +264,7 @@ pub fn inspect(path: &str) -> Result<Inspection> {
         path: path.to_owned(),
         file_bytes,
         wal,
-        missing_tables: TABLES
-            .iter()
-            .filter(|t| !has(t))
-            .map(|t| (*t).to_owned())
-            .collect(),
+        missing_tables: missing_tables(has),
         counts,
         last_sequence: last_sequence(&tx, has("sqlite_sequence")).map_err(on_err)?,
         oldest_event: if has(TABLES[0]) {
@@ -247,23 +290,7 @@ pub fn inspect(path: &str) -> Result<Inspection> {
         pending_notices: Vec::new(),
     };
     tx.finish().map_err(on_err)?;
-    let mut pending: Vec<&CursorRow> = report
-        .cursors
-        .iter()
-        .filter(|c| c.pending)
-        .map(|c| &c.row)
-        .collect();
-    pending.sort_by(|a, b| {
-        (a.notified, &a.watcher, &a.target).cmp(&(b.notified, &b.watcher, &b.target))
-    });
-    let pending_notices = pending
-        .into_iter()
-        .map(|c| Notice::new(&c.watcher, &c.target, c.last_seen, None))
-        .collect();
-    Ok(Inspection {
-        pending_notices,
-        ..report
-    })
+    Ok(report.with_pending_notices())
 }
 
 /// Reads the events of `(session_key, agent_id)` with `sequence > since`, ascending, without
@@ -278,11 +305,7 @@ pub fn read_events(
     agent_id: Option<&str>,
     since: f64,
 ) -> Result<SessionEvents> {
-    if session_key.is_empty() {
-        return Err(Error::invalid("sessionKey must be a non-empty string"));
-    }
-    let agent = keys::resolve_agent(session_key, agent_id)?;
-    let since = check_after(since)?;
+    let (agent, since) = session_args(session_key, agent_id, since)?;
     let (conn, _, _) = open_read_only(path)?;
     let on_err = |e| db_error(path, e);
     let tx = conn.unchecked_transaction().map_err(on_err)?;
@@ -434,7 +457,9 @@ fn last_sequence(conn: &Connection, has_sequence_table: bool) -> rusqlite::Resul
         .unwrap_or(0))
 }
 
-const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, kind, actor_type, actor_id, \
+/// The columns of an [`EventRow`], in its order.
+pub(crate) const EVENT_COLUMNS: &str =
+    "sequence, session_key, agent_id, kind, actor_type, actor_id, \
      run_id, session_id, occurred_at, summary, payload_json";
 
 fn event_row(r: &Row<'_>) -> rusqlite::Result<EventRow> {

@@ -181,19 +181,15 @@ impl Rows for SqliteRows<'_> {
         else {
             return Ok(None);
         };
-        if l.min(n).min(m) < 0 || l.max(n).max(m) > head {
-            return Ok(None);
-        }
-        Ok(Some(Cursor {
-            watcher: watcher.to_owned(),
-            target: target.to_owned(),
+        let at = Positions {
             last_seen: l,
             notified: n,
             material: m,
-            provenance,
-            updated_at,
-            scope,
-        }))
+        };
+        let key = (watcher, target);
+        Ok(Cursor::checked(
+            key, at, provenance, updated_at, scope, head,
+        ))
     }
 
     fn stored_provenance(

@@ -2,7 +2,7 @@
 //! move no cursor.
 
 use crate::error::Result;
-use crate::keys::{self, SessionKey};
+use crate::keys;
 use crate::log::{self, Changes};
 use crate::metrics::Hist;
 use crate::sqlite;
@@ -46,16 +46,7 @@ impl Store {
             return pg.state_versions_of(refs);
         }
         self.check_open()?;
-        let resolved = refs
-            .iter()
-            .enumerate()
-            .map(|(i, &(key, agent))| {
-                if keys::is_blank(key) || key.len() > keys::MAX_KEY_BYTES {
-                    SessionKey::check_named(key, &format!("refs[{i}].sessionKey"))?;
-                }
-                Ok((key, keys::resolve_agent_ref(key, agent)?))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let resolved = keys::resolve_refs(refs)?;
         let found = self.with_conn(|conn| {
             let tx = Tx::read(conn)?;
             let found = heads::versions(&tx, &mut self.inner.heads.lock(), &resolved)?;

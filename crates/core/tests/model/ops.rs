@@ -1,6 +1,8 @@
 //! The operations of the model-based test, and how one random number encodes one of them.
 
 use crate::spec::{self, Model, DAY, HOUR};
+// The kinds, as the model's rules name them.
+pub use crate::spec::{LOG_ONLY, NOTIFY};
 
 pub const START: i64 = 1_800_000_000_000;
 
@@ -15,14 +17,6 @@ pub const TARGETS: [&str; 3] = [
 pub const BARE: &str = "global";
 pub const W0: &str = WATCHERS[0];
 pub const T0: &str = TARGETS[0];
-pub const NOTIFY: [&str; 3] = ["human_direct_message", "goal_changed", "upstream_missing"];
-pub const LOG_ONLY: [&str; 5] = [
-    "run_completed",
-    "run_failed",
-    "compacted",
-    "adopted",
-    "created",
-];
 
 /// Every session observed after each step: the qualified keys under their own agent, and the
 /// bare key under both agents.

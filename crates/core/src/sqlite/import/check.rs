@@ -101,42 +101,61 @@ fn classify(
         let held = by_sequence
             .query_row([seq], |r| rows::read_row(r, 12))
             .optional()?;
-        match held {
-            Some(d) if d == e => present += 1,
-            Some(_) => {
-                return Err(Error::ImportDiverged(format!(
-                    "sequence {seq} holds another event in the destination"
-                )))
+        let owner = || {
+            if e[1] == Cell::Null {
+                return Ok(None);
             }
-            None => {
-                let (last, pruned) = before.get(&head_key(&e)).copied().unwrap_or((0, 0));
-                if seq <= pruned {
-                    present += 1;
-                } else if seq <= last {
-                    return Err(Error::ImportDiverged(format!(
-                        "the destination carries the session of sequence {seq} to version \
-                             {last} without that event"
-                    )));
-                } else {
-                    if e[1] != Cell::Null {
-                        if let Some(other) = by_dedupe
-                            .query_row([&e[1]], |r| r.get::<_, i64>(0))
-                            .optional()?
-                        {
-                            return Err(Error::ImportDiverged(format!(
-                                "the dedupe key of sequence {seq} belongs to sequence {other} \
-                                     in the destination"
-                            )));
-                        }
-                    }
-                    insert.push(seq);
-                }
-            }
+            let found = by_dedupe.query_row([&e[1]], |r| r.get::<_, i64>(0));
+            Ok(found.optional()?)
+        };
+        if classify_event(seq, &e, held.as_deref(), &before, owner)? {
+            insert.push(seq);
+        } else {
+            present += 1;
         }
         Ok(())
     })?;
     s.present = present;
     Ok((before, insert))
+}
+
+/// Classifies the source event `e` (at `seq`) against the destination, which holds `held` at
+/// that sequence and had the heads `before`: true when it is to be inserted, false when the
+/// destination has it already (the same row, or a sequence its session pruned). A diverged
+/// history is `ERR_IMPORT_DIVERGED`: another event at the sequence, a session carried past it
+/// without it, or its dedupe key held by the sequence `owner` answers (asked only then).
+pub(crate) fn classify_event(
+    seq: i64,
+    e: &[Cell],
+    held: Option<&[Cell]>,
+    before: &Heads,
+    owner: impl FnOnce() -> Result<Option<i64>>,
+) -> Result<bool> {
+    match held {
+        Some(d) if d == e => return Ok(false),
+        Some(_) => {
+            return Err(Error::ImportDiverged(format!(
+                "sequence {seq} holds another event in the destination"
+            )))
+        }
+        None => {}
+    }
+    let (last, pruned) = before.get(&head_key(e)).copied().unwrap_or((0, 0));
+    if seq <= pruned {
+        return Ok(false);
+    }
+    if seq <= last {
+        return Err(Error::ImportDiverged(format!(
+            "the destination carries the session of sequence {seq} to version {last} without \
+             that event"
+        )));
+    }
+    if let Some(other) = owner()? {
+        return Err(Error::ImportDiverged(format!(
+            "the dedupe key of sequence {seq} belongs to sequence {other} in the destination"
+        )));
+    }
+    Ok(true)
 }
 
 /// Raises the AUTOINCREMENT counter to the source's largest sequence and writes the pruned

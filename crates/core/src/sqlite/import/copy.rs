@@ -104,20 +104,13 @@ fn write_events(dst: &Connection, batch: &[Vec<Cell>]) -> Result<u64> {
         if n == 1 {
             inserted += 1;
         } else {
-            // Another writer took the sequence or the dedupe key since the check.
             let seq = e[0].int().unwrap_or(0);
             let same = held
                 .query_row([seq], |r| rows::read_row(r, 12))
                 .optional()?;
-            if same.as_ref() != Some(e) {
-                return Err(Error::ImportDiverged(format!(
-                    "sequence {seq} was written in the destination during the import"
-                )));
-            }
+            check_taken(seq, e, same.as_deref())?;
         }
-        let (seq, at) = (e[0].int().unwrap_or(0), e[9].int().unwrap_or(0));
-        let entry = heads.entry(head_key(e)).or_insert((seq, at));
-        *entry = (entry.0.max(seq), entry.1.max(at));
+        raise_head(&mut heads, e);
     }
     for ((k, a), (seq, at)) in heads {
         raise.execute(params![Cell::Text(k), Cell::Text(a), seq, at])?;
@@ -159,29 +152,65 @@ pub(super) fn copy_heads(
             }
             Ok(())
         })?;
-        for h in chunk {
-            let (l, p) = (h[2].int().unwrap_or(0), h[3].int().unwrap_or(0));
-            match before.get(&(text(&h[0]), text(&h[1]))) {
-                None => s.inserted += 1,
-                Some(&(dl, dp)) if dl >= l && dp >= p => s.present += 1,
-                Some(_) => s.updated += 1,
-            }
-        }
-        done += chunk.len() as u64;
-        progress(Progress {
-            table: "session_state_heads",
-            done,
-            total,
-        });
+        heads_written(s, before, chunk, &mut done, progress);
     }
     Ok(())
 }
 
-fn text(c: &Cell) -> Vec<u8> {
-    match c {
+/// An event of a batch that did not insert: another writer took its sequence or its dedupe
+/// key since the check. Refused (`ERR_IMPORT_DIVERGED`) unless the destination holds the same
+/// row at `seq` (`same`).
+pub(crate) fn check_taken(seq: i64, e: &[Cell], same: Option<&[Cell]>) -> Result<()> {
+    if same != Some(e) {
+        return Err(Error::ImportDiverged(format!(
+            "sequence {seq} was written in the destination during the import"
+        )));
+    }
+    Ok(())
+}
+
+/// Raises the head its batch gives the session of the event `e`: the largest sequence and
+/// the largest `occurred_at`.
+pub(crate) fn raise_head(heads: &mut Heads, e: &[Cell]) {
+    let (seq, at) = (e[0].int().unwrap_or(0), e[9].int().unwrap_or(0));
+    let entry = heads.entry(head_key(e)).or_insert((seq, at));
+    *entry = (entry.0.max(seq), entry.1.max(at));
+}
+
+/// Counts each head row of `chunk`, written, against the destination's heads `before`: new
+/// (inserted), already as high (present) or raised (updated); then adds the chunk to `done`
+/// and reports the progress (of `s.read` rows).
+pub(crate) fn heads_written<H: AsRef<[Cell]>>(
+    s: &mut TableSummary,
+    before: &Heads,
+    chunk: &[H],
+    done: &mut u64,
+    progress: &mut dyn FnMut(Progress),
+) {
+    for h in chunk {
+        let h = h.as_ref();
+        let (l, p) = (h[2].int().unwrap_or(0), h[3].int().unwrap_or(0));
+        match before.get(&head_row_key(h)) {
+            None => s.inserted += 1,
+            Some(&(dl, dp)) if dl >= l && dp >= p => s.present += 1,
+            Some(_) => s.updated += 1,
+        }
+    }
+    *done += chunk.len() as u64;
+    progress(Progress {
+        table: "session_state_heads",
+        done: *done,
+        total: s.read,
+    });
+}
+
+/// A head row's `(session_key, agent_id)`.
+pub(crate) fn head_row_key(h: &[Cell]) -> (Vec<u8>, Vec<u8>) {
+    let text = |c: &Cell| match c {
         Cell::Text(t) => t.clone(),
         _ => Vec::new(),
-    }
+    };
+    (text(&h[0]), text(&h[1]))
 }
 
 /// Inserts the cursors the destination lacks, keeping its own. In a file from before
@@ -196,16 +225,8 @@ pub(super) fn copy_cursors(
     summary: &mut ImportSummary,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
-    let mut all = Vec::new();
     let s = &mut summary.cursors;
-    s.read = plan.totals[2];
-    each_row(src, plan.cursors, &rows::CURSORS, &mut s.skipped, |c| {
-        all.push(c);
-        Ok(())
-    })?;
-    if plan.sentinels {
-        fold_sentinels(&mut all, s);
-    }
+    let all = cursor_rows(src, plan, s)?;
     copy_inserts(
         dst,
         plan,
@@ -217,6 +238,26 @@ pub(super) fn copy_cursors(
         s,
         progress,
     )
+}
+
+/// The source's cursor rows that the store's table can hold (the others counted in `s` as
+/// skipped, `s.read` set to the source's count), the ambient-group sentinel rows of a file from
+/// before `provenance` folded into their cursors ([`fold_sentinels`]).
+pub(crate) fn cursor_rows(
+    src: &Connection,
+    plan: &Plan,
+    s: &mut TableSummary,
+) -> Result<Vec<Vec<Cell>>> {
+    let mut all = Vec::new();
+    s.read = plan.totals[2];
+    each_row(src, plan.cursors, &rows::CURSORS, &mut s.skipped, |c| {
+        all.push(c);
+        Ok(())
+    })?;
+    if plan.sentinels {
+        fold_sentinels(&mut all, s);
+    }
+    Ok(all)
 }
 
 /// Folds the ambient-group sentinel rows of a file from before `provenance` into their
@@ -320,17 +361,33 @@ fn copy_inserts(
     s: &mut TableSummary,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
-    let total = s.read;
-    let mut done = s.skipped;
-    for chunk in all.chunks(batch) {
-        let inserted = write(dst, plan, || {
+    insert_chunks(all, batch, s, table, progress, |chunk| {
+        write(dst, plan, || {
             let mut stmt = dst.prepare_cached(sql)?;
             let mut n = 0;
             for row in chunk {
                 n += bind(&mut stmt, row)? as u64;
             }
             Ok(n)
-        })?;
+        })
+    })
+}
+
+/// Writes `all` in chunks of `batch` rows through `write_chunk`, which returns how many of
+/// its rows it inserted (the others were present); counts them in `s` and reports the
+/// progress of `table` after each chunk.
+pub(crate) fn insert_chunks(
+    all: &[Vec<Cell>],
+    batch: usize,
+    s: &mut TableSummary,
+    table: &'static str,
+    progress: &mut dyn FnMut(Progress),
+    mut write_chunk: impl FnMut(&[Vec<Cell>]) -> Result<u64>,
+) -> Result<()> {
+    let total = s.read;
+    let mut done = s.skipped;
+    for chunk in all.chunks(batch) {
+        let inserted = write_chunk(chunk)?;
         s.inserted += inserted;
         s.present += chunk.len() as u64 - inserted;
         done += chunk.len() as u64;

@@ -2,9 +2,9 @@
 //! PostgreSQL store, `crate::postgres::import`): every row the import copies, from one
 //! snapshot of the source, through the readers of the file import.
 
-use super::copy::fold_sentinels;
+use super::copy::cursor_rows;
 use super::rows::{self, Cell, Kind};
-use super::{each_row, relabel, Plan, Stamp};
+use super::{each_row, kinds, relabel, Plan, Stamp};
 use crate::error::Result;
 use crate::sqlite::import::ImportSummary;
 use crate::sqlite::inspect::{db_error, open_read_only};
@@ -55,31 +55,23 @@ fn read_source(
             *skipped += 1;
         }
     };
-    let event_kinds: Vec<Kind> = rows::EVENTS.iter().map(|c| c.kind).collect();
-    let head_kinds: Vec<Kind> = rows::HEADS.iter().map(|c| c.kind).collect();
-    let (mut events, mut heads, mut cursors, mut links) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut unfit, mut unheld) = (0, 0);
-    each_row(src, plan.events, &rows::EVENTS, &mut unfit, |e| {
-        keep(e, &event_kinds, &mut events, &mut unheld);
-        Ok(())
-    })?;
-    summary.events.skipped = unfit + unheld;
-    let (mut unfit, mut unheld) = (0, 0);
-    each_row(src, plan.heads, &rows::HEADS, &mut unfit, |h| {
-        keep(h, &head_kinds, &mut heads, &mut unheld);
-        Ok(())
-    })?;
-    summary.heads.skipped = unfit + unheld;
+    // The rows of `sql`, read as `cols`, that the destination can hold, and how many not.
+    let holdable_rows = |sql: Option<&str>, cols: &[rows::Col]| -> Result<(Vec<Vec<Cell>>, u64)> {
+        let kinds = kinds(cols);
+        let (mut out, mut unfit, mut unheld) = (Vec::new(), 0, 0);
+        each_row(src, sql, cols, &mut unfit, |r| {
+            keep(r, &kinds, &mut out, &mut unheld);
+            Ok(())
+        })?;
+        Ok((out, unfit + unheld))
+    };
+    let (events, skipped) = holdable_rows(plan.events, &rows::EVENTS)?;
+    summary.events.skipped = skipped;
+    let (heads, skipped) = holdable_rows(plan.heads, &rows::HEADS)?;
+    summary.heads.skipped = skipped;
+    let mut links = Vec::new();
     let c = &mut summary.cursors;
-    c.read = plan.totals[2];
-    each_row(src, plan.cursors, &rows::CURSORS, &mut c.skipped, |r| {
-        cursors.push(r);
-        Ok(())
-    })?;
-    if plan.sentinels {
-        fold_sentinels(&mut cursors, c);
-    }
+    let cursors = cursor_rows(src, &plan, c)?;
     let mut kept = Vec::with_capacity(cursors.len());
     for r in cursors {
         keep(r, CURSOR_KINDS, &mut kept, &mut c.skipped);
