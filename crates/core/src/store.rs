@@ -492,9 +492,9 @@ impl Store {
     /// Sets the signal told, on a background thread, when background work (the PostgreSQL
     /// catch-up, the cross-process poll, the upstream monitor) put notices in the listener's
     /// outbox (semantics.md#notices-listener); `None` removes it, and so does [`Store::close`].
-    /// Notices entering on a thread marked by [`crate::mark_caller_thread`] (the host's own
+    /// Notices entering on a thread marked by [`crate::hooks::mark_caller_thread`] (the host's own
     /// calls, the Promise API's writer) are not signalled.
-    pub fn set_notice_signal(&self, signal: Option<Arc<dyn crate::NoticeSignal>>) {
+    pub fn set_notice_signal(&self, signal: Option<Arc<dyn crate::hooks::NoticeSignal>>) {
         if signal.is_some() && self.is_closed() {
             return;
         }

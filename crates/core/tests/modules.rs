@@ -282,6 +282,7 @@ fn the_module_graph_is_acyclic() {
         [
             "cursors",
             "error",
+            "hooks",
             "keys",
             "metrics",
             "queue",
