@@ -189,7 +189,8 @@ describe('SQL', () => {
    * `src` imports it (`use crate::…::NAME`), every product source of the core and the binding.
    */
   function declaredFor(src: string, name: string): string[] {
-    const imported = new RegExp(`^use crate::[\\w:]*\\{?[\\w, ]*\\b${name}\\b`, 'm').test(src)
+    // A `use` of one line or of a braced list over several.
+    const imported = new RegExp(`^use crate::[\\w:]*\\{?[\\w,\\s]*\\b${name}\\b`, 'm').test(src)
     return imported ? [src, ...files.map(productCode)] : [src]
   }
 
