@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use futures_util::future::join4;
+use futures_util::future::{join, join4};
 use tokio_postgres::{Client, Statement};
 
 use crate::error::Result;
@@ -21,6 +21,7 @@ use crate::options::SchemaName;
 use crate::postgres::conn::Target;
 use crate::postgres::overlay::{heads_of, CursorState, Overlay};
 use crate::postgres::rows::{event_of, PgRows, BEGIN};
+use crate::postgres::tail::{Tail, Told, NOTIFY, SERVED_ELSEWHERE};
 use crate::record::WriteRules;
 use crate::rows::Provenance;
 use crate::rules::Positions;
@@ -69,6 +70,38 @@ const UPDATE_HEADS: &str = "UPDATE __SCHEMA__.session_state_heads AS h SET \
 /// The first stand-in sequence of a dry run: above any the store will draw.
 const STAND_IN: i64 = 1 << 60;
 
+/// What a group's commit sends right after its `COMMIT`, given what the group wrote: the
+/// hint and the lease read of the notices it opened ([`Tail`]), or nothing.
+pub(crate) type TailOf<'a> = &'a dyn Fn(&[WrittenItem]) -> Option<Tail>;
+
+/// Sends `COMMIT`, then `tail` in the same pipeline (the server runs them in order, so the
+/// tail runs after the commit, outside the data transaction), on `rows` after its held
+/// writes. When the commit fails the hint has gone out all the same, which is harmless: the
+/// catch-up it asks for finds nothing new. `tail` is the tail and its two statements.
+pub(crate) fn commit_with(
+    rows: &mut PgRows<'_>,
+    client: &Client,
+    sql: &'static str,
+    tail: Option<(Tail, Result<Statement>, Result<Statement>)>,
+) -> Result<Option<Told>> {
+    rows.send(async {
+        let commit = client.batch_execute(sql);
+        match tail {
+            Some((t, notify, elsewhere)) => {
+                let (c, told) = join(commit, t.send(client, notify, elsewhere)).await;
+                c.map(|()| Some(told))
+            }
+            None => commit.await.map(|()| None),
+        }
+    })
+}
+
+/// The two statements of a [`Tail`], prepared (once per connection) on `rows` before the
+/// transaction begins, so no prepare runs inside it.
+pub(crate) fn tail_statements(rows: &mut PgRows<'_>) -> (Result<Statement>, Result<Statement>) {
+    (rows.prepared(NOTIFY), rows.prepared(SERVED_ELSEWHERE))
+}
+
 /// Why the fast path gave up.
 pub(crate) enum Fallback {
     /// The server refused a statement, or a host raced: the transaction is rolled back and
@@ -78,7 +111,8 @@ pub(crate) enum Fallback {
     Fail(crate::error::Error),
 }
 
-/// Writes the group in three round trips and commits, or says why not.
+/// Writes the group in two round trips (three when `onlyIfWatched` may skip) and commits,
+/// with what `tail_of` asks sent right after the commit; or says why not.
 pub(crate) fn write(
     client: &Client,
     statements: &mut HashMap<&'static str, Statement>,
@@ -86,8 +120,10 @@ pub(crate) fn write(
     target: &Target,
     rules: WriteRules,
     valid: Vec<(usize, ValidEvent, i64)>,
-) -> std::result::Result<Vec<WrittenItem>, Fallback> {
+    tail_of: Option<TailOf<'_>>,
+) -> std::result::Result<(Vec<WrittenItem>, Option<Told>), Fallback> {
     let mut rows = PgRows::new(client, statements, schema, target, false);
+    let tail_sts = tail_of.map(|_| tail_statements(&mut rows));
     let lock = rows.prepared(LOCK_HEADS).map_err(Fallback::Fail)?;
     let fetch_cursors = rows.prepared(FETCH_CURSORS).map_err(Fallback::Fail)?;
     let fetch_dedupe = rows.prepared(FETCH_DEDUPE).map_err(Fallback::Fail)?;
@@ -203,6 +239,10 @@ pub(crate) fn write(
 
     // 2. The flow in memory, then every write and the commit in one pipeline.
     let written = group::write_each(&mut overlay, rules, valid);
+    let tail = match (tail_of.and_then(|f| f(&written)), tail_sts) {
+        (Some(t), Some((n, e))) => Some((t, n, e)),
+        _ => None,
+    };
     let w = overlay.into_writes();
     let hold = |rows: &mut PgRows<'_>| -> Result<()> {
         if !w.events.is_empty() {
@@ -307,6 +347,6 @@ pub(crate) fn write(
     hold(&mut rows).map_err(again)?;
     // After a failed statement the server answers COMMIT with a rollback: the failure is the
     // answer, and nothing of the group stays.
-    rows.send(client.batch_execute("COMMIT")).map_err(again)?;
-    Ok(written)
+    let told = commit_with(&mut rows, client, "COMMIT", tail).map_err(again)?;
+    Ok((written, told))
 }

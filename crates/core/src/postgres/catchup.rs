@@ -36,15 +36,7 @@ use crate::keys;
 use crate::metrics::Count;
 use crate::options::SchemaName;
 use crate::postgres::cursors::Cached;
-
-/// The hint after a commit: `$1` the channel (the schema's name), `$2` the payload.
-const NOTIFY: &str = "SELECT pg_notify($1, $2)";
-/// The watchers among `$1` that an instance other than `$2` holds a live lease on at `$3`,
-/// asked after every commit that opens a notice for a watcher not served here (prepared once
-/// per connection).
-const SERVED_ELSEWHERE: &str = "SELECT DISTINCT watcher_key \
-     FROM __SCHEMA__.session_awareness_served \
-     WHERE watcher_key = ANY($1) AND instance_id <> $2 AND expires_at > $3";
+use crate::postgres::tail::{Tail, Told, NOTIFY, SERVED_ELSEWHERE};
 
 /// Opens the listener's connection: a client whose connection is driven on the core runtime,
 /// and the payloads of its notifications ([`listen::drive`]).
@@ -208,17 +200,31 @@ impl Notices {
     }
 
     /// Queues the notices a committed record opened (`pending`) under the lease rule, and
-    /// sends the hint naming their watchers after the commit. Returns the wakes to schedule.
-    /// A failing lease read queues here, as if nobody else served the watcher; a failing hint
-    /// is left to the other hosts' periodic catch-up.
+    /// sends the hint naming their watchers, in a round trip of their own after the commit.
+    /// Returns the wakes to schedule. The record path sends both with its `COMMIT` instead
+    /// ([`Notices::tail`], [`Notices::settle`]).
     pub(crate) async fn after_commit(&self, c: &mut Cached<'_>, pending: &[Pending]) -> Vec<Wake> {
-        if pending.is_empty() {
-            return Vec::new();
+        let Some(tail) = self.tail(pending, &[]) else {
+            return self.state.delivery.enqueue(pending);
+        };
+        let notify = c.prepare(NOTIFY).await;
+        let elsewhere = match tail.asks() {
+            true => c.prepare(SERVED_ELSEWHERE).await,
+            false => Err(Error::invalid("not asked")),
+        };
+        let told = tail.send(c.client, notify, elsewhere).await;
+        self.settle(pending, told)
+    }
+
+    /// What a commit that opens the notices `pending` sends after its `COMMIT`, or `None`
+    /// when notices do not cross hosts or it opens none. `reseeded` (watcher, target): the
+    /// pairs whose queued notice the commit drops (a `child_spawned` reseeded the cursor),
+    /// taken as not held here.
+    pub(crate) fn tail(&self, pending: &[Pending], reseeded: &[(&str, &str)]) -> Option<Tail> {
+        if pending.is_empty() || !self.is_on() {
+            return None;
         }
         let st = &self.state;
-        if !self.is_on() {
-            return st.delivery.enqueue(pending);
-        }
         let mut watchers: Vec<&str> = pending.iter().map(|p| p.watcher.as_str()).collect();
         watchers.sort_unstable();
         watchers.dedup();
@@ -228,8 +234,9 @@ impl Notices {
             let q = st.delivery.queue();
             let mut ask: Vec<String> = Vec::new();
             for p in pending {
+                let dropped = reseeded.contains(&(p.watcher.as_str(), &*p.target));
                 if served.all.contains(&p.watcher)
-                    || q.position(&p.watcher, &p.target) == Some(p.last_seen)
+                    || (!dropped && q.position(&p.watcher, &p.target) == Some(p.last_seen))
                     || ask.contains(&p.watcher)
                 {
                     continue;
@@ -238,33 +245,22 @@ impl Notices {
             }
             ask
         };
-        let now = crate::lease::now();
-        let client = c.client;
-        let instance = st.instance.as_str();
-        // The hint, a statement of its own after the commit (never inside it: a NOTIFY in a
-        // data transaction serializes every commit in the cluster).
-        let q = c.prepare(NOTIFY).await;
-        let hint = async {
-            let q = q?;
-            let text = listen::payload(instance, &watchers);
-            client
-                .execute(&q, &[&st.schema.as_str(), &text])
-                .await
-                .map_err(cursors::db)?;
-            Ok::<(), Error>(())
-        };
-        let elsewhere = async {
-            if ask.is_empty() {
-                return Ok(Vec::new());
-            }
-            let st = c.prepare(SERVED_ELSEWHERE).await?;
-            let rows = client
-                .query(&st, &[&ask, &instance, &now])
-                .await
-                .map_err(cursors::db)?;
-            Ok::<Vec<String>, crate::error::Error>(rows.iter().map(|r| r.get(0)).collect())
-        };
-        let (hinted, elsewhere) = tokio::join!(hint, elsewhere);
+        Some(Tail::new(
+            st.schema.as_str(),
+            listen::payload(&st.instance, &watchers),
+            &st.instance,
+            ask,
+            crate::lease::now(),
+        ))
+    }
+
+    /// Queues the committed notices `pending` under the lease rule, given what their
+    /// [`Tail`] was told. Returns the wakes to schedule. A failing lease read queues here, as
+    /// if nobody else served the watcher; a failing hint is left to the other hosts' periodic
+    /// catch-up.
+    pub(crate) fn settle(&self, pending: &[Pending], told: Told) -> Vec<Wake> {
+        let st = &self.state;
+        let (hinted, elsewhere) = told.parts();
         if let Err(e) = hinted {
             st.failed(e);
         }

@@ -13,9 +13,10 @@ use crate::error::{DbFailure, Error, Result};
 use crate::event::{self, RecordInput, StateEvent, ValidEvent};
 use crate::group::{self, copy};
 use crate::metrics::{Count, Hist};
-use crate::postgres::batch::{self, Fallback, DROP_EMPTY_HEADS, LOCK_HEADS};
+use crate::postgres::batch::{self, Fallback, TailOf, DROP_EMPTY_HEADS, LOCK_HEADS};
 use crate::postgres::overlay::heads_of;
 use crate::postgres::rows::{block, PgRows, BEGIN};
+use crate::postgres::tail::Told;
 use crate::postgres::PgStore;
 use crate::record::{WriteRules, Written};
 
@@ -79,7 +80,7 @@ impl PgStore {
         let slots: Vec<usize> = valid.iter().map(|(i, _, _)| *i).collect();
         let begun = std::time::Instant::now();
         let size = valid.len() as u64;
-        let written = match self.write_group(valid) {
+        let (written, told) = match self.write_group(valid) {
             Ok(w) => w,
             Err(e) => {
                 // BEGIN, the head locks or COMMIT failed: nothing of the group is in, and each
@@ -109,9 +110,12 @@ impl PgStore {
                 Err(e) => Err(e),
             };
         }
-        // The notices go where their watchers are served, and the hint goes out, after the
-        // commit (postgres/catchup.rs).
-        let wakes = self.after_commit(&opened);
+        // The notices go where their watchers are served; the hint and the lease read went
+        // out right after the commit, in its pipeline (postgres/catchup.rs).
+        let wakes = match told {
+            Some(told) => self.notices().settle(&opened, told),
+            None => self.after_commit(&opened),
+        };
         self.delivery.wake_all(wakes);
         if let Some(now) = prune_at {
             self.maybe_prune_in_background(now);
@@ -120,9 +124,30 @@ impl PgStore {
     }
 
     /// One transaction: the fast path ([`batch::write`]), or, when the server refused a row
-    /// or a host raced it, the group again event by event ([`write_each_alone`]).
-    fn write_group(&self, valid: Vec<(usize, ValidEvent, i64)>) -> Result<Vec<group::WrittenItem>> {
+    /// or a host raced it, the group again event by event ([`write_each_alone`]); with the
+    /// commit, the hint and the lease read of the notices it opened, and what they were told.
+    fn write_group(
+        &self,
+        valid: Vec<(usize, ValidEvent, i64)>,
+    ) -> Result<(Vec<group::WrittenItem>, Option<Told>)> {
         let rules = self.rules;
+        let tail = |written: &[group::WrittenItem]| {
+            let mut pending = Vec::new();
+            let mut reseeded = Vec::new();
+            for w in written
+                .iter()
+                .filter_map(|(_, _, r)| r.as_ref().ok()?.as_ref())
+            {
+                pending.extend(w.pending.iter().cloned());
+                let target = w.event.session_key.as_str();
+                reseeded.extend(w.reseeded.iter().map(|r| (r.as_str(), target)));
+            }
+            self.notices().tail(&pending, &reseeded)
+        };
+        let tail_of: Option<TailOf<'_>> = match self.notices().is_on() {
+            true => Some(&tail),
+            false => None,
+        };
         let pg = Arc::clone(&self.pg);
         let target = pg.target();
         let schema = pg.schema();
@@ -136,7 +161,16 @@ impl PgStore {
         }
         let client: &tokio_postgres::Client = client;
         *in_tx = true;
-        let result = match batch::write(client, statements, schema, target, rules, valid.clone()) {
+        let fast = batch::write(
+            client,
+            statements,
+            schema,
+            target,
+            rules,
+            valid.clone(),
+            tail_of,
+        );
+        let result = match fast {
             Ok(w) => Ok(w),
             Err(Fallback::Fail(e)) => Err(e),
             Err(Fallback::Again(e)) => {
@@ -153,7 +187,7 @@ impl PgStore {
                 if client.is_closed() || !retry {
                     Err(e)
                 } else {
-                    write_each_alone(client, statements, schema, target, rules, valid)
+                    write_each_alone(client, statements, schema, target, rules, valid, tail_of)
                 }
             }
         };
@@ -196,7 +230,8 @@ pub(crate) fn rules_of(opts: &crate::options::Options) -> WriteRules {
 }
 
 /// The group event by event over [`PgRows`], each in its own savepoint (none for a group of
-/// one), so each event gets its own answer; the heads locked first as on the fast path.
+/// one), so each event gets its own answer; the heads locked first as on the fast path; what
+/// `tail_of` asks sent right after the commit, as on the fast path.
 fn write_each_alone(
     client: &tokio_postgres::Client,
     statements: &mut std::collections::HashMap<&'static str, tokio_postgres::Statement>,
@@ -204,7 +239,8 @@ fn write_each_alone(
     target: &crate::postgres::conn::Target,
     rules: WriteRules,
     valid: Vec<(usize, ValidEvent, i64)>,
-) -> Result<Vec<group::WrittenItem>> {
+    tail_of: Option<TailOf<'_>>,
+) -> Result<(Vec<group::WrittenItem>, Option<Told>)> {
     let single = valid.len() == 1;
     let (keys, agents): (Vec<String>, Vec<String>) = heads_of(valid.iter().map(|(_, v, _)| v))
         .into_iter()
@@ -212,6 +248,7 @@ fn write_each_alone(
     let now = valid.iter().map(|(_, _, now)| *now).max().unwrap_or(0);
     let mut rows = PgRows::new(client, statements, schema, target, single);
     let lock = rows.prepared(LOCK_HEADS)?;
+    let tail_sts = tail_of.map(|_| batch::tail_statements(&mut rows));
     // BEGIN and the head locks in one round trip.
     rows.hold_simple(BEGIN);
     let locked = rows.send(client.query(&lock, &[&keys, &agents, &now]))?;
@@ -226,13 +263,17 @@ fn write_each_alone(
         )?;
     }
     // A group of one has no savepoint: its failure rolls the transaction back.
-    let sql = if single && written.iter().any(|(_, _, r)| r.is_err()) {
-        ROLLBACK
+    let (sql, tail) = if single && written.iter().any(|(_, _, r)| r.is_err()) {
+        (ROLLBACK, None)
     } else {
-        COMMIT
+        let tail = match (tail_of.and_then(|f| f(&written)), tail_sts) {
+            (Some(t), Some((n, e))) => Some((t, n, e)),
+            _ => None,
+        };
+        (COMMIT, tail)
     };
-    rows.send(client.batch_execute(sql))?;
-    Ok(written)
+    let told = batch::commit_with(&mut rows, client, sql, tail)?;
+    Ok((written, told))
 }
 
 /// PostgreSQL's `text` cannot hold U+0000 (docs/postgres.md#differences): a record with one in
