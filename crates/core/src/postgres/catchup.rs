@@ -13,7 +13,7 @@
 //! A record's notices are queued here by [`Notices::after_commit`] under the lease rule: on
 //! this host when it serves the watcher or no live host does.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -174,11 +174,7 @@ impl Notices {
     /// Reads the pending cursors of `watcher` on `c` and queues them now, when it was served
     /// since the last catch-up (the first `drain` of a watcher on this host answers with what
     /// is pending for it, not `[]`). Costs nothing otherwise.
-    pub(crate) async fn read_fresh<C: GenericClient + Sync>(
-        &self,
-        c: &C,
-        watcher: &str,
-    ) -> Result<()> {
+    pub(crate) async fn read_fresh(&self, c: &mut Cached<'_>, watcher: &str) -> Result<()> {
         let fresh = {
             let mut s = self.state.served.lock();
             match s.fresh.iter().position(|w| w == watcher) {
@@ -287,10 +283,11 @@ impl Notices {
     /// Sends the hint naming `watcher` after a drain, acknowledge, re-seeding `watch`,
     /// `unwatch` or reset consumed or dropped its notices, so the other hosts drop their
     /// copies at once. Best effort.
-    pub(crate) async fn consumed<C: GenericClient + Sync>(&self, c: &C, watcher: &str) {
+    pub(crate) async fn consumed(&self, c: &mut Cached<'_>, watcher: &str) {
         if self.is_on() {
             let st = &self.state;
-            if let Err(e) = listen::notify(c, st.schema.as_str(), &st.instance, &[watcher]).await {
+            let payload = listen::payload(&st.instance, &[watcher]);
+            if let Err(e) = notify(c, st.schema.as_str(), &payload).await {
                 st.failed(e);
             }
         }
@@ -298,10 +295,11 @@ impl Notices {
 
     /// Sends the hint that asks every host to catch up every watcher it serves, after a
     /// change whose watchers this store does not know (a session deleted). Best effort.
-    pub(crate) async fn changed_all<C: GenericClient + Sync>(&self, c: &C) {
+    pub(crate) async fn changed_all(&self, c: &mut Cached<'_>) {
         if self.is_on() {
             let st = &self.state;
-            if let Err(e) = listen::notify_all(c, st.schema.as_str(), &st.instance).await {
+            let payload = serde_json::json!({ "i": st.instance, "w": "*" }).to_string();
+            if let Err(e) = notify(c, st.schema.as_str(), &payload).await {
                 st.failed(e);
             }
         }
@@ -312,7 +310,11 @@ impl Notices {
     pub(crate) async fn catch_up_now(&self) -> Result<()> {
         let client = self.state.listener.lock().clone();
         match client {
-            Some(c) => self.state.turn(&c, &Hint::All).await,
+            Some(c) => {
+                let mut statements = HashMap::new();
+                let mut c = Cached::new(&c, &mut statements, self.state.schema);
+                self.state.turn(&mut c, &Hint::All).await
+            }
             None => Err(Error::db(
                 crate::error::DbFailure::Other,
                 "the listener is not connected",
@@ -412,9 +414,12 @@ impl State {
             };
             backoff = BACKOFF_MIN;
             *self.listener.lock() = Some(Arc::clone(&client));
+            // The listener's statements, prepared once per connection.
+            let mut statements = HashMap::new();
+            let mut c = Cached::new(&client, &mut statements, self.schema);
             self.connects.fetch_add(1, Ordering::AcqRel);
             // Whatever was sent while no listener was connected is found in the rows.
-            match self.turn(&client, &Hint::All).await {
+            match self.turn(&mut c, &Hint::All).await {
                 Ok(()) => self.failing.store(false, Ordering::Release),
                 Err(e) => self.failed(e),
             }
@@ -440,7 +445,7 @@ impl State {
                     _ = ticker.tick() => Hint::All,
                     _ = self.kick.notified() => Hint::Watchers(Vec::new()),
                 };
-                match self.turn(&client, &hint).await {
+                match self.turn(&mut c, &hint).await {
                     Ok(()) => self.failing.store(false, Ordering::Release),
                     Err(e) => self.failed(e),
                 }
@@ -471,7 +476,7 @@ impl State {
 
     /// One turn of the task: the leases when due, then the catch-up the hint asks for, with
     /// the watchers served since the last one.
-    async fn turn(&self, c: &Client, hint: &Hint) -> Result<()> {
+    async fn turn(&self, c: &mut Cached<'_>, hint: &Hint) -> Result<()> {
         self.renew(c).await?;
         let watchers: Vec<String> = {
             let mut s = self.served.lock();
@@ -501,9 +506,9 @@ impl State {
     /// notices pending in the rows enter (and wake, by the rules of a local notice), notices
     /// held here that the rows no longer have pending at their position leave (consumed on
     /// another host), withdrawing a wake that has nothing left to wake for.
-    async fn catch_up<C: GenericClient + Sync>(&self, c: &C, watchers: Vec<String>) -> Result<()> {
+    async fn catch_up(&self, c: &mut Cached<'_>, watchers: Vec<String>) -> Result<()> {
         let _g = self.sync_lock.lock().await;
-        let rows = cursors::pending_of(c, self.schema, &watchers).await?;
+        let rows = cursors::pending_of(c, &watchers).await?;
         self.catch_ups.fetch_add(1, Ordering::AcqRel);
         let wakes = self.apply(&watchers, rows);
         self.delivery.wake_all(wakes);
@@ -552,7 +557,7 @@ impl State {
 
     /// Writes this store's leases when due: a watcher started or stopped being served, or a
     /// third of the lease length passed since the last write.
-    async fn renew(&self, c: &Client) -> Result<()> {
+    async fn renew(&self, c: &mut Cached<'_>) -> Result<()> {
         let now = crate::lease::now();
         let (serving, released) = {
             let mut s = self.served.lock();
@@ -570,7 +575,6 @@ impl State {
         };
         let written = lease::renew(
             c,
-            self.schema,
             &self.instance,
             &serving,
             &released,
@@ -587,6 +591,16 @@ impl State {
         self.renewed_at.store(now, Ordering::Release);
         Ok(())
     }
+}
+
+/// Sends the hint `payload` on `channel` with the cached [`NOTIFY`].
+async fn notify(c: &mut Cached<'_>, channel: &str, payload: &str) -> Result<()> {
+    let st = c.prepare(NOTIFY).await?;
+    c.client
+        .execute(&st, &[&channel, &payload])
+        .await
+        .map_err(cursors::db)?;
+    Ok(())
 }
 
 fn merge(a: Option<Hint>, b: Option<Hint>) -> Option<Hint> {

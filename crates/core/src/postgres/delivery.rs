@@ -82,7 +82,7 @@ pub(crate) async fn drain(
     watcher: &str,
     now: i64,
 ) -> Result<Vec<Notice>> {
-    notices.read_fresh(c.client, watcher).await?;
+    notices.read_fresh(c, watcher).await?;
     if !delivery.queue().has_any(watcher) {
         return Ok(Vec::new());
     }
@@ -135,7 +135,7 @@ pub(crate) async fn drain(
     drop(_g);
     delivery.wake_all(wakes);
     if !out.is_empty() {
-        notices.consumed(c.client, watcher).await;
+        notices.consumed(c, watcher).await;
     }
     Ok(out)
 }
@@ -219,7 +219,7 @@ pub(crate) async fn acknowledge(
     drop(_g);
     delivery.wake_all(wakes);
     if count > 0 {
-        notices.consumed(c.client, watcher).await;
+        notices.consumed(c, watcher).await;
     }
     Ok(count)
 }
@@ -229,17 +229,15 @@ pub(crate) async fn acknowledge(
 /// whoever serves the watcher (the host's explicit start-up call), and their wakes scheduled.
 /// Returns the pending cursors, for the count after the prune.
 pub(crate) async fn refreeze(
-    c: &Client,
-    notices: &Notices,
+    c: &mut Cached<'_>,
     delivery: &Delivery,
     only: Option<&[String]>,
 ) -> Result<Vec<Pending>> {
-    let st = notices.state();
     let mut outcome = Err(crate::error::Error::Closed);
     for _ in 0..TRIES {
-        begin(c).await?;
-        let r = cursors::refreeze(c, st.schema, only).await;
-        outcome = end(c, r).await;
+        begin(c.client).await?;
+        let r = cursors::refreeze(c, only).await;
+        outcome = end(c.client, r).await;
         match &outcome {
             Err(e) if cursors::is_retryable(e) => continue,
             _ => break,
