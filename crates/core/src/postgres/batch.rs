@@ -21,7 +21,7 @@ use crate::options::SchemaName;
 use crate::postgres::conn::Target;
 use crate::postgres::overlay::{heads_of, CursorState, Overlay};
 use crate::postgres::rows::{event_of, PgRows, BEGIN};
-use crate::postgres::tail::{Tail, Told, NOTIFY, SERVED_ELSEWHERE};
+use crate::postgres::tail::{Prepared, Tail, Told};
 use crate::record::WriteRules;
 use crate::rows::Provenance;
 use crate::rules::Positions;
@@ -67,6 +67,8 @@ const UPDATE_HEADS: &str = "UPDATE __SCHEMA__.session_state_heads AS h SET \
      FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(k, a, s, at) \
      WHERE h.session_key = u.k AND h.agent_id = u.a";
 
+const COMMIT: &str = "COMMIT";
+
 /// The first stand-in sequence of a dry run: above any the store will draw.
 const STAND_IN: i64 = 1 << 60;
 
@@ -82,24 +84,18 @@ pub(crate) fn commit_with(
     rows: &mut PgRows<'_>,
     client: &Client,
     sql: &'static str,
-    tail: Option<(Tail, Result<Statement>, Result<Statement>)>,
+    tail: Option<(Tail, Prepared)>,
 ) -> Result<Option<Told>> {
     rows.send(async {
         let commit = client.batch_execute(sql);
         match tail {
-            Some((t, notify, elsewhere)) => {
-                let (c, told) = join(commit, t.send(client, notify, elsewhere)).await;
+            Some((t, prepared)) => {
+                let (c, told) = join(commit, t.send(client, prepared)).await;
                 c.map(|()| Some(told))
             }
             None => commit.await.map(|()| None),
         }
     })
-}
-
-/// The two statements of a [`Tail`], prepared (once per connection) on `rows` before the
-/// transaction begins, so no prepare runs inside it.
-pub(crate) fn tail_statements(rows: &mut PgRows<'_>) -> (Result<Statement>, Result<Statement>) {
-    (rows.prepared(NOTIFY), rows.prepared(SERVED_ELSEWHERE))
 }
 
 /// Why the fast path gave up.
@@ -123,7 +119,7 @@ pub(crate) fn write(
     tail_of: Option<TailOf<'_>>,
 ) -> std::result::Result<(Vec<WrittenItem>, Option<Told>), Fallback> {
     let mut rows = PgRows::new(client, statements, schema, target, false);
-    let tail_sts = tail_of.map(|_| tail_statements(&mut rows));
+    let prepared = tail_of.map(|_| Prepared::on_rows(&mut rows));
     let lock = rows.prepared(LOCK_HEADS).map_err(Fallback::Fail)?;
     let fetch_cursors = rows.prepared(FETCH_CURSORS).map_err(Fallback::Fail)?;
     let fetch_dedupe = rows.prepared(FETCH_DEDUPE).map_err(Fallback::Fail)?;
@@ -239,10 +235,7 @@ pub(crate) fn write(
 
     // 2. The flow in memory, then every write and the commit in one pipeline.
     let written = group::write_each(&mut overlay, rules, valid);
-    let tail = match (tail_of.and_then(|f| f(&written)), tail_sts) {
-        (Some(t), Some((n, e))) => Some((t, n, e)),
-        _ => None,
-    };
+    let tail = tail_of.and_then(|f| f(&written)).zip(prepared);
     let w = overlay.into_writes();
     let hold = |rows: &mut PgRows<'_>| -> Result<()> {
         if !w.events.is_empty() {
@@ -347,6 +340,6 @@ pub(crate) fn write(
     hold(&mut rows).map_err(again)?;
     // After a failed statement the server answers COMMIT with a rollback: the failure is the
     // answer, and nothing of the group stays.
-    let told = commit_with(&mut rows, client, "COMMIT", tail).map_err(again)?;
+    let told = commit_with(&mut rows, client, COMMIT, tail).map_err(again)?;
     Ok((written, told))
 }

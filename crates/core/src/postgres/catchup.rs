@@ -36,7 +36,7 @@ use crate::keys;
 use crate::metrics::Count;
 use crate::options::SchemaName;
 use crate::postgres::cursors::Cached;
-use crate::postgres::tail::{Tail, Told, NOTIFY, SERVED_ELSEWHERE};
+use crate::postgres::tail::{notify, Prepared, Tail, Told};
 
 /// Opens the listener's connection: a client whose connection is driven on the core runtime,
 /// and the payloads of its notifications ([`listen::drive`]).
@@ -203,12 +203,8 @@ impl Notices {
         let Some(tail) = self.tail(pending, &[]) else {
             return self.state.delivery.enqueue(pending);
         };
-        let notify = c.prepare(NOTIFY).await;
-        let elsewhere = match tail.asks() {
-            true => c.prepare(SERVED_ELSEWHERE).await,
-            false => Err(Error::invalid("not asked")),
-        };
-        let told = tail.send(c.client, notify, elsewhere).await;
+        let prepared = Prepared::on(c, tail.asks()).await;
+        let told = tail.send(c.client, prepared).await;
         self.settle(pending, told)
     }
 
@@ -591,16 +587,6 @@ impl State {
         self.renewed_at.store(now, Ordering::Release);
         Ok(())
     }
-}
-
-/// Sends the hint `payload` on `channel` with the cached [`NOTIFY`].
-async fn notify(c: &mut Cached<'_>, channel: &str, payload: &str) -> Result<()> {
-    let st = c.prepare(NOTIFY).await?;
-    c.client
-        .execute(&st, &[&channel, &payload])
-        .await
-        .map_err(cursors::db)?;
-    Ok(())
 }
 
 fn merge(a: Option<Hint>, b: Option<Hint>) -> Option<Hint> {

@@ -319,12 +319,10 @@ const DELETE_LINK: &str =
 /// Deletes the cursors where `key` is the watcher (`resetSession`), and with `as_target` also
 /// those where it is the target (`deleteSession`).
 pub(crate) async fn delete_of(c: &mut Cached<'_>, key: &str, as_target: bool) -> Result<u64> {
-    let st = c
-        .prepare(match as_target {
-            true => DELETE_AS_EITHER,
-            false => DELETE_AS_WATCHER,
-        })
-        .await?;
+    let st = match as_target {
+        true => c.prepare(DELETE_AS_EITHER).await?,
+        false => c.prepare(DELETE_AS_WATCHER).await?,
+    };
     c.client.execute(&st, &[&key]).await.map_err(db)
 }
 
@@ -407,10 +405,12 @@ pub(crate) async fn delete_session(
     agent: &str,
     own: bool,
 ) -> Result<()> {
-    for template in [DELETE_EVENTS, DELETE_HEAD, DELETE_LINK] {
-        let st = c.prepare(template).await?;
-        c.client.execute(&st, &[&key, &agent]).await.map_err(db)?;
-    }
+    let st = c.prepare(DELETE_EVENTS).await?;
+    c.client.execute(&st, &[&key, &agent]).await.map_err(db)?;
+    let st = c.prepare(DELETE_HEAD).await?;
+    c.client.execute(&st, &[&key, &agent]).await.map_err(db)?;
+    let st = c.prepare(DELETE_LINK).await?;
+    c.client.execute(&st, &[&key, &agent]).await.map_err(db)?;
     if own {
         delete_of(c, key, true).await?;
     }

@@ -16,7 +16,7 @@ use crate::metrics::{Count, Hist};
 use crate::postgres::batch::{self, Fallback, TailOf, DROP_EMPTY_HEADS, LOCK_HEADS};
 use crate::postgres::overlay::heads_of;
 use crate::postgres::rows::{block, PgRows, BEGIN};
-use crate::postgres::tail::Told;
+use crate::postgres::tail::{Prepared, Told};
 use crate::postgres::PgStore;
 use crate::record::{WriteRules, Written};
 
@@ -248,7 +248,7 @@ fn write_each_alone(
     let now = valid.iter().map(|(_, _, now)| *now).max().unwrap_or(0);
     let mut rows = PgRows::new(client, statements, schema, target, single);
     let lock = rows.prepared(LOCK_HEADS)?;
-    let tail_sts = tail_of.map(|_| batch::tail_statements(&mut rows));
+    let prepared = tail_of.map(|_| Prepared::on_rows(&mut rows));
     // BEGIN and the head locks in one round trip.
     rows.hold_simple(BEGIN);
     let locked = rows.send(client.query(&lock, &[&keys, &agents, &now]))?;
@@ -266,11 +266,7 @@ fn write_each_alone(
     let (sql, tail) = if single && written.iter().any(|(_, _, r)| r.is_err()) {
         (ROLLBACK, None)
     } else {
-        let tail = match (tail_of.and_then(|f| f(&written)), tail_sts) {
-            (Some(t), Some((n, e))) => Some((t, n, e)),
-            _ => None,
-        };
-        (COMMIT, tail)
+        (COMMIT, tail_of.and_then(|f| f(&written)).zip(prepared))
     };
     let told = batch::commit_with(&mut rows, client, sql, tail)?;
     Ok((written, told))

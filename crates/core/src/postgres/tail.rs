@@ -6,7 +6,8 @@
 use tokio_postgres::{Client, Statement};
 
 use crate::error::{Error, Result};
-use crate::postgres::cursors;
+use crate::postgres::cursors::{self, Cached};
+use crate::postgres::rows::PgRows;
 
 /// The hint after a commit: `$1` the channel (the schema's name), `$2` the payload.
 pub(crate) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
@@ -25,6 +26,42 @@ pub(crate) struct Tail {
     instance: String,
     ask: Vec<String>,
     now: i64,
+}
+
+/// The two statements of a [`Tail`], prepared once per connection (or why not).
+pub(crate) struct Prepared {
+    notify: Result<Statement>,
+    elsewhere: Result<Statement>,
+}
+
+impl Prepared {
+    /// Both statements, prepared through the record path's `rows` before its transaction
+    /// begins, so no prepare runs inside it.
+    pub(crate) fn on_rows(rows: &mut PgRows<'_>) -> Self {
+        let notify = rows.prepared(NOTIFY);
+        let elsewhere = rows.prepared(SERVED_ELSEWHERE);
+        Prepared { notify, elsewhere }
+    }
+
+    /// The statements on `c`: the lease read's only when the tail `asks`.
+    pub(crate) async fn on(c: &mut Cached<'_>, asks: bool) -> Self {
+        let notify = c.prepare(NOTIFY).await;
+        let elsewhere = match asks {
+            true => c.prepare(SERVED_ELSEWHERE).await,
+            false => Err(Error::invalid("the lease read is not asked")),
+        };
+        Prepared { notify, elsewhere }
+    }
+}
+
+/// Sends the hint `payload` on `channel` on `c`, with the cached [`NOTIFY`].
+pub(crate) async fn notify(c: &mut Cached<'_>, channel: &str, payload: &str) -> Result<()> {
+    let st = c.prepare(NOTIFY).await?;
+    c.client
+        .execute(&st, &[&channel, &payload])
+        .await
+        .map_err(cursors::db)?;
+    Ok(())
 }
 
 /// What a [`Tail`] was told: the hint's outcome, and the watchers served elsewhere.
@@ -64,19 +101,14 @@ impl Tail {
         !self.ask.is_empty()
     }
 
-    /// Sends the hint with `notify` ([`NOTIFY`]), then the lease read with `elsewhere`
-    /// ([`SERVED_ELSEWHERE`]) when it asks. Each request goes out when first polled: polled
-    /// right after a `COMMIT`, both run after it, in the same pipeline.
-    pub(crate) async fn send(
-        self,
-        client: &Client,
-        notify: Result<Statement>,
-        elsewhere: Result<Statement>,
-    ) -> Told {
+    /// Sends the hint ([`NOTIFY`]), then the lease read ([`SERVED_ELSEWHERE`]) when it asks,
+    /// with the statements `p`. Each request goes out when first polled: polled right after a
+    /// `COMMIT`, both run after it, in the same pipeline.
+    pub(crate) async fn send(self, client: &Client, p: Prepared) -> Told {
         let hint = async {
-            let q = notify?;
+            let notify = p.notify?;
             client
-                .execute(&q, &[&self.channel, &self.payload])
+                .execute(&notify, &[&self.channel, &self.payload])
                 .await
                 .map_err(cursors::db)?;
             Ok::<(), Error>(())
@@ -85,9 +117,9 @@ impl Tail {
             if self.ask.is_empty() {
                 return Ok(Vec::new());
             }
-            let q = elsewhere?;
+            let elsewhere = p.elsewhere?;
             let rows = client
-                .query(&q, &[&self.ask, &self.instance, &self.now])
+                .query(&elsewhere, &[&self.ask, &self.instance, &self.now])
                 .await
                 .map_err(cursors::db)?;
             Ok::<Vec<String>, Error>(rows.iter().map(|r| r.get(0)).collect())
