@@ -20,7 +20,7 @@ use crate::group::{self, WrittenItem};
 use crate::options::SchemaName;
 use crate::postgres::conn::Target;
 use crate::postgres::overlay::{heads_of, CursorState, Overlay};
-use crate::postgres::rows::{event_of, PgRows};
+use crate::postgres::rows::{event_of, PgRows, BEGIN};
 use crate::postgres::tail::{Prepared, Tail, Told};
 use crate::record::WriteRules;
 use crate::rows::Provenance;
@@ -67,12 +67,6 @@ const UPDATE_HEADS: &str = "UPDATE __SCHEMA__.session_state_heads AS h SET \
      FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(k, a, s, at) \
      WHERE h.session_key = u.k AND h.agent_id = u.a";
 
-/// The group's transaction, its statements on generic plans. For their array parameters the
-/// server would plan each one anew at every execution (a custom plan), which cost more server
-/// time than running them (BENCHMARKS.md: 239 µs of binds per record against 54 µs); a
-/// generic plan looks the rows up by the same keys and indexes. Only inside this transaction:
-/// the reads and the other calls keep the server's choice.
-const BEGIN: &str = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan";
 const COMMIT: &str = "COMMIT";
 
 /// The first stand-in sequence of a dry run: above any the store will draw.
