@@ -13,7 +13,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use session_awareness_core::{
-    Hooks, Notice, Options, Provenance, QueueSignal, Store, WakeRequest, WakeSink,
+    Hooks, Notice, Options, Provenance, QueueSignal, RecordInput, Store, WakeRequest, WakeSink,
 };
 
 mod pg_harness;
@@ -272,5 +272,100 @@ fn a_lease_counts_until_it_expires() {
         .unwrap();
     a.record(human(t), NOW).unwrap().unwrap();
     assert_eq!(positions(&a.peek(W).unwrap()), [(t.to_owned(), first - 1)]);
+    a.close();
+}
+
+/// Listens on `schema`'s channel on a connection of its own; each payload arrives with the
+/// number of events visible on another connection when it arrived.
+fn listener(
+    rt: &tokio::runtime::Runtime,
+    schema: &str,
+) -> tokio::sync::mpsc::UnboundedReceiver<(String, i64)> {
+    let url = shared().url();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    rt.block_on(async {
+        let connect = || tokio_postgres::connect(&url, tokio_postgres::NoTls);
+        let (reader, conn) = connect().await.unwrap();
+        tokio::spawn(conn);
+        let (client, mut conn) = connect().await.unwrap();
+        let count = format!("SELECT count(*) FROM {schema}.session_state_events");
+        tokio::spawn(async move {
+            while let Some(Ok(m)) = futures_util::future::poll_fn(|cx| conn.poll_message(cx)).await
+            {
+                if let tokio_postgres::AsyncMessage::Notification(n) = m {
+                    let seen: i64 = reader.query_one(&count, &[]).await.unwrap().get(0);
+                    let _ = tx.send((n.payload().to_owned(), seen));
+                }
+            }
+        });
+        client
+            .batch_execute(&format!("LISTEN {schema}"))
+            .await
+            .unwrap();
+        // The client must live as long as the connection listens.
+        std::mem::forget(client);
+    });
+    rx
+}
+
+#[test]
+fn the_hint_goes_out_once_per_commit_after_it() {
+    let s = schema("hint");
+    let (a, _aw) = host(&s, "hint-a", 100);
+    let t: Vec<String> = (0..8)
+        .map(|i| format!("agent:main:subagent:hint-{i}"))
+        .collect();
+    for target in &t {
+        assert!(a.watch(W, target, Provenance::Explicit, NOW).unwrap());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut hints = listener(&rt, &s);
+    let mut next = || {
+        let (payload, seen) = rt
+            .block_on(async { tokio::time::timeout(PATIENCE, hints.recv()).await })
+            .expect("a hint within the patience")
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&payload).unwrap();
+        assert!(v["i"].is_string(), "{payload}");
+        assert_eq!(v["w"], serde_json::json!([W]), "{payload}");
+        seen
+    };
+    // One record at a time: its hint arrives once its event is visible to everyone.
+    for (k, target) in t[..3].iter().enumerate() {
+        a.record(human(target), NOW).unwrap().unwrap();
+        assert_eq!(next(), k as i64 + 1);
+    }
+    // A group of three is one commit, and one hint naming the watcher once.
+    let out = a.record_group(t[3..6].iter().map(|t| (human(t), NOW)).collect());
+    assert!(out.iter().all(|r| matches!(r, Ok(Some(_)))));
+    assert_eq!(next(), 6);
+    // A group the server refuses a row of: the failed attempt's hint (harmless, its commit
+    // rolled back), then the one of the group written again event by event.
+    shared()
+        .sql(&format!(
+            "ALTER TABLE {s}.session_state_events \
+             ADD CONSTRAINT refused CHECK (dedupe_key IS DISTINCT FROM 'refused')"
+        ))
+        .unwrap();
+    let refused = RecordInput {
+        dedupe_key: Some("refused".into()),
+        ..human(&t[7])
+    };
+    let out = a.record_group(vec![(human(&t[6]), NOW), (refused, NOW)]);
+    assert!(matches!(out[0], Ok(Some(_))));
+    assert_eq!(out[1].as_ref().unwrap_err().code(), "ERR_DB");
+    let first = next();
+    assert!((6..=7).contains(&first), "{first}");
+    assert_eq!(next(), 7);
+    // A record that opens no notice sends no hint.
+    a.record(human("agent:main:subagent:unwatched"), NOW)
+        .unwrap()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(hints.try_recv().is_err(), "no other hint");
     a.close();
 }

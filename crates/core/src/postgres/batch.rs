@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use futures_util::future::join4;
+use futures_util::future::{join, join4};
 use tokio_postgres::{Client, Statement};
 
 use crate::error::Result;
@@ -21,6 +21,7 @@ use crate::options::SchemaName;
 use crate::postgres::conn::Target;
 use crate::postgres::overlay::{heads_of, CursorState, Overlay};
 use crate::postgres::rows::{event_of, PgRows, BEGIN};
+use crate::postgres::tail::{Prepared, Tail, Told};
 use crate::record::WriteRules;
 use crate::rows::Provenance;
 use crate::rules::Positions;
@@ -66,8 +67,46 @@ const UPDATE_HEADS: &str = "UPDATE __SCHEMA__.session_state_heads AS h SET \
      FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(k, a, s, at) \
      WHERE h.session_key = u.k AND h.agent_id = u.a";
 
+const COMMIT: &str = "COMMIT";
+
 /// The first stand-in sequence of a dry run: above any the store will draw.
 const STAND_IN: i64 = 1 << 60;
+
+/// What a group's commit sends right after its `COMMIT`, given what the group wrote: the
+/// hint and the lease read of the notices it opened ([`Tail`]), or nothing.
+pub(crate) type TailOf<'a> = &'a dyn Fn(&[WrittenItem]) -> Option<Tail>;
+
+/// What a group's transaction carries besides its events: a link write that commits with the
+/// event of a group of one (`record_with`), and what to send right after the commit.
+#[derive(Clone, Copy)]
+pub(crate) struct Extra<'a> {
+    /// Run before `COMMIT` when the group's one event was written or found by its dedupe key.
+    pub(crate) also: crate::postgres::rows::Also<'a>,
+    /// The hint and lease read of the notices the group opened.
+    pub(crate) tail_of: Option<TailOf<'a>>,
+}
+
+/// Sends `COMMIT`, then `tail` in the same pipeline (the server runs them in order, so the
+/// tail runs after the commit, outside the data transaction), on `rows` after its held
+/// writes. When the commit fails the hint has gone out all the same, which is harmless: the
+/// catch-up it asks for finds nothing new. `tail` is the tail and its two statements.
+pub(crate) fn commit_with(
+    rows: &mut PgRows<'_>,
+    client: &Client,
+    sql: &'static str,
+    tail: Option<(Tail, Prepared)>,
+) -> Result<Option<Told>> {
+    rows.send(async {
+        let commit = client.batch_execute(sql);
+        match tail {
+            Some((t, prepared)) => {
+                let (c, told) = join(commit, t.send(client, prepared)).await;
+                c.map(|()| Some(told))
+            }
+            None => commit.await.map(|()| None),
+        }
+    })
+}
 
 /// Why the fast path gave up.
 pub(crate) enum Fallback {
@@ -78,7 +117,8 @@ pub(crate) enum Fallback {
     Fail(crate::error::Error),
 }
 
-/// Writes the group in three round trips and commits, or says why not.
+/// Writes the group in two round trips (three when `onlyIfWatched` may skip) and commits,
+/// with what `tail_of` asks sent right after the commit; or says why not.
 pub(crate) fn write(
     client: &Client,
     statements: &mut HashMap<&'static str, Statement>,
@@ -86,9 +126,10 @@ pub(crate) fn write(
     target: &Target,
     rules: WriteRules,
     valid: Vec<(usize, ValidEvent, i64)>,
-    also: crate::postgres::rows::Also<'_>,
-) -> std::result::Result<Vec<WrittenItem>, Fallback> {
+    Extra { also, tail_of }: Extra<'_>,
+) -> std::result::Result<(Vec<WrittenItem>, Option<Told>), Fallback> {
     let mut rows = PgRows::new(client, statements, schema, target, false);
+    let prepared = tail_of.map(|_| Prepared::on_rows(&mut rows));
     let lock = rows.prepared(LOCK_HEADS).map_err(Fallback::Fail)?;
     let fetch_cursors = rows.prepared(FETCH_CURSORS).map_err(Fallback::Fail)?;
     let fetch_dedupe = rows.prepared(FETCH_DEDUPE).map_err(Fallback::Fail)?;
@@ -204,6 +245,7 @@ pub(crate) fn write(
 
     // 2. The flow in memory, then every write and the commit in one pipeline.
     let written = group::write_each(&mut overlay, rules, valid);
+    let tail = tail_of.and_then(|f| f(&written)).zip(prepared);
     let w = overlay.into_writes();
     let hold = |rows: &mut PgRows<'_>| -> Result<()> {
         if !w.events.is_empty() {
@@ -311,6 +353,6 @@ pub(crate) fn write(
     }
     // After a failed statement the server answers COMMIT with a rollback: the failure is the
     // answer, and nothing of the group stays.
-    rows.send(client.batch_execute("COMMIT")).map_err(again)?;
-    Ok(written)
+    let told = commit_with(&mut rows, client, COMMIT, tail).map_err(again)?;
+    Ok((written, told))
 }

@@ -68,7 +68,7 @@ impl PgStore {
             .await;
             let seeded = delivery::end(c.client, r).await?;
             if seeded {
-                self.notices.consumed(c.client, watcher).await;
+                self.notices.consumed(&mut c, watcher).await;
             }
             Ok::<_, crate::error::Error>(seeded)
         })??;
@@ -85,7 +85,7 @@ impl PgStore {
             let mut c = g.cached()?;
             let removed = cursors::delete(&mut c, watcher, target).await?;
             if removed {
-                self.notices.consumed(c.client, watcher).await;
+                self.notices.consumed(&mut c, watcher).await;
             }
             Ok::<_, crate::error::Error>(removed)
         })??;
@@ -132,11 +132,10 @@ impl PgStore {
 
     /// The watchers with unacknowledged material history (the sweep's candidates).
     pub(crate) fn sweep_candidates(&self) -> Result<Vec<String>> {
-        let s = self.pg.schema();
         block_on(async {
             let mut g = self.pg.lock().await?;
-            let c = g.client()?;
-            cursors::watchers_behind(&*c, s).await
+            let mut c = g.cached()?;
+            cursors::watchers_behind(&mut c).await
         })?
     }
 
@@ -145,8 +144,8 @@ impl PgStore {
     pub(crate) fn sweep(&self, only: Option<&[String]>, now: i64) -> Result<SweepReport> {
         let pending = block_on(async {
             let mut g = self.pg.lock().await?;
-            let c = g.client()?;
-            delivery::refreeze(c, &self.notices, &self.delivery, only).await
+            let mut c = g.cached()?;
+            delivery::refreeze(&mut c, &self.delivery, only).await
         })??;
         let prune = self.prune(now)?;
         let notices = {
@@ -166,12 +165,11 @@ impl PgStore {
     /// automatic prune's hour.
     pub(crate) fn prune(&self, now: i64) -> Result<PruneReport> {
         self.auto_prune.ran(now);
-        let s = self.pg.schema();
         let (retention, max_events) = (self.opts.retention_ms, self.opts.max_events);
         block_on(async {
             let mut g = self.pg.lock().await?;
-            let c = g.client()?;
-            prune::prune(c, s, &self.delivery, retention, max_events, now).await
+            let mut c = g.cached()?;
+            prune::prune(&mut c, &self.delivery, retention, max_events, now).await
         })?
     }
 
@@ -193,9 +191,8 @@ impl PgStore {
             loop {
                 let run = async {
                     let mut g = pg.lock().await?;
-                    let c = g.client()?;
-                    let s = pg.schema();
-                    prune::prune(c, s, &delivery, retention, max_events, now).await
+                    let mut c = g.cached()?;
+                    prune::prune(&mut c, &delivery, retention, max_events, now).await
                 };
                 if let Err(e) = run.await {
                     state.report(e);
@@ -217,13 +214,12 @@ impl PgStore {
     /// `resetSession`: the cursors where the key is the watcher, their queued notices and its
     /// scheduled wake go; it stays served.
     pub(crate) fn reset_session(&self, key: &str) -> Result<()> {
-        let s = self.pg.schema();
         block_on(async {
             let mut g = self.pg.lock().await?;
-            let c = g.client()?;
-            let n = cursors::delete_of(&*c, s, key, false).await?;
+            let mut c = g.cached()?;
+            let n = cursors::delete_of(&mut c, key, false).await?;
             if n > 0 {
-                self.notices.consumed(&*c, key).await;
+                self.notices.consumed(&mut c, key).await;
             }
             Ok::<_, crate::error::Error>(())
         })??;
@@ -235,15 +231,14 @@ impl PgStore {
     /// `deleteSession` of (key, agent); `own` when the agent is the key's own: then also its
     /// cursors as watcher or target, their notices and its wake, and it is served no more.
     pub(crate) fn delete_session(&self, key: &str, agent: &str, own: bool) -> Result<()> {
-        let s = self.pg.schema();
         block_on(async {
             let mut g = self.pg.lock().await?;
-            let c = g.client()?;
-            c.batch_execute("BEGIN").await.map_err(cursors::db)?;
-            let r = cursors::delete_session(&*c, s, key, agent, own).await;
-            delivery::end(&*c, r).await?;
+            let mut c = g.cached()?;
+            c.client.batch_execute("BEGIN").await.map_err(cursors::db)?;
+            let r = cursors::delete_session(&mut c, key, agent, own).await;
+            delivery::end(c.client, r).await?;
             if own {
-                self.notices.changed_all(&*c).await;
+                self.notices.changed_all(&mut c).await;
             }
             Ok::<_, crate::error::Error>(())
         })??;

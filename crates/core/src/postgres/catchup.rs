@@ -13,7 +13,7 @@
 //! A record's notices are queued here by [`Notices::after_commit`] under the lease rule: on
 //! this host when it serves the watcher or no live host does.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -36,15 +36,7 @@ use crate::keys;
 use crate::metrics::Count;
 use crate::options::SchemaName;
 use crate::postgres::cursors::Cached;
-
-/// The hint after a commit: `$1` the channel (the schema's name), `$2` the payload.
-const NOTIFY: &str = "SELECT pg_notify($1, $2)";
-/// The watchers among `$1` that an instance other than `$2` holds a live lease on at `$3`,
-/// asked after every commit that opens a notice for a watcher not served here (prepared once
-/// per connection).
-const SERVED_ELSEWHERE: &str = "SELECT DISTINCT watcher_key \
-     FROM __SCHEMA__.session_awareness_served \
-     WHERE watcher_key = ANY($1) AND instance_id <> $2 AND expires_at > $3";
+use crate::postgres::tail::{notify, Prepared, Tail, Told};
 
 /// Opens the listener's connection: a client whose connection is driven on the core runtime,
 /// and the payloads of its notifications ([`listen::drive`]).
@@ -182,11 +174,7 @@ impl Notices {
     /// Reads the pending cursors of `watcher` on `c` and queues them now, when it was served
     /// since the last catch-up (the first `drain` of a watcher on this host answers with what
     /// is pending for it, not `[]`). Costs nothing otherwise.
-    pub(crate) async fn read_fresh<C: GenericClient + Sync>(
-        &self,
-        c: &C,
-        watcher: &str,
-    ) -> Result<()> {
+    pub(crate) async fn read_fresh(&self, c: &mut Cached<'_>, watcher: &str) -> Result<()> {
         let fresh = {
             let mut s = self.state.served.lock();
             match s.fresh.iter().position(|w| w == watcher) {
@@ -208,17 +196,27 @@ impl Notices {
     }
 
     /// Queues the notices a committed record opened (`pending`) under the lease rule, and
-    /// sends the hint naming their watchers after the commit. Returns the wakes to schedule.
-    /// A failing lease read queues here, as if nobody else served the watcher; a failing hint
-    /// is left to the other hosts' periodic catch-up.
+    /// sends the hint naming their watchers, in a round trip of their own after the commit.
+    /// Returns the wakes to schedule. The record path sends both with its `COMMIT` instead
+    /// ([`Notices::tail`], [`Notices::settle`]).
     pub(crate) async fn after_commit(&self, c: &mut Cached<'_>, pending: &[Pending]) -> Vec<Wake> {
-        if pending.is_empty() {
-            return Vec::new();
+        let Some(tail) = self.tail(pending, &[]) else {
+            return self.state.delivery.enqueue(pending);
+        };
+        let prepared = Prepared::on(c, tail.asks()).await;
+        let told = tail.send(c.client, prepared).await;
+        self.settle(pending, told)
+    }
+
+    /// What a commit that opens the notices `pending` sends after its `COMMIT`, or `None`
+    /// when notices do not cross hosts or it opens none. `reseeded` (watcher, target): the
+    /// pairs whose queued notice the commit drops (a `child_spawned` reseeded the cursor),
+    /// taken as not held here.
+    pub(crate) fn tail(&self, pending: &[Pending], reseeded: &[(&str, &str)]) -> Option<Tail> {
+        if pending.is_empty() || !self.is_on() {
+            return None;
         }
         let st = &self.state;
-        if !self.is_on() {
-            return st.delivery.enqueue(pending);
-        }
         let mut watchers: Vec<&str> = pending.iter().map(|p| p.watcher.as_str()).collect();
         watchers.sort_unstable();
         watchers.dedup();
@@ -228,8 +226,9 @@ impl Notices {
             let q = st.delivery.queue();
             let mut ask: Vec<String> = Vec::new();
             for p in pending {
+                let dropped = reseeded.contains(&(p.watcher.as_str(), &*p.target));
                 if served.all.contains(&p.watcher)
-                    || q.position(&p.watcher, &p.target) == Some(p.last_seen)
+                    || (!dropped && q.position(&p.watcher, &p.target) == Some(p.last_seen))
                     || ask.contains(&p.watcher)
                 {
                     continue;
@@ -238,33 +237,22 @@ impl Notices {
             }
             ask
         };
-        let now = crate::lease::now();
-        let client = c.client;
-        let instance = st.instance.as_str();
-        // The hint, a statement of its own after the commit (never inside it: a NOTIFY in a
-        // data transaction serializes every commit in the cluster).
-        let q = c.prepare(NOTIFY).await;
-        let hint = async {
-            let q = q?;
-            let text = listen::payload(instance, &watchers);
-            client
-                .execute(&q, &[&st.schema.as_str(), &text])
-                .await
-                .map_err(cursors::db)?;
-            Ok::<(), Error>(())
-        };
-        let elsewhere = async {
-            if ask.is_empty() {
-                return Ok(Vec::new());
-            }
-            let st = c.prepare(SERVED_ELSEWHERE).await?;
-            let rows = client
-                .query(&st, &[&ask, &instance, &now])
-                .await
-                .map_err(cursors::db)?;
-            Ok::<Vec<String>, crate::error::Error>(rows.iter().map(|r| r.get(0)).collect())
-        };
-        let (hinted, elsewhere) = tokio::join!(hint, elsewhere);
+        Some(Tail::new(
+            st.schema.as_str(),
+            listen::payload(&st.instance, &watchers),
+            &st.instance,
+            ask,
+            crate::lease::now(),
+        ))
+    }
+
+    /// Queues the committed notices `pending` under the lease rule, given what their
+    /// [`Tail`] was told. Returns the wakes to schedule. A failing lease read queues here, as
+    /// if nobody else served the watcher; a failing hint is left to the other hosts' periodic
+    /// catch-up.
+    pub(crate) fn settle(&self, pending: &[Pending], told: Told) -> Vec<Wake> {
+        let st = &self.state;
+        let (hinted, elsewhere) = told.parts();
         if let Err(e) = hinted {
             st.failed(e);
         }
@@ -291,10 +279,11 @@ impl Notices {
     /// Sends the hint naming `watcher` after a drain, acknowledge, re-seeding `watch`,
     /// `unwatch` or reset consumed or dropped its notices, so the other hosts drop their
     /// copies at once. Best effort.
-    pub(crate) async fn consumed<C: GenericClient + Sync>(&self, c: &C, watcher: &str) {
+    pub(crate) async fn consumed(&self, c: &mut Cached<'_>, watcher: &str) {
         if self.is_on() {
             let st = &self.state;
-            if let Err(e) = listen::notify(c, st.schema.as_str(), &st.instance, &[watcher]).await {
+            let payload = listen::payload(&st.instance, &[watcher]);
+            if let Err(e) = notify(c, st.schema.as_str(), &payload).await {
                 st.failed(e);
             }
         }
@@ -302,10 +291,11 @@ impl Notices {
 
     /// Sends the hint that asks every host to catch up every watcher it serves, after a
     /// change whose watchers this store does not know (a session deleted). Best effort.
-    pub(crate) async fn changed_all<C: GenericClient + Sync>(&self, c: &C) {
+    pub(crate) async fn changed_all(&self, c: &mut Cached<'_>) {
         if self.is_on() {
             let st = &self.state;
-            if let Err(e) = listen::notify_all(c, st.schema.as_str(), &st.instance).await {
+            let payload = serde_json::json!({ "i": st.instance, "w": "*" }).to_string();
+            if let Err(e) = notify(c, st.schema.as_str(), &payload).await {
                 st.failed(e);
             }
         }
@@ -316,7 +306,11 @@ impl Notices {
     pub(crate) async fn catch_up_now(&self) -> Result<()> {
         let client = self.state.listener.lock().clone();
         match client {
-            Some(c) => self.state.turn(&c, &Hint::All).await,
+            Some(c) => {
+                let mut statements = HashMap::new();
+                let mut c = Cached::new(&c, &mut statements, self.state.schema);
+                self.state.turn(&mut c, &Hint::All).await
+            }
             None => Err(Error::db(
                 crate::error::DbFailure::Other,
                 "the listener is not connected",
@@ -416,9 +410,12 @@ impl State {
             };
             backoff = BACKOFF_MIN;
             *self.listener.lock() = Some(Arc::clone(&client));
+            // The listener's statements, prepared once per connection.
+            let mut statements = HashMap::new();
+            let mut c = Cached::new(&client, &mut statements, self.schema);
             self.connects.fetch_add(1, Ordering::AcqRel);
             // Whatever was sent while no listener was connected is found in the rows.
-            match self.turn(&client, &Hint::All).await {
+            match self.turn(&mut c, &Hint::All).await {
                 Ok(()) => self.failing.store(false, Ordering::Release),
                 Err(e) => self.failed(e),
             }
@@ -444,7 +441,7 @@ impl State {
                     _ = ticker.tick() => Hint::All,
                     _ = self.kick.notified() => Hint::Watchers(Vec::new()),
                 };
-                match self.turn(&client, &hint).await {
+                match self.turn(&mut c, &hint).await {
                     Ok(()) => self.failing.store(false, Ordering::Release),
                     Err(e) => self.failed(e),
                 }
@@ -475,7 +472,7 @@ impl State {
 
     /// One turn of the task: the leases when due, then the catch-up the hint asks for, with
     /// the watchers served since the last one.
-    async fn turn(&self, c: &Client, hint: &Hint) -> Result<()> {
+    async fn turn(&self, c: &mut Cached<'_>, hint: &Hint) -> Result<()> {
         self.renew(c).await?;
         let watchers: Vec<String> = {
             let mut s = self.served.lock();
@@ -505,9 +502,9 @@ impl State {
     /// notices pending in the rows enter (and wake, by the rules of a local notice), notices
     /// held here that the rows no longer have pending at their position leave (consumed on
     /// another host), withdrawing a wake that has nothing left to wake for.
-    async fn catch_up<C: GenericClient + Sync>(&self, c: &C, watchers: Vec<String>) -> Result<()> {
+    async fn catch_up(&self, c: &mut Cached<'_>, watchers: Vec<String>) -> Result<()> {
         let _g = self.sync_lock.lock().await;
-        let rows = cursors::pending_of(c, self.schema, &watchers).await?;
+        let rows = cursors::pending_of(c, &watchers).await?;
         self.catch_ups.fetch_add(1, Ordering::AcqRel);
         let wakes = self.apply(&watchers, rows);
         self.delivery.wake_all(wakes);
@@ -556,7 +553,7 @@ impl State {
 
     /// Writes this store's leases when due: a watcher started or stopped being served, or a
     /// third of the lease length passed since the last write.
-    async fn renew(&self, c: &Client) -> Result<()> {
+    async fn renew(&self, c: &mut Cached<'_>) -> Result<()> {
         let now = crate::lease::now();
         let (serving, released) = {
             let mut s = self.served.lock();
@@ -574,7 +571,6 @@ impl State {
         };
         let written = lease::renew(
             c,
-            self.schema,
             &self.instance,
             &serving,
             &released,

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tokio_postgres::{Client, GenericClient, Row, Statement};
+use tokio_postgres::{Client, Row, Statement};
 
 use crate::cursors::{Pending, Provenance, WatchOptions};
 use crate::error::{DbFailure, Error, Result};
@@ -107,6 +107,11 @@ impl<'a> Cached<'a> {
             statements,
             schema,
         }
+    }
+
+    /// The schema of the tables.
+    pub(crate) fn schema(&self) -> SchemaName {
+        self.schema
     }
 
     /// `template` prepared on this connection, once.
@@ -279,49 +284,56 @@ pub(crate) async fn delete(c: &mut Cached<'_>, watcher: &str, target: &str) -> R
         == 1)
 }
 
+const DELETE_AS_WATCHER: &str =
+    "DELETE FROM __SCHEMA__.session_watch_cursors WHERE watcher_session_key = $1";
+const DELETE_AS_EITHER: &str = "DELETE FROM __SCHEMA__.session_watch_cursors \
+     WHERE watcher_session_key = $1 OR target_session_key = $1";
+const PENDING_OF: &str = "SELECT target_session_key, last_seen_sequence, notified_sequence, \
+     material_sequence, provenance, watcher_store_path, watcher_session_key \
+     FROM __SCHEMA__.session_watch_cursors \
+     WHERE watcher_session_key = ANY($1) AND notified_sequence <> last_seen_sequence \
+     ORDER BY notified_sequence, watcher_session_key, target_session_key";
+const WATCHERS_BEHIND: &str = "SELECT DISTINCT watcher_session_key \
+     FROM __SCHEMA__.session_watch_cursors WHERE material_sequence > last_seen_sequence ORDER BY 1";
+const REFREEZE_ALL: &str = "SELECT target_session_key, last_seen_sequence, notified_sequence, \
+     material_sequence, provenance, watcher_store_path, watcher_session_key \
+     FROM __SCHEMA__.session_watch_cursors WHERE material_sequence > last_seen_sequence \
+     ORDER BY watcher_session_key, target_session_key FOR UPDATE";
+const REFREEZE_OF: &str = "SELECT target_session_key, last_seen_sequence, notified_sequence, \
+     material_sequence, provenance, watcher_store_path, watcher_session_key \
+     FROM __SCHEMA__.session_watch_cursors \
+     WHERE material_sequence > last_seen_sequence AND watcher_session_key = ANY($1) \
+     ORDER BY watcher_session_key, target_session_key FOR UPDATE";
+const REFREEZE_WRITE: &str = "UPDATE __SCHEMA__.session_watch_cursors AS c \
+     SET notified_sequence = v.n \
+     FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS v(w, t, n, o) \
+     WHERE c.watcher_session_key = v.w AND c.target_session_key = v.t \
+     AND c.notified_sequence = v.o";
+const DELETE_EVENTS: &str =
+    "DELETE FROM __SCHEMA__.session_state_events WHERE session_key = $1 AND agent_id = $2";
+const DELETE_HEAD: &str =
+    "DELETE FROM __SCHEMA__.session_state_heads WHERE session_key = $1 AND agent_id = $2";
+const DELETE_LINK: &str =
+    "DELETE FROM __SCHEMA__.session_upstream_links WHERE session_key = $1 AND agent_id = $2";
+
 /// Deletes the cursors where `key` is the watcher (`resetSession`), and with `as_target` also
 /// those where it is the target (`deleteSession`).
-pub(crate) async fn delete_of<C: GenericClient + Sync>(
-    c: &C,
-    s: SchemaName,
-    key: &str,
-    as_target: bool,
-) -> Result<u64> {
-    let deleted = if as_target {
-        c.execute(
-            &format!(
-                "DELETE FROM {s}.session_watch_cursors \
-                 WHERE watcher_session_key = $1 OR target_session_key = $1"
-            ),
-            &[&key],
-        )
-        .await
-    } else {
-        c.execute(
-            &format!("DELETE FROM {s}.session_watch_cursors WHERE watcher_session_key = $1"),
-            &[&key],
-        )
-        .await
+pub(crate) async fn delete_of(c: &mut Cached<'_>, key: &str, as_target: bool) -> Result<u64> {
+    let st = match as_target {
+        true => c.prepare(DELETE_AS_EITHER).await?,
+        false => c.prepare(DELETE_AS_WATCHER).await?,
     };
-    deleted.map_err(db)
+    c.client.execute(&st, &[&key]).await.map_err(db)
 }
 
 /// The pending cursors (N ≠ L) of `watchers`, in ascending order of N, then watcher, then
 /// target: the order in which notices that enter together enter the queue.
-pub(crate) async fn pending_of<C: GenericClient + Sync>(
-    c: &C,
-    s: SchemaName,
-    watchers: &[String],
-) -> Result<Vec<Pending>> {
+pub(crate) async fn pending_of(c: &mut Cached<'_>, watchers: &[String]) -> Result<Vec<Pending>> {
     if watchers.is_empty() {
         return Ok(Vec::new());
     }
-    let sql = format!(
-        "SELECT target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, watcher_session_key FROM {s}.session_watch_cursors \
-         WHERE watcher_session_key = ANY($1) AND notified_sequence <> last_seen_sequence \
-         ORDER BY notified_sequence, watcher_session_key, target_session_key"
-    );
-    let rows = c.query(&sql, &[&watchers]).await.map_err(db)?;
+    let st = c.prepare(PENDING_OF).await?;
+    let rows = c.client.query(&st, &[&watchers]).await.map_err(db)?;
     Ok(rows
         .iter()
         .map(|r| {
@@ -332,15 +344,9 @@ pub(crate) async fn pending_of<C: GenericClient + Sync>(
 }
 
 /// The watchers with material history past their acknowledged position (sweep candidates).
-pub(crate) async fn watchers_behind<C: GenericClient + Sync>(
-    c: &C,
-    s: SchemaName,
-) -> Result<Vec<String>> {
-    let sql = format!(
-        "SELECT DISTINCT watcher_session_key FROM {s}.session_watch_cursors \
-         WHERE material_sequence > last_seen_sequence ORDER BY 1"
-    );
-    let rows = c.query(&sql, &[]).await.map_err(db)?;
+pub(crate) async fn watchers_behind(c: &mut Cached<'_>) -> Result<Vec<String>> {
+    let st = c.prepare(WATCHERS_BEHIND).await?;
+    let rows = c.client.query(&st, &[]).await.map_err(db)?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
@@ -348,33 +354,15 @@ pub(crate) async fn watchers_behind<C: GenericClient + Sync>(
 /// watcher or of `only`: [`Positions::refrozen`] decides, and only the rows whose N moves are
 /// written. Returns the pending cursors in ascending order of the re-frozen N, then watcher,
 /// then target. Runs inside the caller's transaction (the rows are locked in key order).
-pub(crate) async fn refreeze<C: GenericClient + Sync>(
-    c: &C,
-    s: SchemaName,
-    only: Option<&[String]>,
-) -> Result<Vec<Pending>> {
+pub(crate) async fn refreeze(c: &mut Cached<'_>, only: Option<&[String]>) -> Result<Vec<Pending>> {
     let rows = match only {
         None => {
-            c.query(
-                &format!(
-                    "SELECT target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, watcher_session_key FROM {s}.session_watch_cursors \
-                     WHERE material_sequence > last_seen_sequence \
-                     ORDER BY watcher_session_key, target_session_key FOR UPDATE"
-                ),
-                &[],
-            )
-            .await
+            let st = c.prepare(REFREEZE_ALL).await?;
+            c.client.query(&st, &[]).await
         }
         Some(ws) => {
-            c.query(
-                &format!(
-                    "SELECT target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, watcher_store_path, watcher_session_key FROM {s}.session_watch_cursors \
-                     WHERE material_sequence > last_seen_sequence AND watcher_session_key = ANY($1) \
-                     ORDER BY watcher_session_key, target_session_key FOR UPDATE"
-                ),
-                &[&ws],
-            )
-            .await
+            let st = c.prepare(REFREEZE_OF).await?;
+            c.client.query(&st, &[&ws]).await
         }
     }
     .map_err(db)?;
@@ -396,13 +384,11 @@ pub(crate) async fn refreeze<C: GenericClient + Sync>(
         out.push(pending(&watcher, &row, to));
     }
     if !ws.is_empty() {
-        let sql = format!(
-            "UPDATE {s}.session_watch_cursors AS c SET notified_sequence = v.n \
-             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS v(w, t, n, o) \
-             WHERE c.watcher_session_key = v.w AND c.target_session_key = v.t \
-             AND c.notified_sequence = v.o"
-        );
-        c.execute(&sql, &[&ws, &ts, &ns, &old]).await.map_err(db)?;
+        let st = c.prepare(REFREEZE_WRITE).await?;
+        c.client
+            .execute(&st, &[&ws, &ts, &ns, &old])
+            .await
+            .map_err(db)?;
     }
     out.sort_by(|a, b| {
         (a.notified, &a.watcher, &a.target).cmp(&(b.notified, &b.watcher, &b.target))
@@ -413,33 +399,20 @@ pub(crate) async fn refreeze<C: GenericClient + Sync>(
 /// Deletes the session's events and head for `agent`, its upstream link, and with `own` every
 /// cursor where the key is watcher or target (`deleteSession`, semantics.md#lifecycle). Runs
 /// inside the caller's transaction.
-pub(crate) async fn delete_session<C: GenericClient + Sync>(
-    c: &C,
-    s: SchemaName,
+pub(crate) async fn delete_session(
+    c: &mut Cached<'_>,
     key: &str,
     agent: &str,
     own: bool,
 ) -> Result<()> {
-    c.execute(
-        &format!("DELETE FROM {s}.session_state_events WHERE session_key = $1 AND agent_id = $2"),
-        &[&key, &agent],
-    )
-    .await
-    .map_err(db)?;
-    c.execute(
-        &format!("DELETE FROM {s}.session_state_heads WHERE session_key = $1 AND agent_id = $2"),
-        &[&key, &agent],
-    )
-    .await
-    .map_err(db)?;
-    c.execute(
-        &format!("DELETE FROM {s}.session_upstream_links WHERE session_key = $1 AND agent_id = $2"),
-        &[&key, &agent],
-    )
-    .await
-    .map_err(db)?;
+    let st = c.prepare(DELETE_EVENTS).await?;
+    c.client.execute(&st, &[&key, &agent]).await.map_err(db)?;
+    let st = c.prepare(DELETE_HEAD).await?;
+    c.client.execute(&st, &[&key, &agent]).await.map_err(db)?;
+    let st = c.prepare(DELETE_LINK).await?;
+    c.client.execute(&st, &[&key, &agent]).await.map_err(db)?;
     if own {
-        delete_of(c, s, key, true).await?;
+        delete_of(c, key, true).await?;
     }
     Ok(())
 }

@@ -111,7 +111,7 @@ async fn write(
 /// `reopened`, withdraws the watcher's scheduled wake when nothing is left queued, releases
 /// the sync lock (`guard`) before waking, and tells the other hosts when it `consumed` any.
 async fn reopen(
-    c: &Client,
+    c: &mut Cached<'_>,
     notices: &Notices,
     delivery: &Delivery,
     watcher: &str,
@@ -142,7 +142,7 @@ pub(crate) async fn drain(
     watcher: &str,
     now: i64,
 ) -> Result<Vec<Notice>> {
-    notices.read_fresh(c.client, watcher).await?;
+    notices.read_fresh(c, watcher).await?;
     if !delivery.queue().has_any(watcher) {
         return Ok(Vec::new());
     }
@@ -179,7 +179,7 @@ pub(crate) async fn drain(
     }
     delivery.metrics.add(Count::Delivered, out.len() as u64);
     reopen(
-        c.client,
+        c,
         notices,
         delivery,
         watcher,
@@ -248,16 +248,7 @@ pub(crate) async fn acknowledge(
     }
     let count = moves.len() as u64;
     delivery.metrics.add(Count::Acknowledged, count);
-    reopen(
-        c.client,
-        notices,
-        delivery,
-        watcher,
-        &reopened,
-        guard,
-        count > 0,
-    )
-    .await;
+    reopen(c, notices, delivery, watcher, &reopened, guard, count > 0).await;
     Ok(count)
 }
 
@@ -266,13 +257,11 @@ pub(crate) async fn acknowledge(
 /// whoever serves the watcher (the host's explicit start-up call), and their wakes scheduled.
 /// Returns the pending cursors, for the count after the prune.
 pub(crate) async fn refreeze(
-    c: &Client,
-    notices: &Notices,
+    c: &mut Cached<'_>,
     delivery: &Delivery,
     only: Option<&[String]>,
 ) -> Result<Vec<Pending>> {
-    let st = notices.state();
-    let pending = retried!(c, cursors::refreeze(c, st.schema, only))?;
+    let pending = retried!(c.client, cursors::refreeze(c, only))?;
     let wakes = delivery.enqueue(&pending);
     delivery.wake_all(wakes);
     Ok(pending)

@@ -7,16 +7,23 @@
 
 use tokio_postgres::GenericClient;
 
-use super::cursors::db;
+use super::cursors::{db, Cached};
 use crate::error::Result;
 use crate::options::SchemaName;
 
+const RENEW: &str = "INSERT INTO __SCHEMA__.session_awareness_served \
+     (watcher_key, instance_id, expires_at) SELECT w, $2, $3 FROM unnest($1::text[]) AS w \
+     ON CONFLICT (watcher_key, instance_id) DO UPDATE SET expires_at = excluded.expires_at";
+const RELEASE: &str = "DELETE FROM __SCHEMA__.session_awareness_served \
+     WHERE instance_id = $2 AND watcher_key = ANY($1)";
+const EXPIRE: &str = "DELETE FROM __SCHEMA__.session_awareness_served WHERE expires_at < $1";
+
 /// Writes this instance's leases: `serving` until `expires_at`, `released` dropped, and every
 /// row that expired before `stale_before` deleted (a crashed host's). One statement each,
-/// autocommitted: a lease is a hint of its own, never part of a data transaction.
-pub(crate) async fn renew<C: GenericClient + Sync>(
-    c: &C,
-    s: SchemaName,
+/// autocommitted: a lease is a hint of its own, never part of a data transaction. The
+/// statements are prepared once per connection.
+pub(crate) async fn renew(
+    c: &mut Cached<'_>,
     instance: &str,
     serving: &[String],
     released: &[String],
@@ -24,24 +31,21 @@ pub(crate) async fn renew<C: GenericClient + Sync>(
     stale_before: i64,
 ) -> Result<()> {
     if !serving.is_empty() {
-        let sql = format!(
-            "INSERT INTO {s}.session_awareness_served (watcher_key, instance_id, expires_at) \
-             SELECT w, $2, $3 FROM unnest($1::text[]) AS w \
-             ON CONFLICT (watcher_key, instance_id) DO UPDATE SET expires_at = excluded.expires_at"
-        );
-        c.execute(&sql, &[&serving, &instance, &expires_at])
+        let st = c.prepare(RENEW).await?;
+        c.client
+            .execute(&st, &[&serving, &instance, &expires_at])
             .await
             .map_err(db)?;
     }
     if !released.is_empty() {
-        let sql = format!(
-            "DELETE FROM {s}.session_awareness_served \
-             WHERE instance_id = $2 AND watcher_key = ANY($1)"
-        );
-        c.execute(&sql, &[&released, &instance]).await.map_err(db)?;
+        let st = c.prepare(RELEASE).await?;
+        c.client
+            .execute(&st, &[&released, &instance])
+            .await
+            .map_err(db)?;
     }
-    let sql = format!("DELETE FROM {s}.session_awareness_served WHERE expires_at < $1");
-    c.execute(&sql, &[&stale_before]).await.map_err(db)?;
+    let st = c.prepare(EXPIRE).await?;
+    c.client.execute(&st, &[&stale_before]).await.map_err(db)?;
     Ok(())
 }
 

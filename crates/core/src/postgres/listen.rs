@@ -12,7 +12,7 @@
 use std::future::poll_fn;
 
 use tokio::sync::mpsc;
-use tokio_postgres::{AsyncMessage, Client, Connection, GenericClient};
+use tokio_postgres::{AsyncMessage, Client, Connection};
 
 use super::cursors::db;
 use crate::error::Result;
@@ -55,39 +55,6 @@ pub(crate) fn parse(payload: &str) -> (Option<String>, Hint) {
         None => Hint::All,
     };
     (from, hint)
-}
-
-/// Sends the hint naming `watchers` on `channel`, as a statement of its own after the data
-/// transaction committed (never inside it: a NOTIFY in a data transaction takes a
-/// cluster-wide lock at its commit). Nothing is sent for no watcher.
-pub(crate) async fn notify<C: GenericClient + Sync>(
-    c: &C,
-    channel: &str,
-    instance: &str,
-    watchers: &[&str],
-) -> Result<()> {
-    if watchers.is_empty() {
-        return Ok(());
-    }
-    let text = payload(instance, watchers);
-    c.execute("SELECT pg_notify($1, $2)", &[&channel, &text])
-        .await
-        .map_err(db)?;
-    Ok(())
-}
-
-/// Sends the hint that asks every host to catch up every watcher it serves (a deleted session
-/// may have been the target of anyone's notices).
-pub(crate) async fn notify_all<C: GenericClient + Sync>(
-    c: &C,
-    channel: &str,
-    instance: &str,
-) -> Result<()> {
-    let text = serde_json::json!({ "i": instance, "w": "*" }).to_string();
-    c.execute("SELECT pg_notify($1, $2)", &[&channel, &text])
-        .await
-        .map_err(db)?;
-    Ok(())
 }
 
 /// Drives a listener's connection until it ends (it failed, or its client was dropped),

@@ -28,6 +28,7 @@ mod reads;
 mod record;
 pub(crate) mod rows;
 pub(crate) mod schema;
+pub(crate) mod tail;
 pub(crate) mod tls;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -10,16 +10,13 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use parking_lot::Mutex;
-use tokio_postgres::Client;
-
-use super::cursors::db;
+use super::cursors::{db, Cached};
 use crate::delivery::Delivery;
 use crate::error::Result;
 use crate::maintenance::AUTO_PRUNE_INTERVAL_MS;
 use crate::metrics::Count;
-use crate::options::SchemaName;
 use crate::prune::PruneReport;
+use parking_lot::Mutex;
 
 /// The automatic prune's hour (semantics.md#recording-auto-prune), as on SQLite: a record
 /// prunes in the background when more than an hour passed since the last prune of this
@@ -78,91 +75,91 @@ pub(crate) const BATCH: i64 = 10_000;
 /// Cursor rows expired per transaction.
 pub(crate) const EXPIRE_CHUNK: i64 = 5_000;
 
-async fn lock(c: &Client, s: SchemaName) -> Result<()> {
-    c.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-        &[&format!("session-awareness prune {s}")],
-    )
-    .await
-    .map_err(db)?;
+const LOCK: &str = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))";
+const LOCK_HEADS: &str = "SELECT h.session_key, h.agent_id FROM __SCHEMA__.session_state_heads h \
+     WHERE (h.session_key, h.agent_id) IN (SELECT DISTINCT session_key, agent_id \
+     FROM __SCHEMA__.session_state_events WHERE sequence = ANY($1)) \
+     ORDER BY h.session_key, h.agent_id FOR UPDATE";
+const RAISE_WATERMARKS: &str = "UPDATE __SCHEMA__.session_state_heads AS h \
+     SET pruned_max_sequence = GREATEST(h.pruned_max_sequence, v.lost) \
+     FROM (SELECT e.session_key AS k, e.agent_id AS a, max(e.sequence) AS lost \
+           FROM __SCHEMA__.session_state_events e JOIN __SCHEMA__.session_state_heads hh \
+           ON hh.session_key = e.session_key AND hh.agent_id = e.agent_id \
+           WHERE e.sequence = ANY($1) AND e.sequence <= hh.last_sequence \
+           GROUP BY 1, 2) AS v \
+     WHERE h.session_key = v.k AND h.agent_id = v.a";
+const DELETE_EVENTS: &str = "DELETE FROM __SCHEMA__.session_state_events WHERE sequence = ANY($1)";
+const OLDER_THAN: &str = "SELECT sequence FROM __SCHEMA__.session_state_events \
+     WHERE occurred_at < $1 ORDER BY occurred_at, sequence LIMIT $2";
+const COUNT: &str = "SELECT count(*) FROM __SCHEMA__.session_state_events";
+const OLDEST: &str =
+    "SELECT sequence FROM __SCHEMA__.session_state_events ORDER BY sequence LIMIT $1";
+const EXPIRE_CURSORS: &str = "DELETE FROM __SCHEMA__.session_watch_cursors WHERE ctid = ANY(ARRAY(\
+     SELECT ctid FROM __SCHEMA__.session_watch_cursors WHERE updated_at < $1 LIMIT $2)) \
+     RETURNING watcher_session_key, target_session_key";
+
+async fn lock(c: &mut Cached<'_>) -> Result<()> {
+    let st = c.prepare(LOCK).await?;
+    let key = format!("session-awareness prune {}", c.schema());
+    c.client.execute(&st, &[&key]).await.map_err(db)?;
     Ok(())
 }
 
 /// Deletes the events with sequence in `victims` after raising the watermarks of their
 /// sessions to the largest sequence each loses (within its head). Inside a transaction.
-async fn delete_events(c: &Client, s: SchemaName, victims: &[i64]) -> Result<u64> {
-    let sql = format!(
-        "SELECT h.session_key, h.agent_id FROM {s}.session_state_heads h \
-         WHERE (h.session_key, h.agent_id) IN (SELECT DISTINCT session_key, agent_id \
-         FROM {s}.session_state_events WHERE sequence = ANY($1)) \
-         ORDER BY h.session_key, h.agent_id FOR UPDATE"
-    );
-    c.query(&sql, &[&victims]).await.map_err(db)?;
-    let sql = format!(
-        "UPDATE {s}.session_state_heads AS h \
-         SET pruned_max_sequence = GREATEST(h.pruned_max_sequence, v.lost) \
-         FROM (SELECT e.session_key AS k, e.agent_id AS a, max(e.sequence) AS lost \
-               FROM {s}.session_state_events e JOIN {s}.session_state_heads hh \
-               ON hh.session_key = e.session_key AND hh.agent_id = e.agent_id \
-               WHERE e.sequence = ANY($1) AND e.sequence <= hh.last_sequence \
-               GROUP BY 1, 2) AS v \
-         WHERE h.session_key = v.k AND h.agent_id = v.a"
-    );
-    c.execute(&sql, &[&victims]).await.map_err(db)?;
-    let sql = format!("DELETE FROM {s}.session_state_events WHERE sequence = ANY($1)");
-    c.execute(&sql, &[&victims]).await.map_err(db)
+async fn delete_events(c: &mut Cached<'_>, victims: &[i64]) -> Result<u64> {
+    let st = c.prepare(LOCK_HEADS).await?;
+    c.client.query(&st, &[&victims]).await.map_err(db)?;
+    let st = c.prepare(RAISE_WATERMARKS).await?;
+    c.client.execute(&st, &[&victims]).await.map_err(db)?;
+    let st = c.prepare(DELETE_EVENTS).await?;
+    c.client.execute(&st, &[&victims]).await.map_err(db)
 }
 
 /// One batch: by age while any event is older than `age_cutoff`, then by the row cap.
 /// Returns how many events it deleted; 0 means done.
-async fn events_batch(c: &Client, s: SchemaName, age_cutoff: i64, max_events: i64) -> Result<u64> {
-    lock(c, s).await?;
-    let sql = format!(
-        "SELECT sequence FROM {s}.session_state_events WHERE occurred_at < $1 \
-         ORDER BY occurred_at, sequence LIMIT $2"
-    );
+async fn events_batch(c: &mut Cached<'_>, age_cutoff: i64, max_events: i64) -> Result<u64> {
+    lock(c).await?;
+    let st = c.prepare(OLDER_THAN).await?;
     let victims: Vec<i64> = c
-        .query(&sql, &[&age_cutoff, &BATCH])
+        .client
+        .query(&st, &[&age_cutoff, &BATCH])
         .await
         .map_err(db)?
         .iter()
         .map(|r| r.get(0))
         .collect();
     if !victims.is_empty() {
-        return delete_events(c, s, &victims).await;
+        return delete_events(c, &victims).await;
     }
-    let count: i64 = c
-        .query_one(
-            &format!("SELECT count(*) FROM {s}.session_state_events"),
-            &[],
-        )
-        .await
-        .map_err(db)?
-        .get(0);
+    let st = c.prepare(COUNT).await?;
+    let count: i64 = c.client.query_one(&st, &[]).await.map_err(db)?.get(0);
     let take = (count - max_events).min(BATCH);
     if take <= 0 {
         return Ok(0);
     }
-    let sql = format!("SELECT sequence FROM {s}.session_state_events ORDER BY sequence LIMIT $1");
+    let st = c.prepare(OLDEST).await?;
     let victims: Vec<i64> = c
-        .query(&sql, &[&take])
+        .client
+        .query(&st, &[&take])
         .await
         .map_err(db)?
         .iter()
         .map(|r| r.get(0))
         .collect();
-    delete_events(c, s, &victims).await
+    delete_events(c, &victims).await
 }
 
-async fn in_tx<T>(c: &Client, r: impl std::future::Future<Output = Result<T>>) -> Result<T> {
-    c.batch_execute("BEGIN").await.map_err(db)?;
-    match r.await {
+/// One batch in a transaction of its own.
+async fn events_batch_tx(c: &mut Cached<'_>, age_cutoff: i64, max_events: i64) -> Result<u64> {
+    c.client.batch_execute("BEGIN").await.map_err(db)?;
+    match events_batch(c, age_cutoff, max_events).await {
         Ok(v) => {
-            c.batch_execute("COMMIT").await.map_err(db)?;
+            c.client.batch_execute("COMMIT").await.map_err(db)?;
             Ok(v)
         }
         Err(e) => {
-            let _ = c.batch_execute("ROLLBACK").await;
+            let _ = c.client.batch_execute("ROLLBACK").await;
             Err(e)
         }
     }
@@ -171,8 +168,7 @@ async fn in_tx<T>(c: &Client, r: impl std::future::Future<Output = Result<T>>) -
 /// Prunes now (semantics.md#retention): returns what it deleted; the expired cursors' queued
 /// notices leave `delivery`'s queue.
 pub(crate) async fn prune(
-    c: &Client,
-    s: SchemaName,
+    c: &mut Cached<'_>,
     delivery: &Delivery,
     retention_ms: i64,
     max_events: u64,
@@ -182,21 +178,18 @@ pub(crate) async fn prune(
     let max_events = i64::try_from(max_events).unwrap_or(i64::MAX);
     let mut report = PruneReport::default();
     loop {
-        let n = in_tx(c, events_batch(c, s, age_cutoff, max_events)).await?;
+        let n = events_batch_tx(c, age_cutoff, max_events).await?;
         report.events_deleted += n;
         delivery.metrics.add(Count::PrunedEvents, n);
         if n == 0 {
             break;
         }
     }
-    let sql = format!(
-        "DELETE FROM {s}.session_watch_cursors WHERE ctid = ANY(ARRAY(\
-         SELECT ctid FROM {s}.session_watch_cursors WHERE updated_at < $1 LIMIT $2)) \
-         RETURNING watcher_session_key, target_session_key"
-    );
     loop {
+        let st = c.prepare(EXPIRE_CURSORS).await?;
         let rows = c
-            .query(&sql, &[&age_cutoff, &EXPIRE_CHUNK])
+            .client
+            .query(&st, &[&age_cutoff, &EXPIRE_CHUNK])
             .await
             .map_err(db)?;
         {

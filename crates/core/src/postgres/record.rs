@@ -13,9 +13,10 @@ use crate::error::{DbFailure, Error, Result};
 use crate::event::{self, RecordInput, StateEvent, ValidEvent};
 use crate::group::{self, copy};
 use crate::metrics::{Count, Hist};
-use crate::postgres::batch::{self, Fallback, DROP_EMPTY_HEADS, LOCK_HEADS};
+use crate::postgres::batch::{self, Extra, Fallback, TailOf, DROP_EMPTY_HEADS, LOCK_HEADS};
 use crate::postgres::overlay::heads_of;
 use crate::postgres::rows::{block, Also, PgRows, BEGIN};
+use crate::postgres::tail::{Prepared, Told};
 use crate::postgres::PgStore;
 use crate::record::{WriteRules, Written};
 
@@ -108,7 +109,7 @@ impl PgStore {
         let slots: Vec<usize> = valid.iter().map(|(i, _, _)| *i).collect();
         let begun = std::time::Instant::now();
         let size = valid.len() as u64;
-        let written = match self.write_group(valid, also) {
+        let (written, told) = match self.write_group(valid, also) {
             Ok(w) => w,
             Err(e) => {
                 // BEGIN, the head locks or COMMIT failed: nothing of the group is in, and each
@@ -138,9 +139,12 @@ impl PgStore {
                 Err(e) => Err(e),
             };
         }
-        // The notices go where their watchers are served, and the hint goes out, after the
-        // commit (postgres/catchup.rs).
-        let wakes = self.after_commit(&opened);
+        // The notices go where their watchers are served; the hint and the lease read went
+        // out right after the commit, in its pipeline (postgres/catchup.rs).
+        let wakes = match told {
+            Some(told) => self.notices().settle(&opened, told),
+            None => self.after_commit(&opened),
+        };
         self.delivery.wake_all(wakes);
         if let Some(now) = prune_at {
             self.maybe_prune_in_background(now);
@@ -149,13 +153,31 @@ impl PgStore {
     }
 
     /// One transaction: the fast path ([`batch::write`]), or, when the server refused a row
-    /// or a host raced it, the group again event by event ([`write_each_alone`]).
+    /// or a host raced it, the group again event by event ([`write_each_alone`]); with the
+    /// commit, the hint and the lease read of the notices it opened, and what they were told.
     fn write_group(
         &self,
         valid: Vec<(usize, ValidEvent, i64)>,
         also: Also<'_>,
-    ) -> Result<Vec<group::WrittenItem>> {
+    ) -> Result<(Vec<group::WrittenItem>, Option<Told>)> {
         let rules = self.rules;
+        let tail = |written: &[group::WrittenItem]| {
+            let mut pending = Vec::new();
+            let mut reseeded = Vec::new();
+            for w in written
+                .iter()
+                .filter_map(|(_, _, r)| r.as_ref().ok()?.as_ref())
+            {
+                pending.extend(w.pending.iter().cloned());
+                let target = w.event.session_key.as_str();
+                reseeded.extend(w.reseeded.iter().map(|r| (r.as_str(), target)));
+            }
+            self.notices().tail(&pending, &reseeded)
+        };
+        let tail_of: Option<TailOf<'_>> = match self.notices().is_on() {
+            true => Some(&tail),
+            false => None,
+        };
         let pg = Arc::clone(&self.pg);
         let target = pg.target();
         let schema = pg.schema();
@@ -176,7 +198,7 @@ impl PgStore {
             target,
             rules,
             valid.clone(),
-            also,
+            Extra { also, tail_of },
         );
         let result = match fast {
             Ok(w) => Ok(w),
@@ -195,7 +217,15 @@ impl PgStore {
                 if client.is_closed() || !retry {
                     Err(e)
                 } else {
-                    write_each_alone(client, statements, schema, target, rules, valid, also)
+                    write_each_alone(
+                        client,
+                        statements,
+                        schema,
+                        target,
+                        rules,
+                        valid,
+                        Extra { also, tail_of },
+                    )
                 }
             }
         };
@@ -238,7 +268,8 @@ pub(crate) fn rules_of(opts: &crate::options::Options) -> WriteRules {
 }
 
 /// The group event by event over [`PgRows`], each in its own savepoint (none for a group of
-/// one), so each event gets its own answer; the heads locked first as on the fast path.
+/// one), so each event gets its own answer; the heads locked first as on the fast path; what
+/// `tail_of` asks sent right after the commit, as on the fast path.
 fn write_each_alone(
     client: &tokio_postgres::Client,
     statements: &mut std::collections::HashMap<&'static str, tokio_postgres::Statement>,
@@ -246,8 +277,8 @@ fn write_each_alone(
     target: &crate::postgres::conn::Target,
     rules: WriteRules,
     valid: Vec<(usize, ValidEvent, i64)>,
-    also: Also<'_>,
-) -> Result<Vec<group::WrittenItem>> {
+    Extra { also, tail_of }: Extra<'_>,
+) -> Result<(Vec<group::WrittenItem>, Option<Told>)> {
     let single = valid.len() == 1;
     let (keys, agents): (Vec<String>, Vec<String>) = heads_of(valid.iter().map(|(_, v, _)| v))
         .into_iter()
@@ -255,6 +286,7 @@ fn write_each_alone(
     let now = valid.iter().map(|(_, _, now)| *now).max().unwrap_or(0);
     let mut rows = PgRows::new(client, statements, schema, target, single);
     let lock = rows.prepared(LOCK_HEADS)?;
+    let prepared = tail_of.map(|_| Prepared::on_rows(&mut rows));
     // BEGIN and the head locks in one round trip.
     rows.hold_simple(BEGIN);
     let locked = rows.send(client.query(&lock, &[&keys, &agents, &now]))?;
@@ -269,16 +301,16 @@ fn write_each_alone(
         )?;
     }
     // A group of one has no savepoint: its failure rolls the transaction back.
-    let sql = if single && written.iter().any(|(_, _, r)| r.is_err()) {
-        ROLLBACK
+    let (sql, tail) = if single && written.iter().any(|(_, _, r)| r.is_err()) {
+        (ROLLBACK, None)
     } else {
-        COMMIT
+        (COMMIT, tail_of.and_then(|f| f(&written)).zip(prepared))
     };
     if let Some(also) = also.filter(|_| wrote_one(&written)) {
         also(&mut rows)?;
     }
-    rows.send(client.batch_execute(sql))?;
-    Ok(written)
+    let told = batch::commit_with(&mut rows, client, sql, tail)?;
+    Ok((written, told))
 }
 
 /// PostgreSQL's `text` cannot hold U+0000 (docs/postgres.md#differences): a record with one in

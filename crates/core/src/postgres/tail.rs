@@ -1,0 +1,130 @@
+//! What a commit that opened notices sends right after its `COMMIT` (postgres/catchup.rs,
+//! docs/postgres.md): the hint naming their watchers, and the lease read of the watchers
+//! neither served nor held here. The record path polls them right after the `COMMIT`, in
+//! the commit's pipeline; the other calls in a round trip of their own after it.
+
+use tokio_postgres::{Client, Statement};
+
+use crate::error::{Error, Result};
+use crate::postgres::cursors::{self, Cached};
+use crate::postgres::rows::PgRows;
+
+/// The hint after a commit: `$1` the channel (the schema's name), `$2` the payload.
+pub(crate) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+/// The watchers among `$1` that an instance other than `$2` holds a live lease on at `$3`,
+/// asked after every commit that opens a notice for a watcher not served here (prepared once
+/// per connection).
+pub(crate) const SERVED_ELSEWHERE: &str = "SELECT DISTINCT watcher_key \
+     FROM __SCHEMA__.session_awareness_served \
+     WHERE watcher_key = ANY($1) AND instance_id <> $2 AND expires_at > $3";
+
+/// The hint and the lease read of one commit, ready to send. Never inside the data
+/// transaction: a NOTIFY there serializes every commit in the cluster.
+pub(crate) struct Tail {
+    channel: String,
+    payload: String,
+    instance: String,
+    ask: Vec<String>,
+    now: i64,
+}
+
+/// The two statements of a [`Tail`], prepared once per connection (or why not).
+pub(crate) struct Prepared {
+    notify: Result<Statement>,
+    elsewhere: Result<Statement>,
+}
+
+impl Prepared {
+    /// Both statements, prepared through the record path's `rows` before its transaction
+    /// begins, so no prepare runs inside it.
+    pub(crate) fn on_rows(rows: &mut PgRows<'_>) -> Self {
+        let notify = rows.prepared(NOTIFY);
+        let elsewhere = rows.prepared(SERVED_ELSEWHERE);
+        Prepared { notify, elsewhere }
+    }
+
+    /// The statements on `c`: the lease read's only when the tail `asks`.
+    pub(crate) async fn on(c: &mut Cached<'_>, asks: bool) -> Self {
+        let notify = c.prepare(NOTIFY).await;
+        let elsewhere = match asks {
+            true => c.prepare(SERVED_ELSEWHERE).await,
+            false => Err(Error::invalid("the lease read is not asked")),
+        };
+        Prepared { notify, elsewhere }
+    }
+}
+
+/// Sends the hint `payload` on `channel` on `c`, with the cached [`NOTIFY`].
+pub(crate) async fn notify(c: &mut Cached<'_>, channel: &str, payload: &str) -> Result<()> {
+    let st = c.prepare(NOTIFY).await?;
+    c.client
+        .execute(&st, &[&channel, &payload])
+        .await
+        .map_err(cursors::db)?;
+    Ok(())
+}
+
+/// What a [`Tail`] was told: the hint's outcome, and the watchers served elsewhere.
+pub(crate) struct Told {
+    hinted: Result<()>,
+    elsewhere: Result<Vec<String>>,
+}
+
+impl Told {
+    /// The hint's outcome and the lease read's answer.
+    pub(crate) fn parts(self) -> (Result<()>, Result<Vec<String>>) {
+        (self.hinted, self.elsewhere)
+    }
+}
+
+impl Tail {
+    /// The hint `payload` on `channel`, and the lease read of `ask` for an instance other
+    /// than `instance` at `now`.
+    pub(crate) fn new(
+        channel: &str,
+        payload: String,
+        instance: &str,
+        ask: Vec<String>,
+        now: i64,
+    ) -> Self {
+        Tail {
+            channel: channel.to_owned(),
+            payload,
+            instance: instance.to_owned(),
+            ask,
+            now,
+        }
+    }
+
+    /// True when the lease read is part of it.
+    pub(crate) fn asks(&self) -> bool {
+        !self.ask.is_empty()
+    }
+
+    /// Sends the hint ([`NOTIFY`]), then the lease read ([`SERVED_ELSEWHERE`]) when it asks,
+    /// with the statements `p`. Each request goes out when first polled: polled right after a
+    /// `COMMIT`, both run after it, in the same pipeline.
+    pub(crate) async fn send(self, client: &Client, p: Prepared) -> Told {
+        let hint = async {
+            let notify = p.notify?;
+            client
+                .execute(&notify, &[&self.channel, &self.payload])
+                .await
+                .map_err(cursors::db)?;
+            Ok::<(), Error>(())
+        };
+        let lease = async {
+            if self.ask.is_empty() {
+                return Ok(Vec::new());
+            }
+            let elsewhere = p.elsewhere?;
+            let rows = client
+                .query(&elsewhere, &[&self.ask, &self.instance, &self.now])
+                .await
+                .map_err(cursors::db)?;
+            Ok::<Vec<String>, Error>(rows.iter().map(|r| r.get(0)).collect())
+        };
+        let (hinted, elsewhere) = tokio::join!(hint, lease);
+        Told { hinted, elsewhere }
+    }
+}
