@@ -11,7 +11,8 @@
 
 use std::collections::HashMap;
 
-use futures_util::future::{join, join4};
+use futures_util::future::{join, join4, OptionFuture};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
 use crate::error::Result;
@@ -67,7 +68,49 @@ const UPDATE_HEADS: &str = "UPDATE __SCHEMA__.session_state_heads AS h SET \
      FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS u(k, a, s, at) \
      WHERE h.session_key = u.k AND h.agent_id = u.a";
 
+// The same statements over one row, for a group of one session and target (a record at 1 in
+// flight): with scalar parameters the server settles on a generic plan after a few runs, where
+// an array parameter makes it plan every execution again (about 0.2 ms of a record's server
+// time, measured; BENCHMARKS.md).
+const LOCK_HEAD: &str = "INSERT INTO __SCHEMA__.session_state_heads AS h (session_key, agent_id, \
+     last_sequence, pruned_max_sequence, updated_at) VALUES ($1, $2, 0, 0, $3) \
+     ON CONFLICT (session_key, agent_id) DO UPDATE SET last_sequence = h.last_sequence \
+     RETURNING session_key, agent_id, (xmax = 0) AS created, last_sequence";
+const FETCH_CURSORS_OF: &str = "SELECT watcher_session_key, target_session_key, \
+     last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
+     watcher_store_path FROM __SCHEMA__.session_watch_cursors WHERE target_session_key = $1 \
+     ORDER BY watcher_session_key COLLATE \"C\" FOR UPDATE";
+const FETCH_DEDUPE_OF: &str =
+    "SELECT sequence, session_key, agent_id, kind, actor_type, actor_id, \
+     run_id, session_id, occurred_at, summary, payload_json, dedupe_key \
+     FROM __SCHEMA__.session_state_events WHERE dedupe_key = $1";
+const INSERT_EVENT: &str = "INSERT INTO __SCHEMA__.session_state_events (sequence, dedupe_key, \
+     session_key, session_id, agent_id, kind, actor_type, actor_id, run_id, occurred_at, summary, \
+     payload_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+const INSERT_CURSOR: &str = "INSERT INTO __SCHEMA__.session_watch_cursors (watcher_session_key, \
+     target_session_key, last_seen_sequence, notified_sequence, material_sequence, provenance, \
+     updated_at, watcher_store_path) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+const UPDATE_CURSOR: &str = "UPDATE __SCHEMA__.session_watch_cursors SET \
+     last_seen_sequence = $3, notified_sequence = $4, material_sequence = $5, provenance = $6, \
+     updated_at = $7, watcher_store_path = $8 \
+     WHERE watcher_session_key = $1 AND target_session_key = $2";
+const UPDATE_HEAD: &str = "UPDATE __SCHEMA__.session_state_heads AS h SET \
+     last_sequence = greatest(h.last_sequence, $3), updated_at = $4 \
+     WHERE h.session_key = $1 AND h.agent_id = $2";
+
 const COMMIT: &str = "COMMIT";
+
+/// A column of a set-based write: the array, or its one value for the one-row statement.
+fn col<T: ToSql + Sync + Send + 'static>(values: Vec<T>, one: bool) -> Box<dyn ToSql + Sync + Send>
+where
+    Vec<T>: ToSql,
+{
+    match <[T; 1]>::try_from(values) {
+        Ok([value]) if one => Box::new(value),
+        Ok(array) => Box::new(Vec::from(array)),
+        Err(values) => Box::new(values),
+    }
+}
 
 /// The first stand-in sequence of a dry run: above any the store will draw.
 const STAND_IN: i64 = 1 << 60;
@@ -130,10 +173,6 @@ pub(crate) fn write(
 ) -> std::result::Result<(Vec<WrittenItem>, Option<Told>), Fallback> {
     let mut rows = PgRows::new(client, statements, schema, target, false);
     let prepared = tail_of.map(|_| Prepared::on_rows(&mut rows));
-    let lock = rows.prepared(LOCK_HEADS).map_err(Fallback::Fail)?;
-    let fetch_cursors = rows.prepared(FETCH_CURSORS).map_err(Fallback::Fail)?;
-    let fetch_dedupe = rows.prepared(FETCH_DEDUPE).map_err(Fallback::Fail)?;
-    let draw = rows.prepared(DRAW).map_err(Fallback::Fail)?;
     let heads = heads_of(valid.iter().map(|(_, v, _)| v));
     let (keys, agents): (Vec<String>, Vec<String>) = heads.into_iter().unzip();
     let now = valid.iter().map(|(_, _, now)| *now).max().unwrap_or(0);
@@ -154,6 +193,30 @@ pub(crate) fn write(
         .iter()
         .any(|(_, v, _)| v.only_if_watched && v.watchers.is_empty());
     let n = if gated { 0 } else { valid.len() as i32 };
+    let one = keys.len() == 1 && targets.len() == 1;
+    let pick = |many: &'static str, single: &'static str| if one { single } else { many };
+    let lock = rows.prepared(pick(LOCK_HEADS, LOCK_HEAD));
+    let fetch_cursors = rows.prepared(pick(FETCH_CURSORS, FETCH_CURSORS_OF));
+    let fetch_dedupe = match dedupe_keys.len() {
+        1 => rows.prepared(FETCH_DEDUPE_OF),
+        _ => rows.prepared(FETCH_DEDUPE),
+    };
+    let draw = rows.prepared(DRAW);
+    let (lock, fetch_cursors, fetch_dedupe, draw) =
+        (|| Ok((lock?, fetch_cursors?, fetch_dedupe?, draw?)))().map_err(Fallback::Fail)?;
+    let lock_params: [&(dyn ToSql + Sync); 3] = match one {
+        true => [&keys[0], &agents[0], &now],
+        false => [&keys, &agents, &now],
+    };
+    let cursor_params: [&(dyn ToSql + Sync); 1] = match one {
+        true => [&targets[0]],
+        false => [&targets],
+    };
+    let draw_params: [&(dyn ToSql + Sync); 1] = [&n];
+    let dedupe_params: [&(dyn ToSql + Sync); 1] = match dedupe_keys.len() {
+        1 => [&dedupe_keys[0]],
+        _ => [&dedupe_keys],
+    };
     let again = |e| Fallback::Again(e);
     let err = |e: tokio_postgres::Error| target.error(&e);
 
@@ -163,18 +226,27 @@ pub(crate) fn write(
     let (locked, cursors, dedupe, drawn) = rows
         .send(async {
             Ok(join4(
-                client.query(&lock, &[&keys, &agents, &now]),
-                client.query(&fetch_cursors, &[&targets]),
-                client.query(&fetch_dedupe, &[&dedupe_keys]),
-                client.query(&draw, &[&n]),
+                client.query(&lock, &lock_params),
+                client.query(&fetch_cursors, &cursor_params),
+                // Nothing to look up: no statement.
+                OptionFuture::from(
+                    (!dedupe_keys.is_empty()).then(|| client.query(&fetch_dedupe, &dedupe_params)),
+                ),
+                OptionFuture::from((n > 0).then(|| client.query(&draw, &draw_params))),
             )
             .await)
         })
         .map_err(again)?;
     let locked = locked.map_err(err).map_err(again)?;
     let cursors = cursors.map_err(err).map_err(again)?;
-    let dedupe = dedupe.map_err(err).map_err(again)?;
-    let drawn = drawn.map_err(err).map_err(again)?;
+    let dedupe = dedupe
+        .unwrap_or(Ok(Vec::new()))
+        .map_err(err)
+        .map_err(again)?;
+    let drawn = drawn
+        .unwrap_or(Ok(Vec::new()))
+        .map_err(err)
+        .map_err(again)?;
     let mut created = false;
     let mut head_rows = Vec::with_capacity(locked.len());
     for r in &locked {
@@ -250,44 +322,63 @@ pub(crate) fn write(
     let hold = |rows: &mut PgRows<'_>| -> Result<()> {
         if !w.events.is_empty() {
             let e = &w.events;
+            let one = e.len() == 1;
             rows.hold(
-                INSERT_EVENTS,
+                if one { INSERT_EVENT } else { INSERT_EVENTS },
                 vec![
-                    Box::new(e.iter().map(|(_, e)| e.sequence).collect::<Vec<_>>()),
-                    Box::new(e.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>()),
-                    Box::new(
+                    col(e.iter().map(|(_, e)| e.sequence).collect::<Vec<_>>(), one),
+                    col(e.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), one),
+                    col(
                         e.iter()
                             .map(|(_, e)| e.session_key.clone())
                             .collect::<Vec<_>>(),
+                        one,
                     ),
-                    Box::new(
+                    col(
                         e.iter()
                             .map(|(_, e)| e.session_id.clone())
                             .collect::<Vec<_>>(),
+                        one,
                     ),
-                    Box::new(
+                    col(
                         e.iter()
                             .map(|(_, e)| e.agent_id.clone())
                             .collect::<Vec<_>>(),
+                        one,
                     ),
-                    Box::new(e.iter().map(|(_, e)| e.kind.as_str()).collect::<Vec<_>>()),
-                    Box::new(
+                    col(
+                        e.iter().map(|(_, e)| e.kind.as_str()).collect::<Vec<_>>(),
+                        one,
+                    ),
+                    col(
                         e.iter()
                             .map(|(_, e)| e.actor_type.as_str())
                             .collect::<Vec<_>>(),
+                        one,
                     ),
-                    Box::new(
+                    col(
                         e.iter()
                             .map(|(_, e)| e.actor_id.clone())
                             .collect::<Vec<_>>(),
+                        one,
                     ),
-                    Box::new(e.iter().map(|(_, e)| e.run_id.clone()).collect::<Vec<_>>()),
-                    Box::new(e.iter().map(|(_, e)| e.occurred_at).collect::<Vec<_>>()),
-                    Box::new(e.iter().map(|(_, e)| e.summary.clone()).collect::<Vec<_>>()),
-                    Box::new(
+                    col(
+                        e.iter().map(|(_, e)| e.run_id.clone()).collect::<Vec<_>>(),
+                        one,
+                    ),
+                    col(
+                        e.iter().map(|(_, e)| e.occurred_at).collect::<Vec<_>>(),
+                        one,
+                    ),
+                    col(
+                        e.iter().map(|(_, e)| e.summary.clone()).collect::<Vec<_>>(),
+                        one,
+                    ),
+                    col(
                         e.iter()
                             .map(|(_, e)| e.payload_json.clone())
                             .collect::<Vec<_>>(),
+                        one,
                     ),
                 ],
             )?;
@@ -301,41 +392,72 @@ pub(crate) fn write(
             if cs.is_empty() {
                 continue;
             }
+            let one = cs.len() == 1;
+            let template = match (one, new) {
+                (true, true) => INSERT_CURSOR,
+                (true, false) => UPDATE_CURSOR,
+                _ => template,
+            };
             rows.hold(
                 template,
                 vec![
-                    Box::new(cs.iter().map(|(w, _, _)| w.clone()).collect::<Vec<_>>()),
-                    Box::new(cs.iter().map(|(_, t, _)| t.clone()).collect::<Vec<_>>()),
-                    Box::new(
+                    col(
+                        cs.iter().map(|(w, _, _)| w.clone()).collect::<Vec<_>>(),
+                        one,
+                    ),
+                    col(
+                        cs.iter().map(|(_, t, _)| t.clone()).collect::<Vec<_>>(),
+                        one,
+                    ),
+                    col(
                         cs.iter()
                             .map(|(_, _, c)| c.at.last_seen)
                             .collect::<Vec<_>>(),
+                        one,
                     ),
-                    Box::new(cs.iter().map(|(_, _, c)| c.at.notified).collect::<Vec<_>>()),
-                    Box::new(cs.iter().map(|(_, _, c)| c.at.material).collect::<Vec<_>>()),
-                    Box::new(
+                    col(
+                        cs.iter().map(|(_, _, c)| c.at.notified).collect::<Vec<_>>(),
+                        one,
+                    ),
+                    col(
+                        cs.iter().map(|(_, _, c)| c.at.material).collect::<Vec<_>>(),
+                        one,
+                    ),
+                    col(
                         cs.iter()
                             .map(|(_, _, c)| c.provenance.as_str())
                             .collect::<Vec<_>>(),
+                        one,
                     ),
-                    Box::new(cs.iter().map(|(_, _, c)| c.updated_at).collect::<Vec<_>>()),
-                    Box::new(
+                    col(
+                        cs.iter().map(|(_, _, c)| c.updated_at).collect::<Vec<_>>(),
+                        one,
+                    ),
+                    col(
                         cs.iter()
                             .map(|(_, _, c)| c.scope.clone())
                             .collect::<Vec<_>>(),
+                        one,
                     ),
                 ],
             )?;
         }
         if !w.heads.is_empty() {
             let h = &w.heads;
+            let one = h.len() == 1;
             rows.hold(
-                UPDATE_HEADS,
+                if one { UPDATE_HEAD } else { UPDATE_HEADS },
                 vec![
-                    Box::new(h.iter().map(|((k, _), _)| k.clone()).collect::<Vec<_>>()),
-                    Box::new(h.iter().map(|((_, a), _)| a.clone()).collect::<Vec<_>>()),
-                    Box::new(h.iter().map(|(_, (s, _))| *s).collect::<Vec<_>>()),
-                    Box::new(h.iter().map(|(_, (_, at))| *at).collect::<Vec<_>>()),
+                    col(
+                        h.iter().map(|((k, _), _)| k.clone()).collect::<Vec<_>>(),
+                        one,
+                    ),
+                    col(
+                        h.iter().map(|((_, a), _)| a.clone()).collect::<Vec<_>>(),
+                        one,
+                    ),
+                    col(h.iter().map(|(_, (s, _))| *s).collect::<Vec<_>>(), one),
+                    col(h.iter().map(|(_, (_, at))| *at).collect::<Vec<_>>(), one),
                 ],
             )?;
         }
