@@ -194,9 +194,14 @@ pub(crate) fn write(
         .any(|(_, v, _)| v.only_if_watched && v.watchers.is_empty());
     let n = if gated { 0 } else { valid.len() as i32 };
     let one = keys.len() == 1 && targets.len() == 1;
-    let pick = |many: &'static str, single: &'static str| if one { single } else { many };
-    let lock = rows.prepared(pick(LOCK_HEADS, LOCK_HEAD));
-    let fetch_cursors = rows.prepared(pick(FETCH_CURSORS, FETCH_CURSORS_OF));
+    let lock = match one {
+        true => rows.prepared(LOCK_HEAD),
+        false => rows.prepared(LOCK_HEADS),
+    };
+    let fetch_cursors = match one {
+        true => rows.prepared(FETCH_CURSORS_OF),
+        false => rows.prepared(FETCH_CURSORS),
+    };
     let fetch_dedupe = match dedupe_keys.len() {
         1 => rows.prepared(FETCH_DEDUPE_OF),
         _ => rows.prepared(FETCH_DEDUPE),
