@@ -32,8 +32,12 @@
 
 #[path = "model/foreign.rs"]
 mod foreign;
+#[path = "model/hour.rs"]
+mod hour;
 #[path = "model/ops.rs"]
 mod ops;
+#[path = "model/pg.rs"]
+mod pg;
 #[path = "model/queue.rs"]
 mod queue;
 #[path = "model/spec.rs"]
@@ -53,7 +57,7 @@ use session_awareness_core::{
     ActorType, ChangeEvent, Changes, Error, ErrorSink, EventKind, Hooks, Notice, Options,
     Provenance, RecordInput, StateEvent, Store, VersionRef, WakeRequest, WakeSink,
 };
-use spec::{Delta, Ev, Input, Model, Queued, DAY, HOUR};
+use spec::{Delta, Ev, Input, Model, Queued, HOUR};
 
 fn summary(i: u8) -> String {
     match i {
@@ -186,14 +190,16 @@ struct Harness {
     failures: Arc<Failures>,
     /// The foreign rows written before the store opened (file cases).
     foreign: BTreeSet<foreign::Row>,
+    /// The URL of a PostgreSQL case (its schema in `opts`): restartable, no foreign rows.
+    pg: Option<String>,
     /// Hex of the keys reset, and of the keys deleted, during the case.
     reset: BTreeSet<String>,
     deleted: BTreeSet<String>,
 }
 
 impl Harness {
-    fn open(retention: i64, max_events: u64, restartable: bool) -> Self {
-        let file = restartable.then(|| {
+    fn open(retention: i64, max_events: u64, restartable: bool, pg: Option<String>) -> Self {
+        let file = (restartable && pg.is_none()).then(|| {
             // A RAM-backed directory where there is one: the file only has to outlive a
             // restart.
             let shm = std::path::Path::new("/dev/shm");
@@ -207,6 +213,7 @@ impl Harness {
             (dir, path)
         });
         let opts = Options {
+            pg_schema: pg.as_ref().map_or_else(Default::default, |_| pg::schema()),
             retention_ms: retention,
             max_events,
             wake_coalesce_ms: 60_000,
@@ -216,7 +223,8 @@ impl Harness {
         };
         let wakes = Arc::new(Wakes::default());
         let failures = Arc::new(Failures::default());
-        let path = file.as_ref().map_or(":memory:", |f| f.1.as_str());
+        let file_path = file.as_ref().map_or(":memory:", |f| f.1.as_str());
+        let path = pg.as_deref().unwrap_or(file_path);
         let foreign = match &file {
             Some((_, path)) => {
                 foreign::seed(path);
@@ -234,6 +242,7 @@ impl Harness {
             wakes,
             failures,
             foreign,
+            pg,
             reset: BTreeSet::new(),
             deleted: BTreeSet::new(),
         }
@@ -341,7 +350,8 @@ impl Harness {
             Op::Restart => {
                 self.queue.writer.join();
                 self.store.close();
-                let path = &self.file.as_ref().expect("a restartable case").1;
+                let file = self.file.as_ref().map(|f| f.1.as_str());
+                let path = self.pg.as_deref().or(file).expect("a restartable case");
                 self.store = Self::store(path, self.opts, &self.wakes, &self.failures);
                 self.queue = Queue::start(&self.store);
                 self.model.restart();
@@ -492,13 +502,15 @@ fn plain_record() -> Rec {
     }
 }
 
-fn run(
+/// One case, on the PostgreSQL store `pg` names (a URL), or on SQLite without one.
+fn run_on(
     retention: i64,
     max_events: u64,
     restartable: bool,
     ops: &[u64],
+    pg: Option<String>,
 ) -> Result<(), TestCaseError> {
-    let mut h = Harness::open(retention, max_events, restartable);
+    let mut h = Harness::open(retention, max_events, restartable, pg);
     let mut done: Vec<Op> = Vec::new();
     let fail = |done: &[Op], e: TestCaseError| {
         let steps: Vec<String> = done
@@ -558,79 +570,6 @@ proptest! {
         restartable in prop::bool::weighted(0.2),
         ops in prop::collection::vec(any::<u64>(), 1..30),
     ) {
-        run(retention, max_events, restartable, &ops)?;
+        run_on(retention, max_events, restartable, &ops, None)?;
     }
-}
-
-/// semantics.md#recording, deterministic: opening never prunes; the first record after opening prunes; then a
-/// record prunes only once more than an hour has passed since the last prune, and any prune
-/// (an explicit one too) restarts the hour. Retention is 10 s and every event is recorded
-/// 20 s in the past, so an event survives exactly until the next prune.
-#[test]
-fn the_automatic_prune_follows_the_hour_rule() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("state.sqlite");
-    let path = path.to_str().unwrap();
-    let opts = Options {
-        retention_ms: 10_000,
-        sync_interval_ms: 0,
-        ..Options::default()
-    };
-    // Background work reads this clock: were opening to prune, everything would be old.
-    let hooks = Hooks {
-        clock: Some(Arc::new(|| START + 100 * DAY)),
-        ..Hooks::default()
-    };
-    let open = || Store::open(path, opts, hooks.clone()).unwrap();
-    let record = |s: &Store, now: i64| {
-        let mut input = core_input(&input(&plain_record(), now));
-        input.occurred_at = Some((now - 20_000) as f64);
-        let seq = s.record(input, now).unwrap().unwrap().sequence;
-        Harness::settle(s);
-        seq
-    };
-    let kept = |s: &Store| -> Vec<i64> {
-        let c = s.changes_since(T0, 0.0, None, None).unwrap();
-        c.events.iter().map(|e| e.sequence()).collect()
-    };
-
-    let s = open();
-    let t = START;
-    let a = record(&s, t);
-    assert_eq!(
-        kept(&s),
-        Vec::<i64>::new(),
-        "the first record after opening prunes"
-    );
-    let b = record(&s, t + 1);
-    let c = record(&s, t + HOUR);
-    assert_eq!(
-        kept(&s),
-        [b, c],
-        "no prune within the hour, nor at exactly one hour"
-    );
-    let d = record(&s, t + HOUR + 1);
-    assert_eq!(
-        kept(&s),
-        Vec::<i64>::new(),
-        "more than an hour: the record prunes"
-    );
-    let changes = s.changes_since(T0, a as f64, None, None).unwrap();
-    assert_eq!((changes.state_version, changes.history_gap), (d, true));
-
-    let report = s.prune(t + 2 * HOUR).unwrap();
-    assert_eq!(report.events_deleted, 0);
-    let e = record(&s, t + 3 * HOUR);
-    assert_eq!(kept(&s), [e], "an explicit prune restarts the hour");
-    s.close();
-
-    let s = open();
-    assert_eq!(kept(&s), [e], "opening never prunes");
-    let f = record(&s, t + 3 * HOUR + 2);
-    assert_eq!(
-        kept(&s),
-        Vec::<i64>::new(),
-        "the first record after reopening prunes"
-    );
-    assert_eq!(s.state_version(T0, None).unwrap(), f);
 }
