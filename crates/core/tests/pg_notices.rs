@@ -369,3 +369,70 @@ fn the_hint_goes_out_once_per_commit_after_it() {
     assert!(hints.try_recv().is_err(), "no other hint");
     a.close();
 }
+
+#[test]
+fn records_racing_drains_on_both_hosts_hand_each_notice_out_once() {
+    let s = schema("race");
+    let (a, _aw) = host(&s, "race-a", 100);
+    let (b, _bw) = host(&s, "race-b", 100);
+    let targets: Vec<String> = (0..8)
+        .map(|i| format!("agent:main:subagent:r{i}"))
+        .collect();
+    for t in &targets {
+        assert!(a.watch(W, t, Provenance::Explicit, NOW).unwrap());
+    }
+    b.serve(W).unwrap();
+    leased(&s, W, 2);
+    let recording = std::sync::atomic::AtomicBool::new(true);
+    let handed: Mutex<Vec<(String, i64)>> = Mutex::new(Vec::new());
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            for i in 0..240 {
+                let t = &targets[i % targets.len()];
+                a.record(human(t), NOW).unwrap().unwrap();
+            }
+            recording.store(false, Ordering::Release);
+        });
+        for store in [&a, &b] {
+            let (recording, handed, s) = (&recording, &handed, s.as_str());
+            sc.spawn(move || {
+                let start = Instant::now();
+                loop {
+                    let got = store.drain(W, NOW).unwrap();
+                    handed.lock().unwrap().extend(positions(&got));
+                    let pending = shared()
+                        .sql(&format!(
+                            "SELECT count(*) FROM {s}.session_watch_cursors \
+                             WHERE notified_sequence <> last_seen_sequence"
+                        ))
+                        .unwrap();
+                    if !recording.load(Ordering::Acquire) && pending == "0" {
+                        return;
+                    }
+                    assert!(start.elapsed() < PATIENCE * 3, "drains did not finish");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
+        }
+    });
+    let handed = handed.into_inner().unwrap();
+    let mut seen = BTreeMap::new();
+    for p in &handed {
+        *seen.entry(p.clone()).or_insert(0) += 1;
+    }
+    assert!(seen.values().all(|&c| c == 1), "handed out twice: {seen:?}");
+    // Every target's notices form one chain from its seed: the first names 0.
+    for t in &targets {
+        let first = handed.iter().filter(|(x, _)| x == t).map(|(_, n)| *n).min();
+        assert_eq!(first, Some(0), "{t}");
+    }
+    until("both queues empty", || {
+        a.peek(W).unwrap().is_empty() && b.peek(W).unwrap().is_empty()
+    });
+    println!(
+        "records racing drains: {} notices handed out, none twice",
+        handed.len()
+    );
+    a.close();
+    b.close();
+}
