@@ -385,3 +385,39 @@ fn every_backend_killed_loses_no_notice() {
     });
     b.close();
 }
+
+#[test]
+fn watch_in_another_scope_reseeds_and_drops_the_notice() {
+    let s = schema("scope");
+    let store = open(&s, 0, 30 * 86_400_000, 50_000);
+    head(&s, T, 4);
+    cursor(&s, W, T, 1, 2, 4, Some("/a"));
+    store.sweep(None, NOW).unwrap();
+    assert_eq!(positions(&store.peek(W).unwrap()), [(T.to_owned(), 1)]);
+    let in_scope = |scope: &str| WatchOptions {
+        scope: Some(scope.into()),
+        ..WatchOptions::default()
+    };
+    // Same scope: positions kept, the notice stays.
+    assert!(store.watch_with(W, T, &in_scope("/a"), NOW + 1).unwrap());
+    assert_eq!(row(&s, W, T), format!("1|4|4|explicit|{}", NOW + 1));
+    assert_eq!(positions(&store.peek(W).unwrap()), [(T.to_owned(), 1)]);
+    // Another scope: re-seeded at the head, bound to it, the notice dropped.
+    assert!(store.watch_with(W, T, &in_scope("/b"), NOW + 2).unwrap());
+    assert_eq!(row(&s, W, T), format!("4|4|4|explicit|{}", NOW + 2));
+    assert_eq!(
+        sql(&format!(
+            "SELECT watcher_store_path FROM {s}.session_watch_cursors"
+        )),
+        "/b"
+    );
+    assert!(store.peek(W).unwrap().is_empty());
+    // No refresh asked: updated_at stays.
+    let o = WatchOptions {
+        refresh: false,
+        ..in_scope("/b")
+    };
+    assert!(store.watch_with(W, T, &o, NOW + 3).unwrap());
+    assert_eq!(row(&s, W, T), format!("4|4|4|explicit|{}", NOW + 2));
+    store.close();
+}

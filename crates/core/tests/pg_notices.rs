@@ -436,3 +436,62 @@ fn records_racing_drains_on_both_hosts_hand_each_notice_out_once() {
     a.close();
     b.close();
 }
+
+#[test]
+fn a_server_restart_loses_no_notice() {
+    // A cluster of its own: it is restarted as a crash would (`-m immediate`).
+    let mut own =
+        session_awareness_pg_test::Cluster::start().expect("a throwaway PostgreSQL cluster");
+    let open = |app: &str| {
+        let (tx, rx) = mpsc::channel();
+        let hooks = Hooks {
+            wake: Some(Arc::new(Wakes(Mutex::new(tx)))),
+            ..Hooks::default()
+        };
+        let opts = Options {
+            sync_interval_ms: 100,
+            wake_coalesce_ms: 0,
+            ..Options::default()
+        };
+        let url = format!("{}?application_name={app}", own.url());
+        (Store::open(&url, opts, hooks).unwrap(), rx)
+    };
+    let (a, _aw) = open("restart-a");
+    let (b, b_wakes) = open("restart-b");
+    let t = "agent:main:subagent:restart";
+    assert!(b.watch(W, t, Provenance::Explicit, NOW).unwrap());
+    until("B's listener", || b.listener_connects() == 1);
+    let before = a.record(human(t), NOW).unwrap().unwrap().sequence;
+    until("B's queue", || !b.peek(W).unwrap().is_empty());
+    own.restart_immediate().unwrap();
+    // The record committed before the crash is still pending; B still holds its notice, and
+    // a record after the restart (on a new connection) reaches B through the catch-up or the
+    // hint once B's listener is back.
+    let after = (0..50)
+        .find_map(|_| match a.record(human(t), NOW) {
+            Ok(Some(e)) => Some(e.sequence),
+            _ => {
+                std::thread::sleep(Duration::from_millis(100));
+                None
+            }
+        })
+        .expect("records succeed again without reopening");
+    assert!(after > before);
+    until("B's listener again", || {
+        b.listener_connects() >= 2 && b.is_syncing()
+    });
+    let drained = (0..50)
+        .find_map(|_| match b.drain(W, NOW) {
+            Ok(n) if !n.is_empty() => Some(n),
+            _ => {
+                std::thread::sleep(Duration::from_millis(100));
+                None
+            }
+        })
+        .expect("the notice is handed out after the restart");
+    // One notice for the burst, naming the position before the first record.
+    assert_eq!(positions(&drained), [(t.to_owned(), before - 1)]);
+    assert_eq!(b_wakes.recv_timeout(PATIENCE).unwrap().0.session_key, W);
+    a.close();
+    b.close();
+}
