@@ -28,9 +28,15 @@ macro_rules! retried {
     ($client:expr, $tx:expr) => {{
         let mut outcome = Err(crate::error::Error::Closed);
         for _ in 0..TRIES {
-            begin($client).await?;
-            let r = $tx.await;
-            outcome = end($client, r).await;
+            // A BEGIN that fails (the connection is gone) fails the call like any statement,
+            // so the caller's failure path runs (a drain puts the notices it took back).
+            outcome = match begin($client).await {
+                Ok(()) => {
+                    let r = $tx.await;
+                    end($client, r).await
+                }
+                Err(e) => Err(e),
+            };
             match &outcome {
                 Err(e) if cursors::is_retryable(e) => continue,
                 _ => break,
