@@ -62,17 +62,7 @@ pub fn coded(code: &str, message: impl Into<String>) -> JsError {
 
 /// Maps a core error, keeping its source chain in the message.
 pub fn to_js(e: CoreError) -> JsError {
-    let mut message = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = s.source();
-    }
-    coded(e.code(), message)
+    coded(e.code(), session_awareness_core::with_sources(&e))
 }
 
 /// Maps an error raised by napi itself (a value of the wrong type).

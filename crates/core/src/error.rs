@@ -73,7 +73,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 /// The text of `e` followed by that of each error in its source chain (`: `-separated), but
 /// those whose text it already holds.
-pub(crate) fn with_sources(e: &(dyn std::error::Error + 'static)) -> String {
+pub fn with_sources(e: &(dyn std::error::Error + 'static)) -> String {
     let mut message = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

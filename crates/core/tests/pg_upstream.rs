@@ -4,39 +4,25 @@
 //! scanned only by the host that adopted it. Never skipped: without PostgreSQL's server
 //! binaries these tests fail with the line saying what to install.
 
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use session_awareness_core::upstream::{AdoptInput, RemoteCheck};
 use session_awareness_core::{
-    Error, ErrorSink, EventKind, Hooks, HostName, Options, Provenance, SchemaName, StateEvent,
-    Store,
+    ErrorSink, EventKind, Hooks, HostName, Options, Provenance, SchemaName, StateEvent, Store,
 };
 use session_awareness_pg_test::Cluster;
+
+mod pg_harness;
+mod transcripts;
+use pg_harness::cluster;
+use transcripts::{append, human, Errors};
 
 const NOW: i64 = 1_800_000_000_000;
 const KEY: &str = "agent:main:adopted";
 const WATCHER: &str = "agent:main:main";
-
-#[derive(Default)]
-struct Errors(Mutex<Vec<String>>);
-impl ErrorSink for Errors {
-    fn report(&self, error: Error) {
-        self.0.lock().unwrap().push(error.code().to_owned());
-    }
-}
-
-fn cluster(name: &str) -> Cluster {
-    Cluster::start_with(session_awareness_pg_test::Options {
-        name: name.into(),
-        ..Default::default()
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
-}
 
 fn open(c: &Cluster, schema: &str, host: &str, errors: &Arc<Errors>) -> Store {
     let opts = Options {
@@ -49,19 +35,6 @@ fn open(c: &Cluster, schema: &str, host: &str, errors: &Arc<Errors>) -> Store {
         ..Default::default()
     };
     Store::open(&format!("{}?sslmode=disable", c.url()), opts, hooks).unwrap()
-}
-
-fn human(text: &str) -> String {
-    json!({"type": "user", "message": {"role": "user", "content": text}}).to_string() + "\n"
-}
-
-fn append(path: &Path, s: &str) {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    f.write_all(s.as_bytes()).unwrap();
 }
 
 fn payload(ev: &StateEvent) -> Value {

@@ -1,38 +1,18 @@
 //! Upstream monitoring (semantics.md#upstream): adoption, the local transcript scan, remote checks.
 
-use std::fs::OpenOptions;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 use session_awareness_core::upstream::{AdoptInput, RemoteCheck};
-use session_awareness_core::{Error, ErrorSink, EventKind, Hooks, Options, Provenance, Store};
+use session_awareness_core::{ErrorSink, EventKind, Hooks, Options, Provenance, Store};
+
+mod transcripts;
+use transcripts::{append, human, Errors};
 
 const NOW: i64 = 1_800_000_000_000;
 const KEY: &str = "agent:main:adopted";
 const WATCHER: &str = "agent:main:main";
-
-#[derive(Default)]
-struct Errors(Mutex<Vec<String>>);
-impl ErrorSink for Errors {
-    fn report(&self, error: Error) {
-        self.0.lock().unwrap().push(error.code().to_owned());
-    }
-}
-
-fn human(text: &str) -> String {
-    json!({"type": "user", "message": {"role": "user", "content": text}}).to_string() + "\n"
-}
-
-fn append(path: &Path, s: &str) {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    f.write_all(s.as_bytes()).unwrap();
-}
 
 struct Fixture {
     _dir: tempfile::TempDir,
