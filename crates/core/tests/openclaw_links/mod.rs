@@ -3,14 +3,16 @@
 //! copy of it or a fresh file, transcripts, and the link table's columns and rows.
 #![allow(dead_code)]
 
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
 use serde_json::{json, Value};
 use session_awareness_core::{Error, ErrorSink, Hooks, Options, Store};
+
+#[path = "../transcripts/mod.rs"]
+mod transcripts;
+pub use transcripts::{append, human};
 
 pub const MAIN: &str = "agent:main:main";
 /// The links OpenClaw wrote into the fixture.
@@ -93,19 +95,6 @@ impl Dir {
     pub fn transcript(&self) -> PathBuf {
         self.dir.path().join(format!("{THREAD}.jsonl"))
     }
-}
-
-pub fn human(text: &str) -> String {
-    json!({"type": "user", "message": {"role": "user", "content": text}}).to_string() + "\n"
-}
-
-pub fn append(path: &Path, s: &str) {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    f.write_all(s.as_bytes()).unwrap();
 }
 
 pub fn human_item(uuid: &str, text: &str) -> Value {
