@@ -156,6 +156,16 @@ impl Target {
         self.ssl
     }
 
+    /// The connect timeout, if any.
+    pub(crate) fn connect_timeout(&self) -> Option<Duration> {
+        self.connect_timeout
+    }
+
+    /// Where it connects, for error messages: `host …, port …, database …`.
+    pub(crate) fn place(&self) -> String {
+        crate::postgres::settings::place(&self.config)
+    }
+
     /// `text` without this target's password (see [`redact`]).
     pub(crate) fn redact(&self, text: &str) -> String {
         redact(text, self.password.as_deref())
@@ -163,13 +173,16 @@ impl Target {
 
     /// A client's error as the store's [`Error::Db`], its text redacted.
     pub(crate) fn error(&self, e: &tokio_postgres::Error) -> Error {
-        if let Some(db) = e.as_db_error() {
+        let mut message = match e.as_db_error() {
             // The server's own words and its SQLSTATE, without the client's "db error" prefix.
-            let message = format!("{db} (SQLSTATE {})", db.code().code());
-            return Error::db(failure_of(e), self.redact(&message));
+            Some(db) => format!("{db} (SQLSTATE {})", db.code().code()),
+            None => crate::error::with_sources(e),
+        };
+        let kind = failure_of(e);
+        if kind == DbFailure::Connection {
+            message = format!("{message} ({})", self.place());
         }
-        let message = crate::error::with_sources(e);
-        Error::db(failure_of(e), self.redact(&message))
+        Error::db(kind, self.redact(&message))
     }
 
     /// A new client; its connection runs on the core runtime until it ends. Bounded by the
@@ -208,7 +221,11 @@ impl Target {
             Some(t) => tokio::time::timeout(t, attempt).await.map_err(|_| {
                 Error::db(
                     DbFailure::Connection,
-                    format!("no connection to PostgreSQL within {} ms", t.as_millis()),
+                    format!(
+                        "no connection to PostgreSQL within {} ms ({})",
+                        t.as_millis(),
+                        self.place()
+                    ),
                 )
             })?,
             None => attempt.await,
@@ -229,12 +246,10 @@ impl Target {
             (SslChoice::Prefer, Some(_)) => self.connect_with(SslMode::Prefer, &hints).await?,
             (_, Some(_)) => self.connect_with(SslMode::Require, &hints).await?,
         };
-        // A SET, not a startup option: poolers refuse unknown startup parameters.
+        // SETs, not startup options: poolers refuse unknown startup parameters.
+        let sql = crate::postgres::settings::session_sql(self.statement_timeout_ms);
         client
-            .batch_execute(&format!(
-                "SET statement_timeout = {}",
-                self.statement_timeout_ms
-            ))
+            .batch_execute(&sql)
             .await
             .map_err(|e| self.error(&e))?;
         Ok((client, task))
