@@ -117,7 +117,7 @@ test('a search_path that puts another schema first, with tables and functions of
   expect(await b.watchAsync(MAIN, CHILD)).toBe(true)
   expect((await a.recordAsync(human(CHILD)))?.sequence).toBe(1)
   const group = await Promise.all([a.recordAsync(human(CHILD)), a.recordAsync(human('agent:main:subagent:d'))])
-  expect(group.map((r) => r?.sequence)).toEqual([2, 1])
+  expect(group.map((r) => r?.sessionKey)).toEqual([CHILD, 'agent:main:subagent:d'])
   for (let i = 0; i < 200 && heard.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 25))
   expect(heard).toEqual([CHILD])
   expect((await c.sql<{ n: number }>('SELECT count(*)::int AS n FROM op_path.session_state_events'))[0].n).toBe(3)

@@ -212,7 +212,9 @@ async function startCluster({ name = 'test', durable = false, netns = null, addr
   }
   try {
     run(bin, 'initdb', [
-      '-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions',
+      // Not --no-instructions (it only drops the closing text, and initdb 13 does not know
+      // it: PostgreSQL 14 added it).
+      '-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync',
     ])
     // The password role's lines come first: pg_hba.conf takes the first line that matches.
     const nets = ['127.0.0.1/32', ...clients]

@@ -310,7 +310,8 @@ impl Cluster {
             "UTF8",
             "--locale=C",
             "--no-sync",
-            "--no-instructions",
+            // Not `--no-instructions` (it only drops the closing text, and initdb 13 does not
+            // know it: PostgreSQL 14 added it).
         ];
         run(&cluster.bin, "initdb", &init)?;
         // The password role's line comes first: pg_hba.conf takes the first line that matches.
