@@ -148,7 +148,18 @@ pub fn psql_command(bin: &Path, url: &str, query: &str) -> Command {
     let own = bin.join("psql");
     let mut cmd = if own.is_file() {
         let mut c = Command::new(own);
-        c.args(["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", query]);
+        c.args([
+            "-X",
+            "-A",
+            "-t",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-d",
+            url,
+            "-c",
+            query,
+        ]);
         c
     } else {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pg/psql.js");
