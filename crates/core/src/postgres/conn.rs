@@ -16,6 +16,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use crate::error::{DbFailure, Error, Result};
 use crate::options::{Options, SchemaName};
 use crate::postgres::cursors::Cached;
+use crate::postgres::percent::{find_ignore_case, percent_decode, percent_encode};
 use crate::postgres::tls::{self, SslChoice};
 
 /// Where a listener's connection hands the payloads of its notifications.
@@ -370,49 +371,6 @@ pub(crate) fn redact(text: &str, password: Option<&str>) -> String {
         }
     }
     redacted
-}
-
-fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
-    haystack
-        .as_bytes()
-        .windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (
-            b[i],
-            b.get(i + 1).and_then(|&c| hex(c)),
-            b.get(i + 2).and_then(|&c| hex(c)),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// One connection's client and its prepared statements.

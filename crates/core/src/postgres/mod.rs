@@ -23,6 +23,7 @@ pub(crate) mod lease;
 mod links;
 pub(crate) mod listen;
 mod overlay;
+pub(crate) mod percent;
 pub(crate) mod pooler;
 pub(crate) mod prune;
 mod reads;
