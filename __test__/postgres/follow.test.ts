@@ -55,11 +55,10 @@ test('in the writing store: replay, then each commit of the Promise API, exactly
   expect(state.stats().followersOpen).toBe(0)
 })
 
-test('from a second store on the schema: a hint brings a watched session at once, the periodic catch-up an unwatched one', async () => {
+test('from a second store on the schema: watched and unwatched sessions, exactly', async () => {
   const place = stores.place('postgres')
   const follower = await stores.at(place, { syncIntervalMs: 200 })
   const writer = await stores.at(place, { syncIntervalMs: 200 })
-  // A watcher served by the follower's store: the writer's records send a hint.
   await follower.watchAsync(MAIN, K)
   const c = collect(follower)
   for (let round = 0; round < 5; round++) {
@@ -69,6 +68,37 @@ test('from a second store on the schema: a hint brings a watched session at once
   await c.f.return()
   await c.done
   expect(c.got.every((b) => b.events.length >= 1 && !b.historyGap)).toBe(true)
+  expect(c.got.flatMap((b) => b.events)).toEqual(await stored(writer))
+})
+
+test('the hint alone: a session nobody watches reaches a follower whose periodic catch-up is a minute away', async () => {
+  const place = stores.place('postgres')
+  const follower = await stores.at(place, { syncIntervalMs: 60_000 })
+  const writer = await stores.at(place, { syncIntervalMs: 200 })
+  const c = collect(follower)
+  // The writer hears the follower's announcement soon after the follow: until then its
+  // commits send no hint, so each record waits a little for its batch before the next.
+  for (let n = 1; n <= 10; n++) {
+    await writer.recordAsync(input(`alone ${n}`))
+    const deadline = Date.now() + 1000
+    while (c.count() < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
+  }
+  await waitFor(() => c.count() === 10, 'every row through the hint', 20_000)
+  await c.f.return()
+  await c.done
+  expect(c.got.flatMap((b) => b.events)).toEqual(await stored(writer))
+})
+
+test('the catch-up alone: rows of a writer that sends no hint (syncIntervalMs 0) arrive at the periodic catch-up', async () => {
+  const place = stores.place('postgres')
+  const follower = await stores.at(place, { syncIntervalMs: 100 })
+  const writer = await stores.at(place, { syncIntervalMs: 0 })
+  const c = collect(follower, { limit: 10 })
+  await Promise.all(Array.from({ length: 25 }, (_, i) => writer.recordAsync(input(`quiet ${i}`))))
+  await waitFor(() => c.count() === 25, 'every row through the catch-up')
+  await c.f.return()
+  await c.done
+  expect(c.got.map((b) => b.events.length).every((n) => n >= 1 && n <= 10)).toBe(true)
   expect(c.got.flatMap((b) => b.events)).toEqual(await stored(writer))
 })
 

@@ -436,6 +436,9 @@ impl State {
             let mut statements = HashMap::new();
             let mut c = Cached::new(&client, &mut statements, self.schema);
             self.connects.fetch_add(1, Ordering::AcqRel);
+            // The hosts that follow sessions announce them now (semantics.md#follow); best
+            // effort, like every hint.
+            let _ = notify(&mut c, self.schema.as_str(), &follow::question(&self.instance)).await;
             // Whatever was sent while no listener was connected is found in the rows.
             match self.turn(&mut c, &Hint::All).await {
                 Ok(()) => self.failing.store(false, Ordering::Release),
@@ -492,6 +495,14 @@ impl State {
                 self.elsewhere.heard(a, crate::lease::now() + self.lease_ms);
             }
             return None;
+        }
+        if let Some(from) = follow::asked(payload) {
+            // A host connected: the sessions followed here are announced at this turn.
+            if from.as_deref() == Some(self.instance.as_str()) || !self.delivery.follows.any() {
+                return None;
+            }
+            self.elsewhere.ask();
+            return Some(Hint::Watchers(Vec::new()));
         }
         match listen::parse(payload) {
             (Some(from), _) if from == self.instance => None,

@@ -3,13 +3,14 @@
 //! and at each periodic catch-up, and touches those that moved (one statement for every
 //! followed session). So that a record on another host sends a hint even when it opens no
 //! notice, each host announces the sessions followed on it on the schema's channel
-//! (`{"i":"<instance>","f":[…]}`, when they change and every third of a lease length); a host
-//! that writes one of them names it in its commit's hint (`"s":[…]`). An announcement is a
-//! hint too: a host that missed it (it connected later) sends no hint for those sessions
-//! until the next one, and the periodic catch-up still brings their rows.
+//! (`{"i":"<instance>","f":[…]}`, when they change, every third of a lease length, and when a
+//! host that (re)connects asks, `{"i":"<instance>","q":"f"}`); a host that writes one of them
+//! names it in its commit's hint (`"s":[…]`). An announcement is a hint too: a host that has
+//! not heard it sends no hint for those sessions, and the periodic catch-up still brings their
+//! rows.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -71,6 +72,22 @@ pub(crate) fn announced(payload: &str) -> Option<(Option<String>, Announced)> {
     Some((from, keys.map_or(Announced::All, Announced::Keys)))
 }
 
+/// The question a listener asks when it (re)connects: every host that follows sessions
+/// announces them at once (`{"i":"<instance>","q":"f"}`), so a host that connects later does
+/// not wait for the next announcement.
+pub(crate) fn question(instance: &str) -> String {
+    serde_json::json!({ "i": instance, "q": "f" }).to_string()
+}
+
+/// The sender of a [`question`], or `None` for any other payload.
+pub(crate) fn asked(payload: &str) -> Option<Option<String>> {
+    let v = serde_json::from_str::<serde_json::Value>(payload).ok()?;
+    if v.get("q")?.as_str()? != "f" {
+        return None;
+    }
+    Some(v.get("i").and_then(|i| i.as_str()).map(str::to_owned))
+}
+
 /// A commit's hint naming the watchers of the notices it opened and the sessions it wrote
 /// that another host follows (`"s"`, left out when none); `"w":"*"` when it would not fit.
 pub(crate) fn hint_payload(instance: &str, watchers: &[&str], sessions: &[&str]) -> String {
@@ -94,6 +111,8 @@ pub(crate) struct Elsewhere {
     all_until: AtomicI64,
     // The keys announced last, sorted, and when.
     announced: Mutex<(Vec<String>, i64)>,
+    // Another host asked: announce at the next turn, due or not.
+    asked: AtomicBool,
 }
 
 impl Elsewhere {
@@ -110,6 +129,11 @@ impl Elsewhere {
                 }
             }
         }
+    }
+
+    /// Another host asked who follows what ([`question`]).
+    pub(crate) fn ask(&self) {
+        self.asked.store(true, Ordering::Release);
     }
 
     /// The sessions of `written` that another host follows at `now`. Cheap when nobody
@@ -142,8 +166,9 @@ impl Elsewhere {
     /// True when this host should announce `keys` (sorted, deduplicated) at `now`: they
     /// changed since the last announcement, or `every` ms passed.
     pub(crate) fn announce_due(&self, keys: &[String], now: i64, every: i64) -> bool {
+        let asked = self.asked.swap(false, Ordering::AcqRel);
         let mut a = self.announced.lock();
-        if a.0 == keys && now - a.1 < every {
+        if !asked && a.0 == keys && now - a.1 < every {
             return false;
         }
         *a = (keys.to_vec(), now);
@@ -191,5 +216,11 @@ mod tests {
         assert!(!e.announce_due(&keys, 299, 300));
         assert!(e.announce_due(&keys, 300, 300));
         assert!(e.announce_due(&["k".to_owned(), "l".to_owned()], 301, 300));
+        assert!(!e.announce_due(&["k".to_owned(), "l".to_owned()], 302, 300));
+        e.ask();
+        assert!(e.announce_due(&["k".to_owned(), "l".to_owned()], 303, 300));
+        assert_eq!(asked(&question("i2")), Some(Some("i2".into())));
+        assert_eq!(asked(r#"{"i":"i2","w":[]}"#), None);
+        assert_eq!(listen::parse(&question("i2")).1, listen::Hint::All);
     }
 }
