@@ -13,7 +13,7 @@ jest.setTimeout(120_000)
 
 const fx = fixture('follow-proc')
 const K = 'agent:main:subagent:followed'
-const input = (summary: string) => ({ sessionKey: K, kind: 'goal_changed', actorType: 'agent', summary })
+const input = (summary: string) => ({ sessionKey: K, kind: 'goal_changed' as const, actorType: 'agent' as const, summary })
 
 class Writer extends GatewayProcess {
   static start(file: string): Promise<Writer> {

@@ -15,7 +15,7 @@ import { SessionState, fixture } from './helpers'
 const fx = fixture('follow')
 const K = 'agent:main:subagent:followed'
 const OTHER = 'agent:main:subagent:other'
-const input = (summary: string, sessionKey = K) => ({ sessionKey, kind: 'goal_changed', actorType: 'agent', summary })
+const input = (summary: string, sessionKey = K) => ({ sessionKey, kind: 'goal_changed' as const, actorType: 'agent' as const, summary })
 
 /** Every stored row of `key` after `after`, read page by page with changesSince. */
 function stored(state: SessionState, key = K, after = 0): ChangeEvent[] {

@@ -49,10 +49,7 @@ impl NativeSessionState {
     /// of this store, the poll, the PostgreSQL catch-up); a burst makes one call. `close`
     /// releases it; it never keeps Node alive.
     #[napi]
-    pub fn follow_signal(
-        &self,
-        touched: Function<'_, (), UnknownReturnValue>,
-    ) -> Result<(), Code> {
+    pub fn follow_signal(&self, touched: Function<'_, (), UnknownReturnValue>) -> Result<(), Code> {
         let in_flight = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&in_flight);
         let tsfn: TouchedTsfn = touched
@@ -74,9 +71,7 @@ impl NativeSessionState {
     /// Registers one open follower of the session; returns the agent resolved.
     #[napi]
     pub fn follow(&self, session_key: String, agent_id: Option<String>) -> Result<String, Code> {
-        self.store
-            .follow(&session_key, agent_id.as_deref())
-            .js()
+        self.store.follow(&session_key, agent_id.as_deref()).js()
     }
 
     /// One follower of the session less (`agent` as `follow` returned it).

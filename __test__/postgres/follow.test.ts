@@ -15,8 +15,8 @@ const MAIN = 'agent:main:main'
 const K = 'agent:main:subagent:followed'
 const input = (summary: string, watchers?: string[]) => ({
   sessionKey: K,
-  kind: 'goal_changed',
-  actorType: 'agent',
+  kind: 'goal_changed' as const,
+  actorType: 'agent' as const,
   summary,
   ...(watchers ? { watchers } : {}),
 })

@@ -220,13 +220,21 @@ mod tests {
         f.set_signal(Some(s.clone() as Arc<dyn FollowSignal>));
         f.committed("main", "agent:main:a", 3);
         f.tell();
-        assert_eq!(s.0.load(Ordering::Acquire), 0, "nobody follows: nothing told");
+        assert_eq!(
+            s.0.load(Ordering::Acquire),
+            0,
+            "nobody follows: nothing told"
+        );
         f.follow("main", "agent:main:a");
         f.follow("main", "agent:main:a");
         assert_eq!(f.open(), 2);
         f.committed("main", "agent:main:b", 4);
         f.tell();
-        assert_eq!(s.0.load(Ordering::Acquire), 0, "another session: nothing told");
+        assert_eq!(
+            s.0.load(Ordering::Acquire),
+            0,
+            "another session: nothing told"
+        );
         f.committed("main", "agent:main:a", 5);
         f.committed("main", "agent:main:a", 6);
         f.tell();

@@ -438,7 +438,12 @@ impl State {
             self.connects.fetch_add(1, Ordering::AcqRel);
             // The hosts that follow sessions announce them now (semantics.md#follow); best
             // effort, like every hint.
-            let _ = notify(&mut c, self.schema.as_str(), &follow::question(&self.instance)).await;
+            let _ = notify(
+                &mut c,
+                self.schema.as_str(),
+                &follow::question(&self.instance),
+            )
+            .await;
             // Whatever was sent while no listener was connected is found in the rows.
             match self.turn(&mut c, &Hint::All).await {
                 Ok(()) => self.failing.store(false, Ordering::Release),

@@ -186,7 +186,10 @@ mod tests {
         assert_eq!(a, r#"{"i":"i1","f":["agent:main:x"]}"#);
         assert_eq!(
             announced(&a),
-            Some((Some("i1".into()), Announced::Keys(vec!["agent:main:x".into()])))
+            Some((
+                Some("i1".into()),
+                Announced::Keys(vec!["agent:main:x".into()])
+            ))
         );
         assert_eq!(announced(r#"{"i":"i1","w":[]}"#), None);
         let long: Vec<String> = (0..500).map(|i| format!("agent:main:s{i:04}")).collect();
@@ -195,7 +198,10 @@ mod tests {
             announced(&announcement("i1", &refs)),
             Some((Some("i1".into()), Announced::All))
         );
-        assert_eq!(hint_payload("i1", &["w"], &[]), listen::payload("i1", &["w"]));
+        assert_eq!(
+            hint_payload("i1", &["w"], &[]),
+            listen::payload("i1", &["w"])
+        );
         let h = hint_payload("i1", &[], &["agent:main:x"]);
         assert_eq!(h, r#"{"i":"i1","w":[],"s":["agent:main:x"]}"#);
         assert_eq!(listen::parse(&h).1, listen::Hint::Watchers(Vec::new()));
