@@ -17,6 +17,7 @@ pub(crate) mod catchup;
 pub(crate) mod conn;
 pub(crate) mod cursors;
 pub(crate) mod delivery;
+pub(crate) mod follow;
 pub mod import;
 pub mod inspect;
 pub(crate) mod lease;
