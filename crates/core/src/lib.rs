@@ -37,6 +37,7 @@
 // With the `test-hooks` feature (the workspace's tests and benches turn it on) the modules
 // that benchmarks and integration tests open directly are public too.
 pub(crate) mod delivery;
+pub(crate) mod engine;
 mod error;
 pub(crate) mod event;
 pub(crate) mod follow;

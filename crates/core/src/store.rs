@@ -1,47 +1,36 @@
-//! [`Store`]: the public façade of a session-state store over one SQLite connection. It
-//! composes the parts that do the work, each in its own module: the guarded connection
-//! ([`crate::sqlite::conn`]), the write path of a record ([`crate::record`]), the notice queue and the
-//! wakes ([`crate::delivery`]), prunes and checkpoints ([`crate::maintenance`]), cross-process
-//! delivery ([`crate::sync`]) and the upstream monitor ([`crate::upstream::monitor`]). Every
-//! method that needs the time takes `now` (epoch ms) from the caller, so the host's clock
-//! governs heads, cursors and retention.
+//! [`Store`]: the public façade of a session-state store. It checks the arguments of every
+//! call, owns what every store shares (the delivery: the notice queue, the wakes and the
+//! metrics, [`crate::delivery`]; the host's callbacks; the upstream monitor,
+//! [`crate::upstream::monitor`]) and hands everything that touches storage to one engine
+//! ([`crate::engine::Engine`]): SQLite's (`sqlite/engine.rs`) or PostgreSQL's
+//! (`postgres/engine.rs`). Every method that needs the time takes `now` (epoch ms) from the
+//! caller, so the host's clock governs heads, cursors and retention.
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use crate::cursors::{self, Provenance};
 use crate::delivery::Delivery;
+use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{RecordInput, StateEvent};
 use crate::hooks::{Hooks, Host};
 use crate::keys::{self, SessionKey};
 use crate::log;
-use crate::maintenance::{Maintenance, SweepReport};
-use crate::metrics::Hist;
+use crate::maintenance::SweepReport;
 use crate::options::Options;
+use crate::postgres::PgStore;
 use crate::prune::PruneReport;
 use crate::queue::{Notice, QueueSignal};
-use crate::record::Recorder;
-use crate::rows::Rows;
 use crate::shapes::CursorRow;
-use crate::sqlite::checkpoint::Checkpointer;
-use crate::sqlite::conn::{Connection, Db};
-use crate::sqlite::cursor_rows;
-use crate::sqlite::exclusive::FileGuard;
-use crate::sqlite::heads::HeadCache;
-use crate::sqlite::rows::SqliteRows;
-use crate::sqlite::schema;
-use crate::sqlite::tx::Tx;
-use crate::sync::SyncState;
-use crate::upstream::links::LinkRows;
+use crate::sqlite::engine::SqliteEngine;
+use crate::upstream::link_store::LinkStore;
 use crate::upstream::monitor::Monitor;
 
 mod follow;
 #[cfg(any(test, feature = "test-hooks"))]
 mod inside;
+mod link_rows;
 mod reads;
-mod remote;
 mod stats;
 mod upstream;
 
@@ -55,16 +44,16 @@ pub struct VersionRef {
 }
 
 struct Inner {
-    recorder: Recorder,
+    /// The storage: its connections, its rows and its background work.
+    engine: Arc<dyn Engine>,
+    /// The notice queue, the wakes and the metrics, built here for either engine.
+    delivery: Arc<Delivery>,
     monitor: Arc<Monitor>,
     host: Host,
     opts: Options,
-    heads: Mutex<HeadCache>,
-    /// The PostgreSQL engine of a store opened on a URL (`store/remote.rs`).
-    remote: Option<Arc<crate::postgres::PgStore>>,
 }
 
-/// A session-state store over one SQLite file. Cheap to clone: clones share everything.
+/// A session-state store, on a SQLite file or a PostgreSQL database. Cheap to clone: clones share everything.
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
@@ -82,12 +71,36 @@ impl Store {
     /// `statement_timeout_ms` are refused on a file unless they keep their defaults. Any other
     /// `<scheme>://` text (`mysql://…`) is `ERR_INVALID_ARG`: it names no store.
     pub fn open(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
-        if crate::postgres::conn::is_url(path) {
-            return Self::open_remote(path, opts, hooks);
-        }
-        Self::check_location(path)?;
-        opts.check_local()?;
-        Self::open_file(path, opts, hooks).map_err(|e| e.at_path(path))
+        let host = Host::of(&hooks);
+        let delivery = Arc::new(Delivery::new(
+            hooks.wake.clone(),
+            opts.wake_coalesce_ms,
+            opts.notice_outbox,
+        ));
+        let d = Arc::clone(&delivery);
+        // The one place that picks the engine: by the location's form.
+        let engine: Arc<dyn Engine> = if crate::postgres::conn::is_url(path) {
+            opts.validate()?;
+            Arc::new(PgStore::open(path, &opts, d, host.clone())?)
+        } else {
+            Self::check_location(path)?;
+            opts.check_local()?;
+            Arc::new(
+                SqliteEngine::open(path, opts, &hooks, d, host.clone())
+                    .map_err(|e| e.at_path(path))?,
+            )
+        };
+        let links: Arc<dyn LinkStore> = Arc::clone(&engine) as _;
+        let monitor = Arc::new(Monitor::new(links, host.clone()));
+        Ok(Store {
+            inner: Arc::new(Inner {
+                engine,
+                delivery,
+                monitor,
+                host,
+                opts,
+            }),
+        })
     }
 
     /// Refuses a `<scheme>://` text that is not a PostgreSQL URL (SQLite's `file:` URIs
@@ -102,87 +115,12 @@ impl Store {
         }
     }
 
-    fn open_file(path: &str, opts: Options, hooks: Hooks) -> Result<Self> {
-        opts.validate()?;
-        schema::prepare(path)?;
-        // Before the store's SQLite touches the file: if another library of this process has
-        // it open, opening and closing a connection would already drop that library's locks.
-        let guard = match path {
-            ":memory:" => None,
-            _ => Some(Arc::new(FileGuard::open(std::path::Path::new(path))?)),
-        };
-        let mut conn = schema::connect(path, opts.busy_timeout_ms)?;
-        let checkpointer = Checkpointer::install(
-            &mut conn,
-            opts.busy_timeout_ms,
-            hooks.errors.clone(),
-            guard.clone(),
-        )?;
-        let file = conn
-            .path()
-            .filter(|p| !p.is_empty() && opts.sync_interval_ms > 0)
-            .map(str::to_owned);
-        let wal = conn
-            .path()
-            .filter(|p| !p.is_empty())
-            .map(|p| std::path::PathBuf::from(format!("{p}-wal")));
-        let host = Host::of(&hooks);
-        let db = Arc::new(Db::new(conn, guard));
-        let delivery = Arc::new(Delivery::new(
-            hooks.wake.clone(),
-            opts.wake_coalesce_ms,
-            opts.notice_outbox,
-        ));
-        if let Some(wal) = wal {
-            delivery.metrics.set_wal(wal);
-        }
-        let sync = match file {
-            Some(file) => Some(Arc::new(SyncState::open(
-                &file,
-                opts.sync_interval_ms,
-                Arc::clone(&db),
-                Arc::clone(&delivery),
-                host.clone(),
-            )?)),
-            None => None,
-        };
-        let maintenance = Arc::new(Maintenance::new(
-            Arc::clone(&db),
-            Arc::clone(&delivery),
-            host.clone(),
-            opts,
-            checkpointer,
-        ));
-        let recorder = Recorder {
-            db,
-            delivery,
-            maintenance,
-            sync,
-            notify_kinds: opts.notify_kinds,
-            seed_resets_provenance: opts.seed_resets_provenance,
-        };
-        let monitor = Arc::new(Monitor::new(Arc::new(recorder.clone()), host.clone()));
-        if let Some(sync) = &recorder.sync {
-            sync.spawn();
-        }
-        Ok(Store {
-            inner: Arc::new(Inner {
-                recorder,
-                monitor,
-                host,
-                opts,
-                heads: Mutex::new(HeadCache::default()),
-                remote: None,
-            }),
-        })
-    }
-
-    fn db(&self) -> &Db {
-        &self.inner.recorder.db
+    fn engine(&self) -> &dyn Engine {
+        &*self.inner.engine
     }
 
     fn delivery(&self) -> &Delivery {
-        &self.inner.recorder.delivery
+        &self.inner.delivery
     }
 
     /// Serves `watcher` (semantics.md#processes): notices opened for it by other processes enter this store's
@@ -198,22 +136,13 @@ impl Store {
     }
 
     fn mark_served(&self, watcher: &str) {
-        if let Some(pg) = self.remote() {
-            return pg.notices().serve(watcher);
-        }
-        self.inner.recorder.mark_served(watcher);
+        self.engine().serve(watcher);
     }
 
-    /// Serves `watcher` for a call that reads its queue (see [`SyncState::serve_reading`]).
-    /// On PostgreSQL, where such a call runs no SQL, the store's task reads its pending
-    /// cursors at once instead.
+    /// Serves `watcher` for a call that reads its queue and runs no SQL
+    /// ([`Engine::serve_reading`]).
     fn serve_reading(&self, watcher: &str) {
-        if let Some(pg) = self.remote() {
-            return pg.notices().serve(watcher);
-        }
-        if let Some(sync) = &self.inner.recorder.sync {
-            sync.serve_reading(watcher);
-        }
+        self.engine().serve_reading(watcher);
     }
 
     /// The options in force.
@@ -228,11 +157,17 @@ impl Store {
 
     /// True once [`Store::close`] ran.
     pub fn is_closed(&self) -> bool {
-        self.db().is_closed()
+        self.engine().is_closed()
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
-        self.db().check_open()
+        self.engine().check_open()
+    }
+
+    /// True for a store opened on a `postgres://` URL: its synchronous JS methods that need
+    /// the database answer `ERR_ASYNC_ONLY`, and the Promise API serves them.
+    pub fn is_remote(&self) -> bool {
+        self.engine().is_remote()
     }
 
     /// Reports a failure of background work to the host.
@@ -240,27 +175,9 @@ impl Store {
         self.inner.host.report(error);
     }
 
-    /// Runs `f` with the connection, or fails with `ERR_CLOSED`.
-    pub(crate) fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
-        if self.is_remote() {
-            return Err(remote::not_yet("this call"));
-        }
-        self.db().with(f)
-    }
-
     /// Records one event (semantics.md#recording). `Ok(None)` means `onlyIfWatched` found nobody watching.
     pub fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
-        if let Some(pg) = self.remote() {
-            return pg.record(input, now);
-        }
-        let start = std::time::Instant::now();
-        let r = self.inner.recorder.record_with(input, now, |_| Ok(()));
-        let m = &self.delivery().metrics;
-        m.since(Hist::RecordSync, start);
-        if let Err(e) = &r {
-            m.failed(e);
-        }
-        r
+        self.engine().record(input, now)
     }
 
     /// Records `items` in call order as one group (semantics.md#promise-api): one write
@@ -268,19 +185,13 @@ impl Store {
     /// returned for it after the ones before it; notices are queued and wakes scheduled after
     /// the commit. The Promise API's writer thread calls this.
     pub fn record_group(&self, items: Vec<(RecordInput, i64)>) -> Vec<Result<Option<StateEvent>>> {
-        if let Some(pg) = self.remote() {
-            return pg.record_group(items);
-        }
-        self.inner.recorder.record_group(items)
+        self.engine().record_group(items)
     }
 
     /// Prunes now (semantics.md#retention) and restarts the automatic-prune hour.
     pub fn prune(&self, now: i64) -> Result<PruneReport> {
-        if let Some(pg) = self.remote() {
-            self.check_open()?;
-            return pg.prune(now);
-        }
-        self.inner.recorder.maintenance.prune(now)
+        self.check_open()?;
+        self.engine().prune(now)
     }
 
     /// `watch` (semantics.md#cursors). False for a bare watcher or target, or watcher == target.
@@ -319,18 +230,7 @@ impl Store {
         else {
             return Ok(false);
         };
-        if let Some(pg) = self.remote() {
-            pg.watch(watcher, target, agent, o, now)?;
-            return Ok(true);
-        }
-        self.mark_served(watcher);
-        let conn = self.db().lock()?;
-        let tx = Tx::immediate(&conn)?;
-        let seeded = cursors::watch(&mut SqliteRows::new(&tx), watcher, target, agent, o, now)?;
-        tx.commit()?;
-        if seeded {
-            self.delivery().queue().remove(watcher, target);
-        }
+        self.engine().watch(watcher, target, agent, o, now)?;
         Ok(true)
     }
 
@@ -341,16 +241,13 @@ impl Store {
         watcher: Option<&str>,
         target: Option<&str>,
     ) -> Result<Vec<CursorRow>> {
-        if let Some(pg) = self.remote() {
-            return pg.cursor_rows(watcher, target);
-        }
         self.check_open()?;
         for (key, name) in [(watcher, "watcherKey"), (target, "targetKey")] {
             if let Some(k) = key {
                 SessionKey::check_named(k, name)?;
             }
         }
-        self.with_conn(|conn| cursor_rows::read(conn, watcher, target))
+        self.engine().cursor_rows(watcher, target)
     }
 
     /// Removes the cursor and its pending notice. True if a cursor was removed.
@@ -358,13 +255,7 @@ impl Store {
         self.check_open()?;
         SessionKey::parse_named(watcher, "watcherKey")?;
         SessionKey::parse_named(target, "targetKey")?;
-        if let Some(pg) = self.remote() {
-            return pg.unwatch(watcher, target);
-        }
-        let conn = self.db().lock()?;
-        let removed = cursors::delete(&mut SqliteRows::new(&conn), watcher, target)?;
-        self.delivery().queue().remove(watcher, target);
-        Ok(removed)
+        self.engine().unwatch(watcher, target)
     }
 
     /// The words the notice queue keeps current for a reader that takes no lock
@@ -395,14 +286,11 @@ impl Store {
         self.check_open()?;
         SessionKey::parse_named(watcher, "watcherKey")?;
         self.serve_reading(watcher);
-        if let Some(pg) = self.remote() {
-            // An empty drain answers from memory, as on SQLite for a served watcher.
-            if !self.delivery().queue().has_any(watcher) {
-                return Ok(Vec::new());
-            }
-            return pg.drain(watcher, now);
+        // An empty drain answers from memory, whatever the engine.
+        if !self.delivery().queue().has_any(watcher) {
+            return Ok(Vec::new());
         }
-        self.delivery().drain(self.db(), watcher, now)
+        self.engine().drain(watcher, now)
     }
 
     /// Acknowledges the watcher's pending notices on `targets` (semantics.md#cursors), for hosts that route
@@ -457,11 +345,8 @@ impl Store {
                 unique.push(t);
             }
         }
-        if let Some(pg) = self.remote() {
-            return pg.acknowledge(watcher, &unique, scope, through, now);
-        }
-        self.delivery()
-            .acknowledge(self.db(), watcher, &unique, scope, through, now)
+        self.engine()
+            .acknowledge(watcher, &unique, scope, through, now)
     }
 
     /// Sweep (semantics.md#cursors), then a prune. `watcher_exists` is asked once per watcher with material
@@ -484,10 +369,7 @@ impl Store {
                 )
             }
         };
-        if let Some(pg) = self.remote() {
-            return pg.sweep(only.as_deref(), now);
-        }
-        self.inner.recorder.maintenance.sweep(only.as_deref(), now)
+        self.engine().sweep(only.as_deref(), now)
     }
 
     /// Sets the signal told, on a background thread, when background work (the PostgreSQL
@@ -512,25 +394,14 @@ impl Store {
     /// `watcher_exists` about. For a caller that asks elsewhere, then sweeps with the answer.
     pub fn sweep_candidates(&self) -> Result<Vec<String>> {
         self.check_open()?;
-        if let Some(pg) = self.remote() {
-            return pg.sweep_candidates();
-        }
-        self.with_conn(|conn| cursors::watchers_behind(&mut SqliteRows::new(conn)))
+        self.engine().sweep_candidates()
     }
 
     /// The watcher session was reset: its cursors and pending notices go; its own history stays.
     pub fn reset_session(&self, session_key: &str) -> Result<()> {
         self.check_open()?;
         SessionKey::parse(session_key)?;
-        if let Some(pg) = self.remote() {
-            return pg.reset_session(session_key);
-        }
-        let conn = self.db().lock()?;
-        cursors::delete_watcher(&mut SqliteRows::new(&conn), session_key)?;
-        self.delivery().queue().remove_watcher(session_key);
-        drop(conn);
-        self.delivery().cancel(session_key);
-        Ok(())
+        self.engine().reset_session(session_key)
     }
 
     /// Deletes the session's events, head and upstream link for `agent_id` (the link's
@@ -540,53 +411,18 @@ impl Store {
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
         let own = agent == keys::resolve_agent(session_key, None)?;
-        if let Some(pg) = self.remote() {
-            return pg.delete_session(session_key, &agent, own);
-        }
-        let conn = self.db().lock()?;
-        let tx = Tx::immediate(&conn)?;
-        let mut rows = SqliteRows::new(&tx);
-        rows.delete_events(session_key, &agent)?;
-        tx.delete_link(session_key, &agent)?;
-        if own {
-            cursors::delete_watcher(&mut rows, session_key)?;
-            cursors::delete_target(&mut rows, session_key)?;
-        }
-        tx.commit()?;
-        if own {
-            if let Some(s) = &self.inner.recorder.sync {
-                s.unserve(session_key);
-                self.delivery().queue().signal().unserved();
-            }
-            let mut q = self.delivery().queue();
-            q.remove_watcher(session_key);
-            q.remove_target(session_key);
-            drop(q);
-            drop(conn);
-            self.delivery().cancel(session_key);
-        }
-        Ok(())
+        self.engine().delete_session(session_key, &agent, own)
     }
 
-    /// Closes the store: the connection, the queue and every scheduled wake. Idempotent.
+    /// Closes the store: the wakes, the monitor, the engine (its background work, then its
+    /// connections), then the queue. Idempotent.
     pub fn close(&self) {
-        if !self.db().mark_closed() {
+        if !self.engine().mark_closed() {
             return;
         }
         self.delivery().close_wakes();
-        if let Some(pg) = self.remote() {
-            pg.close();
-        }
         self.inner.monitor.stop();
-        // The poller's read-only connection goes first: the store's own connection, closed
-        // last, checkpoints the WAL into the file and removes the -wal and -shm files, so a
-        // closed store leaves one complete file (a read-only connection closed last does not).
-        if let Some(s) = &self.inner.recorder.sync {
-            s.stop();
-        }
-        self.inner.recorder.maintenance.close();
-        let conn = self.db().take();
+        self.engine().close();
         self.delivery().close_queue();
-        drop(conn);
     }
 }

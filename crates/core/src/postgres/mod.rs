@@ -17,6 +17,7 @@ pub(crate) mod catchup;
 pub(crate) mod conn;
 pub(crate) mod cursors;
 pub(crate) mod delivery;
+mod engine;
 pub(crate) mod follow;
 pub mod import;
 pub mod inspect;
@@ -155,11 +156,6 @@ impl PgStore {
             pg.disconnect().await
         });
     }
-}
-
-/// The answer of a façade method the PostgreSQL store does not serve yet.
-pub(crate) fn not_yet(method: &str) -> Error {
-    Error::invalid(format!("{method} is not on PostgreSQL yet"))
 }
 
 /// Runs `fut` to completion on the core runtime from a thread outside it (the writer thread).

@@ -6,8 +6,7 @@
 use futures_util::future::{join3, join4};
 
 use crate::error::Result;
-use crate::keys::{self, SessionKey};
-use crate::log::{self, Changes};
+use crate::log::Changes;
 use crate::postgres::rows::{block, event_of};
 use crate::postgres::PgStore;
 use crate::read_event::ChangeEvent;
@@ -35,14 +34,11 @@ impl PgStore {
     pub(crate) fn changes_since(
         &self,
         session_key: &str,
-        after: f64,
-        agent_id: Option<&str>,
-        limit: Option<f64>,
+        agent: &str,
+        after: i64,
+        limit: u32,
     ) -> Result<Changes> {
         self.check_open()?;
-        let agent = keys::resolve_agent(session_key, agent_id)?;
-        let after = log::check_after(after)?;
-        let limit = log::clamp_limit(limit)?;
         let start = std::time::Instant::now();
         let target = self.pg.target();
         let r = self.with_session(|s| {
@@ -100,9 +96,8 @@ impl PgStore {
     }
 
     /// [`crate::Store::state_version`].
-    pub(crate) fn state_version(&self, session_key: &str, agent_id: Option<&str>) -> Result<i64> {
+    pub(crate) fn state_version(&self, session_key: &str, agent: &str) -> Result<i64> {
         self.check_open()?;
-        let agent = keys::resolve_agent(session_key, agent_id)?;
         let target = self.pg.target();
         self.with_session(|s| {
             let st = block(s.prepare(HEAD))?;
@@ -115,20 +110,16 @@ impl PgStore {
         })
     }
 
-    /// [`crate::Store::state_versions_of`].
-    pub(crate) fn state_versions_of<'a>(
-        &self,
-        refs: &[(&'a str, Option<&'a str>)],
-    ) -> Result<Vec<(usize, &'a str, i64)>> {
+    /// [`crate::Store::state_versions_of`] of the resolved sessions: index and version.
+    pub(crate) fn state_versions(&self, resolved: &[(&str, &str)]) -> Result<Vec<(usize, i64)>> {
         self.check_open()?;
-        let resolved = keys::resolve_refs(refs)?;
         if resolved.is_empty() {
             return Ok(Vec::new());
         }
         let keys_: Vec<&str> = resolved.iter().map(|(k, _)| *k).collect();
         let agents: Vec<&str> = resolved.iter().map(|(_, a)| *a).collect();
         let target = self.pg.target();
-        let found = self.with_session(|s| {
+        self.with_session(|s| {
             let st = block(s.prepare(VERSIONS))?;
             let rows =
                 block(s.client()?.query(&st, &[&keys_, &agents])).map_err(|e| target.error(&e))?;
@@ -139,11 +130,7 @@ impl PgStore {
                     Ok(((i - 1) as usize, v))
                 })
                 .collect::<Result<Vec<_>>>()
-        })?;
-        Ok(found
-            .into_iter()
-            .map(|(at, v)| (at, resolved[at].1, v))
-            .collect())
+        })
     }
 
     /// [`crate::Store::cursor_rows`].
@@ -153,11 +140,6 @@ impl PgStore {
         target_key: Option<&str>,
     ) -> Result<Vec<CursorRow>> {
         self.check_open()?;
-        for (key, name) in [(watcher, "watcherKey"), (target_key, "targetKey")] {
-            if let Some(k) = key {
-                SessionKey::check_named(k, name)?;
-            }
-        }
         let target = self.pg.target();
         self.with_session(|s| {
             let st = block(s.prepare(CURSOR_ROWS))?;

@@ -12,6 +12,7 @@ pub mod checkpoint;
 pub(crate) mod checkpoint;
 pub(crate) mod conn;
 pub(crate) mod cursor_rows;
+pub(crate) mod engine;
 mod error;
 #[cfg(feature = "test-hooks")]
 pub mod exclusive;

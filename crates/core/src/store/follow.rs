@@ -17,9 +17,7 @@ impl Store {
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
         self.delivery().follows.follow(&agent, session_key);
-        if let Some(pg) = self.remote() {
-            pg.notices().kick();
-        }
+        self.engine().followed();
         Ok(agent)
     }
 

@@ -8,53 +8,30 @@ use super::Store;
 impl Store {
     /// True when `watcher` is served (see [`Store::serve`]).
     pub fn serves(&self, watcher: &str) -> bool {
-        if let Some(pg) = self.remote() {
-            return pg.notices().serves(watcher);
-        }
-        self.inner
-            .recorder
-            .sync
-            .as_ref()
-            .is_some_and(|s| s.serves(watcher))
+        self.engine().serves(watcher)
     }
 
     /// Looks for changes made by other processes now instead of at the next poll, and
     /// brings the queue in line with the cursor rows. A no-op without cross-process delivery.
     pub fn sync_now(&self) -> Result<()> {
         self.check_open()?;
-        if let Some(pg) = self.remote() {
-            return crate::postgres::block_on(pg.notices().catch_up_now())?;
-        }
-        match &self.inner.recorder.sync {
-            Some(s) => s.run(true),
-            None => Ok(()),
-        }
+        self.engine().sync_now()
     }
 
     /// True while the background poll for other processes' changes runs (until `close`).
     pub fn is_syncing(&self) -> bool {
-        if let Some(pg) = self.remote() {
-            return pg.notices().is_listening();
-        }
-        self.inner
-            .recorder
-            .sync
-            .as_ref()
-            .is_some_and(|s| s.is_running())
+        self.engine().is_syncing()
     }
 
     /// How many times a PostgreSQL store's listener connected (0 on SQLite): each
     /// (re)connect LISTENs again and catches up from the cursor rows.
     pub fn listener_connects(&self) -> u64 {
-        self.remote().map_or(0, |pg| pg.notices().counts().0)
+        self.engine().listener_connects()
     }
 
     /// True while an automatic prune runs in the background.
     pub fn is_pruning(&self) -> bool {
-        if let Some(pg) = self.remote() {
-            return pg.is_pruning();
-        }
-        self.inner.recorder.maintenance.is_pruning()
+        self.engine().is_pruning()
     }
 
     /// The watchers with a wake scheduled and not yet delivered, sorted (none without a

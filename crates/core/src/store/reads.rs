@@ -4,22 +4,15 @@
 use crate::error::Result;
 use crate::keys;
 use crate::log::{self, Changes};
-use crate::metrics::Hist;
-use crate::sqlite;
-use crate::sqlite::heads;
-use crate::sqlite::tx::Tx;
 
 use super::{Store, VersionRef};
 
 impl Store {
     /// The state version of a session (0 when none).
     pub fn state_version(&self, session_key: &str, agent_id: Option<&str>) -> Result<i64> {
-        if let Some(pg) = self.remote() {
-            return pg.state_version(session_key, agent_id);
-        }
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
-        self.with_conn(|conn| Ok(sqlite::log::head(conn, session_key, &agent)?.last_sequence))
+        self.engine().state_version(session_key, &agent)
     }
 
     /// The state versions of many sessions, in the order given, leaving out those at 0.
@@ -42,17 +35,9 @@ impl Store {
         &self,
         refs: &[(&'a str, Option<&'a str>)],
     ) -> Result<Vec<(usize, &'a str, i64)>> {
-        if let Some(pg) = self.remote() {
-            return pg.state_versions_of(refs);
-        }
         self.check_open()?;
         let resolved = keys::resolve_refs(refs)?;
-        let found = self.with_conn(|conn| {
-            let tx = Tx::read(conn)?;
-            let found = heads::versions(&tx, &mut self.inner.heads.lock(), &resolved)?;
-            tx.commit()?;
-            Ok(found)
-        })?;
+        let found = self.engine().state_versions(&resolved)?;
         Ok(found
             .into_iter()
             .map(|(at, v)| (at, resolved[at].1, v))
@@ -67,17 +52,11 @@ impl Store {
         agent_id: Option<&str>,
         limit: Option<f64>,
     ) -> Result<Changes> {
-        if let Some(pg) = self.remote() {
-            return pg.changes_since(session_key, after, agent_id, limit);
-        }
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
         let after = log::check_after(after)?;
         let limit = log::clamp_limit(limit)?;
-        let start = std::time::Instant::now();
-        let r = self
-            .with_conn(|conn| sqlite::log::changes_since(conn, session_key, &agent, after, limit));
-        self.delivery().metrics.since(Hist::ChangesSince, start);
-        r
+        self.engine()
+            .changes_since(session_key, &agent, after, limit)
     }
 }

@@ -13,14 +13,13 @@ impl Store {
     /// Takes no connection lock: the queue's and the served set's locks for their sizes, and
     /// a `stat` of the WAL.
     pub fn metrics(&self) -> MetricsSnapshot {
-        let r = &self.inner.recorder;
         if self.is_closed() {
             return self.delivery().metrics.snapshot(Gauges::default());
         }
         self.delivery().metrics.snapshot(Gauges {
             notices_pending: self.delivery().queue().len() as u64,
-            watchers_served: r.sync.as_ref().map_or(0, |s| s.served_count() as u64),
-            wal_frames: r.maintenance.wal_frames(),
+            watchers_served: self.engine().served_count(),
+            wal_frames: self.engine().wal_frames(),
             followers_open: self.delivery().follows.open(),
         })
     }

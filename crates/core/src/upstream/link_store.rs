@@ -1,11 +1,11 @@
 //! What the upstream monitor ([`super::monitor::Monitor`]) needs of a store: the link rows and
-//! a record whose transaction also writes a link. SQLite serves it over its [`Recorder`]
-//! (below); PostgreSQL over its engine (`postgres/links.rs`). Nothing here names a database.
+//! a record whose transaction also writes a link. Every engine serves it
+//! (`sqlite/engine/links.rs`, `postgres/links.rs`): it is the supertrait of
+//! [`crate::engine::Engine`]. Nothing here names a database.
 
 use crate::error::Result;
 use crate::event::{RecordInput, StateEvent};
-use crate::record::Recorder;
-use crate::upstream::links::{Link, LinkRows};
+use crate::upstream::links::Link;
 
 /// The link write that commits with a monitor's event.
 #[derive(Debug, Clone)]
@@ -52,47 +52,4 @@ pub(crate) trait LinkStore: Send + Sync {
         now: i64,
         also: LinkWrite,
     ) -> Result<Option<StateEvent>>;
-}
-
-impl LinkStore for Recorder {
-    fn check_open(&self) -> Result<()> {
-        self.db.check_open()
-    }
-
-    fn link(&self, session_key: &str) -> Result<Option<Link>> {
-        self.db.with(|conn| conn.link(session_key))
-    }
-
-    fn watched_local_links(&self) -> Result<Vec<Link>> {
-        self.db.with(|conn| conn.watched_local_links())
-    }
-
-    fn save_link(&self, link: &Link, now: i64) -> Result<()> {
-        self.db.with(|conn| conn.put_link(link, now))
-    }
-
-    fn update_link(
-        &self,
-        session_key: &str,
-        now: i64,
-        change: &mut (dyn FnMut(&mut Link) + Send),
-    ) -> Result<()> {
-        self.db
-            .with(|conn| conn.update_link(session_key, now, change))
-    }
-
-    fn record_with(
-        &self,
-        input: RecordInput,
-        now: i64,
-        also: LinkWrite,
-    ) -> Result<Option<StateEvent>> {
-        Recorder::record_with(self, input, now, |tx| match &also {
-            LinkWrite::Adopt(link) | LinkWrite::Save(link) => tx.put_link(link, now),
-            LinkWrite::Delete {
-                session_key,
-                agent_id,
-            } => tx.delete_link(session_key, agent_id).map(drop),
-        })
-    }
 }
