@@ -19,7 +19,7 @@ impl Store {
         }
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
-        self.with_conn(|conn| Ok(sqlite::log::head(conn, session_key, &agent)?.last_sequence))
+        self.read_conn(|conn| Ok(sqlite::log::head(conn, session_key, &agent)?.last_sequence))
     }
 
     /// The state versions of many sessions, in the order given, leaving out those at 0.
@@ -47,7 +47,7 @@ impl Store {
         }
         self.check_open()?;
         let resolved = keys::resolve_refs(refs)?;
-        let found = self.with_conn(|conn| {
+        let found = self.read_conn(|conn| {
             let tx = Tx::read(conn)?;
             let found = heads::versions(&tx, &mut self.inner.heads.lock(), &resolved)?;
             tx.commit()?;
@@ -76,7 +76,7 @@ impl Store {
         let limit = log::clamp_limit(limit)?;
         let start = std::time::Instant::now();
         let r = self
-            .with_conn(|conn| sqlite::log::changes_since(conn, session_key, &agent, after, limit));
+            .read_conn(|conn| sqlite::log::changes_since(conn, session_key, &agent, after, limit));
         self.delivery().metrics.since(Hist::ChangesSince, start);
         r
     }
