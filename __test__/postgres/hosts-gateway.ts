@@ -24,6 +24,8 @@ export class HostGateway extends GatewayProcess {
   readonly heard: Heard[] = []
   /** The codes of every onError report. */
   readonly errors: string[] = []
+  /** What each onError report says failed (`SessionStateError.during`), in order. */
+  readonly during: (string | undefined)[] = []
 
   protected override onMessage(m: GatewayMessage): void {
     if (m.type === 'wake') {
@@ -33,6 +35,7 @@ export class HostGateway extends GatewayProcess {
       this.heard.push({ watcher: n.watcherKey, target: n.targetKey, changesSince: n.changesSince, at: m.at as number })
     } else if (m.type === 'error') {
       this.errors.push(m.code as string)
+      this.during.push(m.during as string | undefined)
     }
   }
 

@@ -76,7 +76,7 @@ fn a_handle_that_appears_later_refuses_every_write_answers_reads_and_clears_once
     assert_eq!(s.state_version(CHILD, None).unwrap(), 1);
     assert_eq!(s.state_version(CHILD2, None).unwrap(), 2);
     assert_eq!(
-        s.changes_since(CHILD2, 0, None, None)
+        s.changes_since(CHILD2, 0.0, None, None)
             .unwrap()
             .events
             .iter()
