@@ -11,7 +11,8 @@ import * as packed from './packed'
  * One store's view of its queue's signal words: word 0 says whether anything is queued at
  * all, word 1 counts the watchers the addon has not served yet. A watcher the addon already
  * checked and served, with nothing queued anywhere and no such watcher since, has nothing to
- * drain. @internal
+ * drain.
+ * @internal
  */
 export class DrainSignal {
   readonly #native: NativeSessionState
@@ -23,6 +24,7 @@ export class DrainSignal {
   // The watchers the addon has already checked and served.
   readonly #served = new Set<string>()
 
+  /** @param native - the store whose queue's words it reads */
   constructor(native: NativeSessionState) {
     this.#native = native
   }
