@@ -29,6 +29,7 @@ import type { SessionStateStats } from './metrics'
 import type { Gate } from './gate'
 import { DrainSignal } from './drain-signal'
 import { NoticeListener } from './notice-listener'
+import { type FollowOptions, type Follower, follow } from './follow'
 import * as packed from './packed'
 import * as versions from './versions'
 import type {
@@ -578,6 +579,15 @@ export class SessionState {
    */
   scanUpstreamAsync(): Promise<StateEvent[]> {
     return this.#lane.scanUpstream()
+  }
+
+  /** Follows the session live: what is stored after `after`, then each new batch (semantics.md#follow). */
+  follow(sessionKey: string, options?: FollowOptions | null): Follower {
+    try {
+      return follow(this, this.#native, this.#gate, sessionKey, options)
+    } catch (e) {
+      throw failedIn(e, 'follow')
+    }
   }
 
   /** {@link SessionState.changesSince} off the JS thread. */

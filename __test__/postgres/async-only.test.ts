@@ -60,7 +60,7 @@ const NEEDS_DB: Record<string, (s: SessionState) => unknown> = {
   scanUpstream: (s) => s.scanUpstream(),
 }
 // The synchronous members that answer without the database.
-const FROM_MEMORY = ['peek', 'stats', 'isClosed', 'close', 'startUpstreamMonitor', 'stopUpstreamMonitor']
+const FROM_MEMORY = ['peek', 'stats', 'isClosed', 'close', 'startUpstreamMonitor', 'stopUpstreamMonitor', 'follow (an async iterator: reads off the JS thread)']
 
 test('every synchronous method of SessionState is either refused on PostgreSQL or answers from memory', () => {
   const members = Object.getOwnPropertyNames(SessionState.prototype).filter(
