@@ -154,6 +154,11 @@ export declare class NativeSessionState {
    * pending.
    */
   drain(watcherKey: string): PackedRows | null
+  /**
+   * A wake for `watcherKey` reached the JS thread: true when the watcher still has queued
+   * notices (the wake goes to the host), false when they were withdrawn meanwhile.
+   */
+  wakeDue(watcherKey: string): boolean
   /** The watcher's pending notices, nothing acknowledged, packed. */
   peek(watcherKey: string): PackedRows
   /**
@@ -455,6 +460,8 @@ export interface NativeError {
   code: string
   /** The message, with its source chain. */
   message: string
+  /** The background task that failed (`prune`, `poll`, …; see `core::Task`), when one did. */
+  task?: string
 }
 
 /**

@@ -199,6 +199,30 @@ function isNoop(probe: Histogram): boolean {
   return Object.getPrototypeOf(probe) === Object.getPrototypeOf(createNoopMeter().createHistogram('probe'))
 }
 
+// Said once per process: a registered provider the store's copy of the API cannot see.
+let hiddenProviderTold = false
+
+/**
+ * The store's meter is the API's no-op while the process has a global provider registered:
+ * one registered through another copy of `@opentelemetry/api` that the store's copy does not
+ * accept (the API keeps its globals under one symbol per major version and refuses a
+ * registration of an older minor). Warns once per process (docs/metrics.md#provider).
+ */
+function tellHiddenProvider(): void {
+  const globals = (globalThis as Record<symbol, { metrics?: unknown; version?: unknown } | undefined>)[
+    Symbol.for('opentelemetry.js.api.1')
+  ]
+  if (hiddenProviderTold || globals?.metrics === undefined) return
+  hiddenProviderTold = true
+  process.emitWarning(
+    `session-awareness: a MeterProvider is registered through @opentelemetry/api ${String(globals.version)}, ` +
+      "which this package's copy of the API does not accept, so its stores report no metrics. " +
+      'Install one copy of @opentelemetry/api (the package takes it as a peer dependency), ' +
+      'or pass the provider as the meterProvider option',
+    { code: 'SESSION_AWARENESS_NOOP_METER' },
+  )
+}
+
 /** The instruments of one store and the batch callback that feeds them. */
 interface Instruments {
   meter: Meter
@@ -229,6 +253,7 @@ export class StoreMetrics {
     this.#store = store
     this.#native = new WeakRef(native)
     this.#instruments = this.#create(provider ?? metrics.getMeterProvider())
+    if (this.#instruments === undefined && provider === undefined) tellHiddenProvider()
   }
 
   /** The counters and gauges now. */

@@ -88,7 +88,7 @@ pub use cursors::{Cursor, Provenance, WatchOptions};
 pub use error::{with_sources, DbFailure, Error, Result, OPEN_CODES};
 pub use event::{ActorType, EventKind, NotifyKinds, RecordInput, Scopes, StateEvent};
 pub use follow::FollowSignal;
-pub use hooks::{mark_caller_thread, system_now, Clock, ErrorSink, Hooks, NoticeSignal};
+pub use hooks::{mark_caller_thread, system_now, Clock, ErrorSink, Hooks, NoticeSignal, Task};
 pub use keys::{decode_notice_context_key, encode_notice_context_key, MAX_SCOPE_BYTES};
 pub use log::Changes;
 pub use maintenance::SweepReport;

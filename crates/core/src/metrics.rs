@@ -230,6 +230,12 @@ impl Metrics {
         }
     }
 
+    /// Takes back one from a counter: a wake the JS thread found withdrawn was not called.
+    pub(crate) fn take_back(&self, c: Count) {
+        let _ = self.counts[c as usize]
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+    }
+
     /// One event of `kind` recorded.
     pub(crate) fn recorded(&self, kind: EventKind) {
         self.recorded[kind as usize].fetch_add(1, Ordering::Relaxed);

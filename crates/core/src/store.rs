@@ -103,10 +103,21 @@ impl Store {
         })
     }
 
-    /// Refuses a `<scheme>://` text that is not a PostgreSQL URL (SQLite's `file:` URIs
-    /// aside): `ERR_INVALID_ARG` naming only the scheme, since the rest may hold a password.
+    /// Refuses a `<scheme>://` text that is not a PostgreSQL URL: `ERR_INVALID_ARG` naming
+    /// only the scheme, since the rest may hold a password. Refuses a SQLite `file:` URI too
+    /// (semantics.md#storage): a store takes a file-system path, and a `file:` name read as a
+    /// relative path would create a `file:` folder tree where the URI meant another file.
     /// Every place that takes a store's location (open, the CLI's inspect and import) asks it.
     pub fn check_location(path: &str) -> Result<()> {
+        if path
+            .get(..5)
+            .is_some_and(|p| p.eq_ignore_ascii_case("file:"))
+        {
+            return Err(Error::invalid(
+                "path is a file: URI, which a store does not take: give the file's path \
+                 (file:/srv/state.sqlite?mode=ro is /srv/state.sqlite)",
+            ));
+        }
         match crate::postgres::conn::foreign_scheme(path) {
             Some(scheme) => Err(Error::invalid(format!(
                 "{scheme}:// names no store: give a file path, or a postgres:// or postgresql:// URL"
@@ -170,9 +181,9 @@ impl Store {
         self.engine().is_remote()
     }
 
-    /// Reports a failure of background work to the host.
-    pub fn report(&self, error: Error) {
-        self.inner.host.report(error);
+    /// Reports a failure of background task `task` to the host.
+    pub fn report(&self, error: Error, task: crate::hooks::Task) {
+        self.inner.host.report(error, task);
     }
 
     /// Records one event (semantics.md#recording). `Ok(None)` means `onlyIfWatched` found nobody watching.
@@ -262,6 +273,20 @@ impl Store {
     /// ([`crate::queue::QueueSignal`]).
     pub fn queue_signal(&self) -> Arc<QueueSignal> {
         self.delivery().signal()
+    }
+
+    /// Asked on the host's thread when a wake for `watcher` reaches it (semantics.md#wake):
+    /// true when the watcher still has queued notices, so the wake goes to the host; false
+    /// when a drain or acknowledge withdrew them meanwhile, and the wake is not counted.
+    /// Runs no SQL.
+    pub fn wake_due(&self, watcher: &str) -> bool {
+        let due = self.delivery().queue().has_any(watcher);
+        if !due {
+            self.delivery()
+                .metrics
+                .take_back(crate::metrics::Count::Wakes);
+        }
+        due
     }
 
     /// True when the watcher has queued notices. Runs no SQL.

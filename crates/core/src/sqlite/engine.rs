@@ -22,7 +22,7 @@ use crate::record::Recorder;
 use crate::rows::Rows;
 use crate::shapes::CursorRow;
 use crate::sqlite::checkpoint::Checkpointer;
-use crate::sqlite::conn::Db;
+use crate::sqlite::conn::{Db, Rehook, Reopen};
 use crate::sqlite::exclusive::FileGuard;
 use crate::sqlite::heads::{self, HeadCache};
 use crate::sqlite::rows::SqliteRows;
@@ -75,6 +75,16 @@ impl SqliteEngine {
                 .metrics
                 .set_wal(std::path::PathBuf::from(format!("{p}-wal")));
         }
+        let reopen = guard.as_ref().map(|_| Reopen {
+            path: path.to_owned(),
+            busy_timeout_ms: opts.busy_timeout_ms,
+            release: checkpointer.iter().map(Checkpointer::release).collect(),
+            rehook: checkpointer.as_ref().map_or_else(
+                || Box::new(|_: &mut _| Ok(())) as Rehook,
+                Checkpointer::rehook,
+            ),
+            errors: hooks.errors.clone(),
+        });
         let db = Arc::new(Db::new(conn, guard));
         let sync = match file {
             Some(file) => Some(Arc::new(SyncState::open(
@@ -86,6 +96,10 @@ impl SqliteEngine {
             )?)),
             None => None,
         };
+        if let Some(mut reopen) = reopen {
+            reopen.release.extend(sync.as_ref().map(SyncState::release));
+            db.set_reopen(reopen);
+        }
         let maintenance = Arc::new(Maintenance::new(
             Arc::clone(&db),
             Arc::clone(&delivery),
@@ -200,7 +214,7 @@ impl Engine for SqliteEngine {
 
     fn cursor_rows(&self, watcher: Option<&str>, target: Option<&str>) -> Result<Vec<CursorRow>> {
         self.db()
-            .with(|conn| cursor_rows::read(conn, watcher, target))
+            .with_read(|conn| cursor_rows::read(conn, watcher, target))
     }
 
     fn drain(&self, watcher: &str, now: i64) -> Result<Vec<Notice>> {
@@ -265,11 +279,11 @@ impl Engine for SqliteEngine {
 
     fn state_version(&self, session_key: &str, agent: &str) -> Result<i64> {
         self.db()
-            .with(|conn| Ok(log::head(conn, session_key, agent)?.last_sequence))
+            .with_read(|conn| Ok(log::head(conn, session_key, agent)?.last_sequence))
     }
 
     fn state_versions(&self, resolved: &[(&str, &str)]) -> Result<Vec<(usize, i64)>> {
-        self.db().with(|conn| {
+        self.db().with_read(|conn| {
             let tx = Tx::read(conn)?;
             let found = heads::versions(&tx, &mut self.heads.lock(), resolved)?;
             tx.commit()?;
@@ -287,7 +301,7 @@ impl Engine for SqliteEngine {
         let start = std::time::Instant::now();
         let r = self
             .db()
-            .with(|conn| log::changes_since(conn, session_key, agent, after, limit));
+            .with_read(|conn| log::changes_since(conn, session_key, agent, after, limit));
         self.delivery().metrics.since(Hist::ChangesSince, start);
         r
     }
