@@ -11,10 +11,19 @@ import type { NativeSessionState } from '../index.js'
 import * as a from './args'
 import { SessionStateError, failedIn, invalid } from './errors'
 import type { Gate } from './gate'
-import type { SessionState } from './session-state'
-import type { ChangeEvent, ChangesSince } from './types'
+import type { ChangeEvent, ChangesSince, ChangesSinceOptions } from './types'
 
-/** Options of {@link SessionState.follow}. */
+/**
+ * What a follower reads through: the store's `changesSinceAsync` (the `SessionState` that
+ * made it; named by shape, since `session-state.ts` imports this file).
+ * @internal
+ */
+export interface ChangesReader {
+  /** `SessionState.changesSinceAsync`. */
+  changesSinceAsync(sessionKey: string, after: number, options?: ChangesSinceOptions | null): Promise<ChangesSince>
+}
+
+/** Options of `SessionState.follow`. */
 export interface FollowOptions {
   /** Replay what is stored after this sequence (a non-negative safe integer); default 0. */
   after?: number | null
@@ -148,7 +157,7 @@ const hubs = new WeakMap<NativeSessionState, Hub>()
  * ends it. It never keeps Node alive.
  */
 export class Follower implements AsyncIterableIterator<FollowBatch> {
-  readonly #state: SessionState
+  readonly #state: ChangesReader
   readonly #hub: Hub
   readonly #entry: Entry
   readonly #key: string
@@ -171,7 +180,7 @@ export class Follower implements AsyncIterableIterator<FollowBatch> {
   #queue: Promise<unknown> = Promise.resolve()
 
   /** @internal */
-  constructor(state: SessionState, hub: Hub, sessionKey: string, after: number, agentId: string | undefined, limit: number | undefined, signal: AbortSignal | undefined) {
+  constructor(state: ChangesReader, hub: Hub, sessionKey: string, after: number, agentId: string | undefined, limit: number | undefined, signal: AbortSignal | undefined) {
     this.#state = state
     this.#hub = hub
     this.#key = sessionKey
@@ -298,7 +307,7 @@ export class Follower implements AsyncIterableIterator<FollowBatch> {
  * @internal
  */
 export function follow(
-  state: SessionState,
+  state: ChangesReader,
   native: NativeSessionState,
   gate: Gate,
   sessionKey: string,

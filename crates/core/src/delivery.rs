@@ -1,7 +1,8 @@
 //! Delivery: the notice queue and the wake scheduler of one store. A committed cursor change
 //! enters the queue here ([`Delivery::enqueue`], under the connection lock), and the wakes it
-//! made due are scheduled once every lock is released ([`Delivery::wake_all`]). The watcher
-//! takes its notices here too ([`Delivery::drain`], [`Delivery::acknowledge`]).
+//! made due are scheduled once every lock is released ([`Delivery::wake_all`]). A drain's and
+//! an acknowledge's writes are the storage-free [`drain_rows`] and [`acknowledge_rows`], which
+//! each engine runs in its own transaction.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,9 +17,6 @@ use crate::keys::SessionKey;
 use crate::metrics::{Count, Metrics};
 use crate::queue::{Notice, NoticeQueue, QueueSignal, Queued, QueuedNotice};
 use crate::rows::Rows;
-use crate::sqlite::conn::Db;
-use crate::sqlite::rows::SqliteRows;
-use crate::sqlite::tx::Tx;
 use crate::wake::{WakeRequest, WakeScheduler, WakeSink};
 
 /// A watcher to wake and the target whose notice made the wake due.
@@ -142,89 +140,6 @@ impl Delivery {
         }
         self.tell_entered();
         self.follows.tell();
-    }
-
-    /// Hands out the watcher's queued notices, acknowledged (semantics.md#cursors): the cursor rows decide, in one
-    /// write transaction, and notices that reopened meanwhile are queued again. With nothing
-    /// queued it runs no SQL. On failure the notices taken stay queued. When nothing is left
-    /// queued for the watcher, its scheduled wake is withdrawn.
-    pub(crate) fn drain(&self, db: &Db, watcher: &str, now: i64) -> Result<Vec<Notice>> {
-        if !self.queue().has_any(watcher) {
-            return Ok(Vec::new());
-        }
-        let conn = db.lock()?;
-        let queued = self.queue().take(watcher);
-        let outcome = (|| {
-            let tx = Tx::immediate(&conn)?;
-            let drained = drain_rows(&mut SqliteRows::new(&tx), watcher, &queued, now)?;
-            tx.commit()?;
-            Ok(drained)
-        })();
-        match outcome {
-            Ok((out, reopened)) => {
-                self.metrics.add(Count::Delivered, out.len() as u64);
-                self.metrics.add(Count::OpenedReopen, reopened.len() as u64);
-                let wakes = self.enqueue(&reopened);
-                self.withdraw_if_idle(watcher);
-                drop(conn);
-                self.wake_all(wakes);
-                Ok(out)
-            }
-            Err(e) => {
-                let mut q = self.queue();
-                for n in queued {
-                    q.push(watcher, &n.target, n.changes_since, n.scope);
-                }
-                Err(e)
-            }
-        }
-    }
-
-    /// Acknowledges the watcher's pending notices on `targets` (distinct, checked) in one write
-    /// transaction (semantics.md#cursors-acknowledge), only those of cursors bound to `scope`
-    /// when it is given, and read up to `through` when it is given. Returns how many pending
-    /// notices it acknowledged. When the watcher is left with nothing queued, its scheduled
-    /// wake is withdrawn.
-    pub(crate) fn acknowledge(
-        &self,
-        db: &Db,
-        watcher: &str,
-        targets: &[&str],
-        scope: Option<&str>,
-        through: Option<i64>,
-        now: i64,
-    ) -> Result<u64> {
-        let conn = db.lock()?;
-        let tx = Tx::immediate(&conn)?;
-        let acked = acknowledge_rows(
-            &mut SqliteRows::new(&tx),
-            watcher,
-            targets,
-            scope,
-            through,
-            now,
-        )?;
-        tx.commit()?;
-        let count = acked.len() as u64;
-        let reopened: Vec<Pending> = {
-            let mut q = self.queue();
-            for a in &acked {
-                q.remove(watcher, &a.target);
-            }
-            acked
-                .into_iter()
-                .filter(|a| a.notified != a.last_seen)
-                .collect()
-        };
-        self.metrics.add(Count::Acknowledged, count);
-        self.metrics.add(Count::OpenedReopen, reopened.len() as u64);
-        let wakes = self.enqueue(&reopened);
-        // Under the connection lock: a notice that enters meanwhile (a record, the poll) is
-        // either seen queued here or schedules its wake after this.
-        self.withdraw_if_idle(watcher);
-        drop(conn);
-        self.wake_all(wakes);
-        Ok(count)
     }
 
     /// Withdraws the watcher's scheduled wake when it has nothing queued (semantics.md#wake).

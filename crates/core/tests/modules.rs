@@ -276,22 +276,14 @@ fn the_module_graph_is_acyclic() {
             .map(|s| s.iter().map(String::as_str).collect())
             .unwrap_or_default()
     };
-    assert_eq!(deps("sqlite::conn"), ["error", "sqlite::exclusive"]);
+    assert_eq!(
+        deps("sqlite::conn"),
+        ["error", "hooks", "sqlite::exclusive"]
+    );
+    // The delivery is the façade's, for every engine: it names no engine's module.
     assert_eq!(
         deps("delivery"),
-        [
-            "cursors",
-            "error",
-            "hooks",
-            "keys",
-            "metrics",
-            "queue",
-            "rows",
-            "sqlite::conn",
-            "sqlite::rows",
-            "sqlite::tx",
-            "wake"
-        ]
+        ["cursors", "error", "follow", "hooks", "keys", "metrics", "queue", "rows", "wake"]
     );
     // The counters are a leaf: every part may count, and they use no part.
     assert_eq!(deps("metrics"), ["error", "event"]);
@@ -305,6 +297,67 @@ fn the_module_graph_is_acyclic() {
             m.is_empty() || !to.contains(""),
             "{m} uses a root re-export"
         );
+    }
+}
+
+/// The façade's modules: `store` and the files under `store/`.
+fn is_facade(m: &str) -> bool {
+    m == "store" || m.starts_with("store::")
+}
+
+/// True for a module of one engine's folder.
+fn is_engine_folder(m: &str) -> bool {
+    ["sqlite", "postgres"]
+        .iter()
+        .any(|e| m == *e || m.starts_with(&format!("{e}::")))
+}
+
+#[test]
+fn the_facade_reaches_storage_through_the_engine_interface() {
+    // docs/architecture.md, "The engine interface": the façade names one engine module of
+    // each folder, the one it opens (and PostgreSQL's URL test), and no connection.
+    let files = sources();
+    let g = graph(&files);
+    let mut named: BTreeSet<&str> = BTreeSet::new();
+    for (m, to) in g.iter().filter(|(m, _)| is_facade(m)) {
+        let text = code(&files[m.as_str()]);
+        for word in [
+            "rusqlite",
+            "Connection",
+            "tokio_postgres",
+            "is_remote()",
+            "self.remote()",
+        ] {
+            let calls = text.matches(word).count();
+            // `is_remote` itself is the one public answer, read from the engine.
+            let allowed = usize::from(m == "store" && word == "is_remote()");
+            assert!(calls <= allowed, "{m} names {word}");
+        }
+        named.extend(
+            to.iter()
+                .map(String::as_str)
+                .filter(|t| is_engine_folder(t)),
+        );
+    }
+    assert_eq!(
+        named.into_iter().collect::<Vec<_>>(),
+        ["postgres", "postgres::conn", "sqlite::engine"]
+    );
+    // The interface names neither engine; each engine's folder implements it.
+    let deps = |m: &str| g.get(m).cloned().unwrap_or_default();
+    assert!(!deps("engine").iter().any(|t| is_engine_folder(t)));
+    for engine in ["sqlite::engine", "postgres::engine"] {
+        assert!(deps(engine).contains("engine"), "{engine}");
+    }
+    // Nothing below the façade reaches an engine's implementation or the façade.
+    for (m, to) in &g {
+        if is_facade(m) || m.is_empty() || m == "writer" {
+            continue;
+        }
+        assert!(!to.iter().any(|t| is_facade(t)), "{m} uses the façade");
+        if !is_engine_folder(m) {
+            assert!(!to.contains("sqlite::engine"), "{m} uses the SQLite engine");
+        }
     }
 }
 

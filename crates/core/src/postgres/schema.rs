@@ -3,22 +3,23 @@
 //! lock of its own so several gateways may open at once, in the schema the options name and
 //! nowhere else.
 
-use crate::error::{Error, Result};
-use crate::postgres::conn::Pg;
-use crate::postgres::settings;
+use tokio_postgres::Client;
+
+use crate::error::{DbFailure, Error, Result};
+use crate::postgres::conn::{Pg, Target};
 
 /// The schema's SQL, `__SCHEMA__` standing for the schema's name.
 pub(crate) const SCHEMA_SQL: &str = include_str!("schema.sql");
 
 /// Creates what is missing of the store's tables in `pg`'s schema. A read-only server is
-/// refused first ([`settings::refuse_read_only`]); any other failure names the schema.
+/// refused first ([`refuse_read_only`]); any other failure names the schema.
 pub(crate) async fn apply(pg: &Pg) -> Result<()> {
     // The name was checked to be a plain identifier (`SchemaName`), so it needs no quoting.
     let sql = SCHEMA_SQL.replace("__SCHEMA__", pg.schema().as_str());
     let mut s = pg.lock().await?;
     let target = pg.target();
     let client = s.client()?;
-    settings::refuse_read_only(client, target).await?;
+    refuse_read_only(client, target).await?;
     let named = |e: tokio_postgres::Error| naming(target.error(&e), pg);
     let tx = client.transaction().await.map_err(named)?;
     tx.batch_execute(&sql).await.map_err(named)?;
@@ -35,4 +36,36 @@ fn naming(e: Error, pg: &Pg) -> Error {
         },
         other => other,
     }
+}
+
+/// `ERR_DB` (read-only) when the connection's transactions are read-only: a hot standby, or
+/// `default_transaction_read_only = on` for the server, the database or the role. Checked at
+/// open, before the schema is applied, so the error says so rather than naming the first
+/// statement refused.
+pub(crate) async fn refuse_read_only(client: &Client, target: &Target) -> Result<()> {
+    let row = client
+        .query_one(
+            "SELECT pg_catalog.current_setting('transaction_read_only'), \
+             pg_catalog.pg_is_in_recovery()",
+            &[],
+        )
+        .await
+        .map_err(|e| target.error(&e))?;
+    let (read_only, standby): (String, bool) = (row.get(0), row.get(1));
+    if read_only != "on" {
+        return Ok(());
+    }
+    let why = if standby {
+        "a hot standby"
+    } else {
+        "default_transaction_read_only = on for the server, database or role"
+    };
+    Err(Error::db(
+        DbFailure::ReadOnly,
+        format!(
+            "the PostgreSQL server is read-only ({why}; {}): the store writes, so point it at \
+             the primary (or add target_session_attrs=read-write to the URL)",
+            target.place()
+        ),
+    ))
 }

@@ -1,12 +1,9 @@
 //! What the store sets on each of its connections, whatever the server's or the role's defaults
-//! (docs/postgres.md#settings), the check at open for a read-only server, and where a
-//! connection goes, as error messages name it.
+//! (docs/postgres.md#settings), and where a connection goes, as error messages name it. The
+//! check at open for a read-only server is `schema.rs`'s.
 
 use tokio_postgres::config::Host;
-use tokio_postgres::{Client, Config};
-
-use crate::error::{DbFailure, Error, Result};
-use crate::postgres::conn::Target;
+use tokio_postgres::Config;
 
 /// The statements run on each new connection, before anything else:
 ///
@@ -61,38 +58,6 @@ pub(crate) fn place(config: &Config) -> String {
             format!("hosts {}, database {database}", list.join(", "))
         }
     }
-}
-
-/// `ERR_DB` (read-only) when the connection's transactions are read-only: a hot standby, or
-/// `default_transaction_read_only = on` for the server, the database or the role. Checked at
-/// open, before the schema is applied, so the error says so rather than naming the first
-/// statement refused.
-pub(crate) async fn refuse_read_only(client: &Client, target: &Target) -> Result<()> {
-    let row = client
-        .query_one(
-            "SELECT pg_catalog.current_setting('transaction_read_only'), \
-             pg_catalog.pg_is_in_recovery()",
-            &[],
-        )
-        .await
-        .map_err(|e| target.error(&e))?;
-    let (read_only, standby): (String, bool) = (row.get(0), row.get(1));
-    if read_only != "on" {
-        return Ok(());
-    }
-    let why = if standby {
-        "a hot standby"
-    } else {
-        "default_transaction_read_only = on for the server, database or role"
-    };
-    Err(Error::db(
-        DbFailure::ReadOnly,
-        format!(
-            "the PostgreSQL server is read-only ({why}; {}): the store writes, so point it at \
-             the primary (or add target_session_attrs=read-write to the URL)",
-            target.place()
-        ),
-    ))
 }
 
 #[cfg(test)]

@@ -24,10 +24,9 @@ pub(crate) type Rehook = Box<dyn Fn(&mut Connection) -> Result<()> + Send + Sync
 
 /// How the store's connection is opened anew after a foreign handle dropped its locks.
 pub(crate) struct Reopen {
-    /// The path the store was opened on.
-    pub(crate) path: String,
-    /// Its busy timeout.
-    pub(crate) busy_timeout_ms: u32,
+    /// Opens a connection on the store's file, configured as the first (`schema::connect`
+    /// with the store's path and busy timeout).
+    pub(crate) connect: Box<dyn Fn() -> Result<Connection> + Send + Sync>,
     /// The store's other connections on the file.
     pub(crate) release: Vec<Release>,
     /// What the new connection gets.
@@ -160,7 +159,7 @@ impl Db {
             drop(old);
         }
         let released = g.released();
-        let mut conn = crate::sqlite::schema::connect(&r.path, r.busy_timeout_ms)?;
+        let mut conn = (r.connect)()?;
         (r.rehook)(&mut conn)?;
         *slot = Some(conn);
         if released {

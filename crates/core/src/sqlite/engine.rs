@@ -33,6 +33,7 @@ use crate::upstream::links::LinkRows;
 use crate::upstream::LinkRow;
 
 mod links;
+mod notices;
 
 /// The SQLite engine of one store.
 pub(crate) struct SqliteEngine {
@@ -76,8 +77,10 @@ impl SqliteEngine {
                 .set_wal(std::path::PathBuf::from(format!("{p}-wal")));
         }
         let reopen = guard.as_ref().map(|_| Reopen {
-            path: path.to_owned(),
-            busy_timeout_ms: opts.busy_timeout_ms,
+            connect: {
+                let (path, busy) = (path.to_owned(), opts.busy_timeout_ms);
+                Box::new(move || schema::connect(&path, busy))
+            },
             release: checkpointer.iter().map(Checkpointer::release).collect(),
             rehook: checkpointer.as_ref().map_or_else(
                 || Box::new(|_: &mut _| Ok(())) as Rehook,
@@ -218,7 +221,7 @@ impl Engine for SqliteEngine {
     }
 
     fn drain(&self, watcher: &str, now: i64) -> Result<Vec<Notice>> {
-        self.delivery().drain(self.db(), watcher, now)
+        SqliteEngine::drain(self, watcher, now)
     }
 
     fn acknowledge(
@@ -229,8 +232,7 @@ impl Engine for SqliteEngine {
         through: Option<i64>,
         now: i64,
     ) -> Result<u64> {
-        self.delivery()
-            .acknowledge(self.db(), watcher, targets, scope, through, now)
+        SqliteEngine::acknowledge(self, watcher, targets, scope, through, now)
     }
 
     fn sweep(&self, only: Option<&[String]>, now: i64) -> Result<SweepReport> {
