@@ -82,6 +82,12 @@ export interface SessionStateStats {
   walBytes: number
   /** Frames in the WAL after the last commit (0 in memory): how far it ran since it last started over. */
   walFrames: number
+  /**
+   * The read cache (`readCacheBytes`, docs/semantics.md#reading-memory): `changesSince` calls
+   * answered from memory (`hits`) and read from the file (`misses`), and the bytes it holds
+   * now. All 0 on PostgreSQL, which keeps no read cache.
+   */
+  readCache: { hits: number; misses: number; bytes: number }
 }
 
 /**
@@ -123,8 +129,16 @@ const COUNTERS = [
   'prune.deleted:events',
   'prune.deleted:cursors',
   'sync.catch_ups',
+  'read_cache.lookups:hit',
+  'read_cache.lookups:miss',
 ] as const
-const GAUGES = ['notices.pending', 'watchers.served', 'sqlite.wal.size', 'sqlite.wal.frames'] as const
+const GAUGES = [
+  'notices.pending',
+  'watchers.served',
+  'sqlite.wal.size',
+  'sqlite.wal.frames',
+  'read_cache.size',
+] as const
 
 /**
  * The names of the fixed slots of the addon's packed snapshot, in order; a test checks them
@@ -185,6 +199,7 @@ function statsOf(store: StoreKind, n: Float64Array): SessionStateStats {
     watchersServed: at(AT_GAUGES + 1),
     walBytes: at(AT_GAUGES + 2),
     walFrames: at(AT_GAUGES + 3),
+    readCache: { hits: at(AT_COUNTERS + 8), misses: at(AT_COUNTERS + 9), bytes: at(AT_GAUGES + 4) },
   }
 }
 
@@ -288,6 +303,11 @@ export class StoreMetrics {
       '{poll}',
       'Polls that found changes made by other processes.',
     )
+    const lookups = counter(
+      'session_awareness.read_cache.lookups',
+      '{call}',
+      'changesSince calls, by whether the read cache answered them.',
+    )
     const dropped = counter(
       'session_awareness.metrics.samples_dropped',
       '{value}',
@@ -301,6 +321,7 @@ export class StoreMetrics {
       '{frame}',
       'Frames in the WAL after the last commit, since it last started over.',
     )
+    const cacheSize = gauge('session_awareness.read_cache.size', 'By', 'Bytes the read cache holds.')
     const observables: Observable[] = [
       recorded,
       failures,
@@ -310,17 +331,20 @@ export class StoreMetrics {
       wakes,
       pruned,
       catchUps,
+      lookups,
       dropped,
       pending,
       served,
       wal,
       frames,
+      cacheSize,
     ]
     const kindAttrs = KINDS.map((kind) => attrs({ kind }))
     const codeAttrs = RECORD_FAILURE_CODES.map((code) => attrs({ code }))
     const plain = attrs({})
     const reasons = [attrs({ reason: 'new' }), attrs({ reason: 'reopen' })]
     const whats = [attrs({ what: 'events' }), attrs({ what: 'cursors' })]
+    const results = [attrs({ result: 'hit' }), attrs({ result: 'miss' })]
     const drain = (n: Float64Array): void => {
       let at = SLOTS.length
       for (const [h, a] of histograms) {
@@ -352,6 +376,8 @@ export class StoreMetrics {
       r.observe(pruned, at(AT_COUNTERS + 5), whats[0])
       r.observe(pruned, at(AT_COUNTERS + 6), whats[1])
       r.observe(catchUps, at(AT_COUNTERS + 7), plain)
+      r.observe(lookups, at(AT_COUNTERS + 8), results[0])
+      r.observe(lookups, at(AT_COUNTERS + 9), results[1])
       let lost = 0
       for (let h = 0; h < HISTOGRAMS.length; h++) lost += at(AT_HISTOGRAMS + 3 * h + 2)
       r.observe(dropped, lost, plain)
@@ -359,6 +385,7 @@ export class StoreMetrics {
       r.observe(served, at(AT_GAUGES + 1), plain)
       r.observe(wal, at(AT_GAUGES + 2), plain)
       r.observe(frames, at(AT_GAUGES + 3), plain)
+      r.observe(cacheSize, at(AT_GAUGES + 4), plain)
     }
     this.#native.deref()?.keepMetricSamples()
     meter.addBatchObservableCallback(callback, observables)

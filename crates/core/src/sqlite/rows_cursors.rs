@@ -2,7 +2,7 @@
 //! unwatch, the deletes, the sweep's re-freeze, expiry), called by [`super::rows::SqliteRows`]
 //! inside the caller's transaction. Inert rows (semantics.md#storage) are filtered here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use rusqlite::types::ValueRef;
@@ -56,6 +56,9 @@ type LiveTarget = Option<(Arc<str>, i64)>;
 /// gateway that restarts with many notices already frozen re-queues them without rewriting
 /// the table.
 pub(crate) fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pending>> {
+    // Up to this many watchers, each one's rows are read through the key's index; past it,
+    // all rows once.
+    const WATCHER_QUERIES: usize = 64;
     const COLUMNS: &str = "SELECT rowid, watcher_session_key, target_session_key, \
          last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
          watcher_store_path FROM session_watch_cursors WHERE material_sequence > last_seen_sequence";
@@ -144,6 +147,19 @@ pub(crate) fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec
             let mut rows = select.query([])?;
             while let Some(r) = rows.next()? {
                 visit(r)?;
+            }
+        }
+        Some(watchers) if watchers.len() > WATCHER_QUERIES => {
+            // Many watchers: one pass over the rows, each watcher looked up in a set, costs
+            // less than a query per watcher.
+            let set: HashSet<&[u8], foldhash::fast::RandomState> =
+                watchers.iter().map(|w| w.as_bytes()).collect();
+            let mut select = conn.prepare_cached(COLUMNS)?;
+            let mut rows = select.query([])?;
+            while let Some(r) = rows.next()? {
+                if matches!(r.get_ref(1)?, ValueRef::Text(w) if set.contains(w)) {
+                    visit(r)?;
+                }
             }
         }
         Some(watchers) => {

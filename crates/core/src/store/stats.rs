@@ -21,6 +21,11 @@ impl Store {
             notices_pending: self.delivery().queue().len() as u64,
             watchers_served: r.sync.as_ref().map_or(0, |s| s.served_count() as u64),
             wal_frames: r.maintenance.wal_frames(),
+            read_cache_bytes: if self.is_remote() {
+                0
+            } else {
+                self.db().read_cache_bytes() as u64
+            },
         })
     }
 
