@@ -224,6 +224,7 @@ const WORKLOADS = [
     },
   },
   sweepWorkload('sweep over 10,000 cursors', 100),
+  sweepWorkload('sweep over 20,000 cursors', 200),
   sweepWorkload('sweep over 100,000 cursors', 1000),
   {
     name: 'prune 60,000 -> 50,000 rows (total)',
