@@ -231,7 +231,7 @@ try {
     const ratios = perRound.addon.map((a, i) => perRound.openclaw[i] / a).sort((x, y) => x - y)
     console.log(`  per round OpenClaw / addon: lowest ${ratios[0].toFixed(2)}×, highest ${ratios.at(-1).toFixed(2)}×`)
   }
-  const cache = store.stats().readCache
+  const cache = store.stats().readCache ?? { bytes: 0, hits: 0, misses: 0 }
   console.log(
     `addon read cache after the reads: ${(cache.bytes / 1024).toFixed(1)} KiB held (budget ${4096} KiB), ` +
       `${cache.hits} hits, ${cache.misses} misses`,
