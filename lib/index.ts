@@ -7,9 +7,10 @@ import * as native from '../index.js'
 
 export { SessionState } from './session-state'
 export type { SessionStateOptions } from './session-state'
+export type { FollowBatch, FollowOptions, Follower } from './follow'
 export type { HistogramStats, RecordFailureCode, SessionStateStats, StoreKind } from './metrics'
 export { SessionStateError } from './errors'
-export type { ErrorCode } from './errors'
+export type { BackgroundTask, ErrorCode } from './errors'
 export { decodeNoticeContextKey, encodeNoticeContextKey } from './context-key'
 export { inspectDatabase, readEvents } from './inspect'
 export { importOpenClawState } from './import'
@@ -52,6 +53,7 @@ export type {
   StateEvent,
   SweepOptions,
   SweepReport,
+  UnknownKind,
   UpstreamLink,
   UpstreamMonitorOptions,
   WakeRequest,

@@ -82,6 +82,8 @@ export interface SessionStateStats {
   walBytes: number
   /** Frames in the WAL after the last commit (0 in memory): how far it ran since it last started over. */
   walFrames: number
+  /** Followers open now (`state.follow`, semantics.md#follow). */
+  followersOpen: number
   /**
    * The read cache (`readCacheBytes`, docs/semantics.md#reading-memory): `changesSince` calls
    * answered from memory (`hits`) and read from the file (`misses`), and the bytes it holds
@@ -137,6 +139,14 @@ const GAUGES = [
   'watchers.served',
   'sqlite.wal.size',
   'sqlite.wal.frames',
+  'read_cache.size',
+] as const
+const GAUGES = [
+  'notices.pending',
+  'watchers.served',
+  'sqlite.wal.size',
+  'sqlite.wal.frames',
+  'followers.open',
   'read_cache.size',
 ] as const
 
@@ -199,7 +209,8 @@ function statsOf(store: StoreKind, n: Float64Array): SessionStateStats {
     watchersServed: at(AT_GAUGES + 1),
     walBytes: at(AT_GAUGES + 2),
     walFrames: at(AT_GAUGES + 3),
-    readCache: { hits: at(AT_COUNTERS + 8), misses: at(AT_COUNTERS + 9), bytes: at(AT_GAUGES + 4) },
+    followersOpen: at(AT_GAUGES + 4),
+    readCache: { hits: at(AT_COUNTERS + 8), misses: at(AT_COUNTERS + 9), bytes: at(AT_GAUGES + 5) },
   }
 }
 
@@ -209,6 +220,30 @@ function statsOf(store: StoreKind, n: Float64Array): SessionStateStats {
  */
 function isNoop(probe: Histogram): boolean {
   return Object.getPrototypeOf(probe) === Object.getPrototypeOf(createNoopMeter().createHistogram('probe'))
+}
+
+// Said once per process: a registered provider the store's copy of the API cannot see.
+let hiddenProviderTold = false
+
+/**
+ * The store's meter is the API's no-op while the process has a global provider registered:
+ * one registered through another copy of `@opentelemetry/api` that the store's copy does not
+ * accept (the API keeps its globals under one symbol per major version and refuses a
+ * registration of an older minor). Warns once per process (docs/metrics.md#provider).
+ */
+function tellHiddenProvider(): void {
+  const globals = (globalThis as Record<symbol, { metrics?: unknown; version?: unknown } | undefined>)[
+    Symbol.for('opentelemetry.js.api.1')
+  ]
+  if (hiddenProviderTold || globals?.metrics === undefined) return
+  hiddenProviderTold = true
+  process.emitWarning(
+    `session-awareness: a MeterProvider is registered through @opentelemetry/api ${String(globals.version)}, ` +
+      "which this package's copy of the API does not accept, so its stores report no metrics. " +
+      'Install one copy of @opentelemetry/api (the package takes it as a peer dependency), ' +
+      'or pass the provider as the meterProvider option',
+    { code: 'SESSION_AWARENESS_NOOP_METER' },
+  )
 }
 
 /** The instruments of one store and the batch callback that feeds them. */
@@ -241,6 +276,7 @@ export class StoreMetrics {
     this.#store = store
     this.#native = new WeakRef(native)
     this.#instruments = this.#create(provider ?? metrics.getMeterProvider())
+    if (this.#instruments === undefined && provider === undefined) tellHiddenProvider()
   }
 
   /** The counters and gauges now. */
@@ -321,6 +357,7 @@ export class StoreMetrics {
       '{frame}',
       'Frames in the WAL after the last commit, since it last started over.',
     )
+    const followers = gauge('session_awareness.followers.open', '{follower}', 'Followers open (state.follow).')
     const cacheSize = gauge('session_awareness.read_cache.size', 'By', 'Bytes the read cache holds.')
     const observables: Observable[] = [
       recorded,
@@ -337,6 +374,7 @@ export class StoreMetrics {
       served,
       wal,
       frames,
+      followers,
       cacheSize,
     ]
     const kindAttrs = KINDS.map((kind) => attrs({ kind }))
@@ -385,7 +423,8 @@ export class StoreMetrics {
       r.observe(served, at(AT_GAUGES + 1), plain)
       r.observe(wal, at(AT_GAUGES + 2), plain)
       r.observe(frames, at(AT_GAUGES + 3), plain)
-      r.observe(cacheSize, at(AT_GAUGES + 4), plain)
+      r.observe(followers, at(AT_GAUGES + 4), plain)
+      r.observe(cacheSize, at(AT_GAUGES + 5), plain)
     }
     this.#native.deref()?.keepMetricSamples()
     meter.addBatchObservableCallback(callback, observables)

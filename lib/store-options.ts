@@ -10,7 +10,7 @@ import * as a from './args'
 import type { Report } from './async'
 import { type SessionStateError, fromCode, invalid } from './errors'
 import { optMeterProvider } from './metrics'
-import { type Gate, gate as newGate, isOpen } from './gate'
+import { type Gate, gate as newGate, isOpen, wakeDue } from './gate'
 import type { EventKind, QueuedNotice, WakeRequest } from './types'
 
 /** Options of the `SessionState` constructor. Every field is optional; null is absent. */
@@ -191,7 +191,7 @@ export function prepare(path: string, options: SessionStateOptions | null | unde
       wake === undefined
         ? undefined
         : (req: WakeRequest) => {
-            if (isOpen(gate)) wake(req)
+            if (wakeDue(gate, req.sessionKey)) wake(req)
           },
     clock: a.optFn<() => number>(o.clock, 'clock'),
     syncIntervalMs: a.optNum(o.syncIntervalMs, 'syncIntervalMs'),
@@ -204,8 +204,8 @@ export function prepare(path: string, options: SessionStateOptions | null | unde
     connectTimeoutMs: a.optNum(o.connectTimeoutMs, 'connectTimeoutMs'),
     statementTimeoutMs: a.optNum(o.statementTimeoutMs, 'statementTimeoutMs'),
     hostName: a.optStr(o.hostName, 'hostName'),
-    onError: (err: { code: string; message: string }) => {
-      if (isOpen(gate)) report(fromCode(err.code, err.message))
+    onError: (err: { code: string; message: string; task?: string | null }) => {
+      if (isOpen(gate)) report(fromCode(err.code, err.message, err.task ? `task:${err.task}` : undefined))
     },
   }
   const onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')

@@ -31,6 +31,7 @@ type BatchTsfn = ThreadsafeFunction<Batch, UnknownReturnValue, FnArgs<Batch>, St
 fn native_error(e: CoreError) -> NativeError {
     let code = e.code().to_owned();
     NativeError {
+        task: None,
         code,
         message: to_js(e).reason,
     }

@@ -34,11 +34,12 @@ const COUNTER_NAMES: [&str; 10] = [
 ];
 
 /// The gauges, last.
-const GAUGE_NAMES: [&str; 5] = [
+const GAUGE_NAMES: [&str; 6] = [
     "notices.pending",
     "watchers.served",
     "sqlite.wal.size",
     "sqlite.wal.frames",
+    "followers.open",
     "read_cache.size",
 ];
 
@@ -72,7 +73,7 @@ fn pack(s: &MetricsSnapshot, samples: Option<[Vec<u64>; HISTOGRAMS]>) -> Vec<f64
     let extra = samples
         .as_ref()
         .map_or(0, |l| l.iter().map(|v| v.len() + 1).sum());
-    let mut out = Vec::with_capacity(47 + extra);
+    let mut out = Vec::with_capacity(48 + extra);
     out.extend(s.events_recorded.iter().map(|&n| n as f64));
     out.extend(s.record_failures.iter().map(|&n| n as f64));
     out.extend(
@@ -99,6 +100,7 @@ fn pack(s: &MetricsSnapshot, samples: Option<[Vec<u64>; HISTOGRAMS]>) -> Vec<f64
             s.watchers_served,
             s.wal_bytes,
             s.wal_frames,
+            s.followers_open,
             s.read_cache_bytes,
         ]
         .map(|n| n as f64),

@@ -57,6 +57,8 @@ pub struct NativeError {
     pub code: String,
     /// The message, with its source chain.
     pub message: String,
+    /// The background task that failed (`prune`, `poll`, …; see `core::Task`), when one did.
+    pub task: Option<String>,
 }
 
 /// What a prune removed.

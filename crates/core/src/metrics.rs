@@ -99,6 +99,8 @@ pub struct MetricsSnapshot {
     pub wal_bytes: u64,
     /// Frames in the WAL after the last commit: how far it ran since it last started over.
     pub wal_frames: u64,
+    /// Followers open now (semantics.md#follow).
+    pub followers_open: u64,
     /// Bytes the read cache holds now (semantics.md#reading-memory).
     pub read_cache_bytes: u64,
 }
@@ -109,6 +111,7 @@ pub(crate) struct Gauges {
     pub(crate) notices_pending: u64,
     pub(crate) watchers_served: u64,
     pub(crate) wal_frames: u64,
+    pub(crate) followers_open: u64,
     pub(crate) read_cache_bytes: u64,
 }
 
@@ -236,6 +239,12 @@ impl Metrics {
         }
     }
 
+    /// Takes back one from a counter: a wake the JS thread found withdrawn was not called.
+    pub(crate) fn take_back(&self, c: Count) {
+        let _ = self.counts[c as usize]
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+    }
+
     /// One event of `kind` recorded.
     pub(crate) fn recorded(&self, kind: EventKind) {
         self.recorded[kind as usize].fetch_add(1, Ordering::Relaxed);
@@ -303,6 +312,7 @@ impl Metrics {
             notices_pending: gauges.notices_pending,
             watchers_served: gauges.watchers_served,
             wal_frames: gauges.wal_frames,
+            followers_open: gauges.followers_open,
             read_cache_bytes: gauges.read_cache_bytes,
             wal_bytes: self
                 .wal

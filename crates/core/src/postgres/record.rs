@@ -164,6 +164,7 @@ impl PgStore {
         let tail = |written: &[group::WrittenItem]| {
             let mut pending = Vec::new();
             let mut reseeded = Vec::new();
+            let mut sessions = Vec::new();
             for w in written
                 .iter()
                 .filter_map(|(_, _, r)| r.as_ref().ok()?.as_ref())
@@ -171,8 +172,11 @@ impl PgStore {
                 pending.extend(w.pending.iter().cloned());
                 let target = w.event.session_key.as_str();
                 reseeded.extend(w.reseeded.iter().map(|r| (r.as_str(), target)));
+                if w.fresh {
+                    sessions.push(target);
+                }
             }
-            self.notices().tail(&pending, &reseeded)
+            self.notices().tail(&pending, &reseeded, &sessions)
         };
         let tail_of: Option<TailOf<'_>> = match self.notices().is_on() {
             true => Some(&tail),
@@ -247,6 +251,10 @@ impl PgStore {
         let m = &self.delivery.metrics;
         if w.fresh {
             m.recorded(w.event.kind);
+            let e = &w.event;
+            self.delivery
+                .follows
+                .committed(&e.agent_id, &e.session_key, e.sequence);
             let new = w.pending.iter().filter(|p| p.notified == w.event.sequence);
             m.add(Count::OpenedNew, new.count() as u64);
         }

@@ -123,4 +123,11 @@ impl ReadCache {
         self.tail.clear();
         self.heads.clear();
     }
+
+    /// The store's connection was opened anew: its `PRAGMA data_version` starts over, so no
+    /// stamp taken before proves anything; the cache starts empty and unstamped.
+    pub(crate) fn reset(&mut self) {
+        self.clear();
+        self.data_version = None;
+    }
 }

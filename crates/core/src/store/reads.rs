@@ -19,7 +19,7 @@ impl Store {
         }
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
-        self.with_conn(|conn| Ok(sqlite::log::head(conn, session_key, &agent)?.last_sequence))
+        self.read_conn(|conn| Ok(sqlite::log::head(conn, session_key, &agent)?.last_sequence))
     }
 
     /// The state versions of many sessions, in the order given, leaving out those at 0.
@@ -48,7 +48,7 @@ impl Store {
         self.check_open()?;
         let resolved = keys::resolve_refs(refs)?;
         let db = self.db();
-        let found = self.with_conn(|conn| {
+        let found = self.read_conn(|conn| {
             let tx = Tx::read(conn)?;
             let mut cache = db.read_cache();
             let found = if cache.enabled() {
@@ -85,7 +85,7 @@ impl Store {
         let limit = log::clamp_limit(limit)?;
         let start = std::time::Instant::now();
         let db = self.db();
-        let r = self.with_conn(|conn| {
+        let r = self.read_conn(|conn| {
             let mut cache = db.read_cache();
             if !cache.enabled() {
                 return sqlite::log::changes_since(conn, session_key, &agent, after, limit);
