@@ -132,6 +132,11 @@ pub(crate) trait Engine: LinkStore {
         0
     }
 
+    /// The bytes the engine's read cache holds (the `read_cache.size` gauge); 0 without one.
+    fn read_cache_bytes(&self) -> u64 {
+        0
+    }
+
     /// The link row of a session and agent (OpenClaw's link-row API).
     fn link_row(&self, _session_key: &str, _agent_id: &str) -> Result<Option<LinkRow>> {
         Err(unsupported(self.name(), "this call"))

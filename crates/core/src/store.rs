@@ -394,7 +394,14 @@ impl Store {
                 )
             }
         };
-        self.engine().sweep(only.as_deref(), now)
+        self.sweep_of(only.as_deref(), now)
+    }
+
+    /// [`Store::sweep`] of the watchers in `only` (every watcher when `None`): for a caller
+    /// that asked about [`Store::sweep_candidates`] elsewhere and passes the ones that exist.
+    pub fn sweep_of(&self, only: Option<&[String]>, now: i64) -> Result<SweepReport> {
+        self.check_open()?;
+        self.engine().sweep(only, now)
     }
 
     /// Sets the signal told, on a background thread, when background work (the PostgreSQL

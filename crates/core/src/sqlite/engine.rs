@@ -1,10 +1,8 @@
 //! The SQLite engine ([`Engine`]): the store's one connection and its guard, the write path
-//! over it ([`Recorder`]), the version cache, and its background work: the cross-process
+//! over it ([`Recorder`]), the read cache (`read_cache.rs`), and its background work: the cross-process
 //! poll ([`SyncState`]), the WAL checkpointer and the automatic prune ([`Maintenance`]).
 
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 
 use crate::cursors::{self, WatchOptions};
 use crate::delivery::Delivery;
@@ -14,7 +12,7 @@ use crate::event::{RecordInput, StateEvent};
 use crate::hooks::{Hooks, Host};
 use crate::log::Changes;
 use crate::maintenance::{Maintenance, SweepReport};
-use crate::metrics::Hist;
+use crate::metrics::{Count, Hist};
 use crate::options::Options;
 use crate::prune::PruneReport;
 use crate::queue::Notice;
@@ -24,7 +22,7 @@ use crate::shapes::CursorRow;
 use crate::sqlite::checkpoint::Checkpointer;
 use crate::sqlite::conn::{Db, Rehook, Reopen};
 use crate::sqlite::exclusive::FileGuard;
-use crate::sqlite::heads::{self, HeadCache};
+use crate::sqlite::heads;
 use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::tx::Tx;
 use crate::sqlite::{cursor_rows, link_rows, log, schema};
@@ -38,7 +36,6 @@ mod notices;
 /// The SQLite engine of one store.
 pub(crate) struct SqliteEngine {
     recorder: Recorder,
-    heads: Mutex<HeadCache>,
 }
 
 impl SqliteEngine {
@@ -88,7 +85,7 @@ impl SqliteEngine {
             ),
             errors: hooks.errors.clone(),
         });
-        let db = Arc::new(Db::new(conn, guard));
+        let db = Arc::new(Db::new(conn, guard, opts.read_cache_bytes as usize)?);
         let sync = match file {
             Some(file) => Some(Arc::new(SyncState::open(
                 &file,
@@ -121,10 +118,7 @@ impl SqliteEngine {
         if let Some(sync) = &recorder.sync {
             sync.spawn();
         }
-        Ok(SqliteEngine {
-            recorder,
-            heads: Mutex::new(HeadCache::default()),
-        })
+        Ok(SqliteEngine { recorder })
     }
 
     fn db(&self) -> &Db {
@@ -285,9 +279,18 @@ impl Engine for SqliteEngine {
     }
 
     fn state_versions(&self, resolved: &[(&str, &str)]) -> Result<Vec<(usize, i64)>> {
-        self.db().with_read(|conn| {
+        let db = self.db();
+        db.with_read(|conn| {
             let tx = Tx::read(conn)?;
-            let found = heads::versions(&tx, &mut self.heads.lock(), resolved)?;
+            let mut cache = db.read_cache();
+            let found = if cache.enabled() {
+                // The transaction's first read: the snapshot starts with the stamp.
+                cache.refresh(&tx, db.changes())?;
+                heads::versions(&tx, Some(&mut cache.heads), resolved)?
+            } else {
+                heads::versions(&tx, None, resolved)?
+            };
+            drop(cache);
             tx.commit()?;
             Ok(found)
         })
@@ -301,11 +304,31 @@ impl Engine for SqliteEngine {
         limit: u32,
     ) -> Result<Changes> {
         let start = std::time::Instant::now();
-        let r = self
-            .db()
-            .with_read(|conn| log::changes_since(conn, session_key, agent, after, limit));
+        let db = self.db();
+        let r = db.with_read(|conn| {
+            let mut cache = db.read_cache();
+            if !cache.enabled() {
+                return log::changes_since(conn, session_key, agent, after, limit);
+            }
+            cache.refresh(conn, db.changes())?;
+            let metrics = &self.delivery().metrics;
+            if let Some(c) = cache.tail.answer(session_key, agent, after, limit) {
+                metrics.add(Count::ReadCacheHits, 1);
+                return Ok(c);
+            }
+            metrics.add(Count::ReadCacheMisses, 1);
+            let (c, bounds) = log::read_changes(conn, session_key, agent, after, limit)?;
+            if let Some(bounds) = bounds {
+                cache.tail.fill(session_key, agent, after, &c, bounds);
+            }
+            Ok(c)
+        });
         self.delivery().metrics.since(Hist::ChangesSince, start);
         r
+    }
+
+    fn read_cache_bytes(&self) -> u64 {
+        self.db().read_cache_bytes() as u64
     }
 
     fn served_count(&self) -> u64 {

@@ -21,6 +21,7 @@ impl Store {
             watchers_served: self.engine().served_count(),
             wal_frames: self.engine().wal_frames(),
             followers_open: self.delivery().follows.open(),
+            read_cache_bytes: self.engine().read_cache_bytes(),
         })
     }
 
