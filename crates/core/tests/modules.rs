@@ -278,7 +278,7 @@ fn the_module_graph_is_acyclic() {
     };
     assert_eq!(
         deps("sqlite::conn"),
-        ["error", "hooks", "sqlite::exclusive"]
+        ["error", "hooks", "sqlite::exclusive", "sqlite::read_cache"]
     );
     // The delivery is the façade's, for every engine: it names no engine's module.
     assert_eq!(
