@@ -25,16 +25,17 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_postgres::{Client, GenericClient};
 
+mod queue;
+
 use super::cursors;
 use super::follow::{self, Elsewhere};
 use super::lease;
 use super::listen::{self, Hint};
 use crate::cursors::Pending;
-use crate::delivery::{wakes_for, Delivery, Wake};
+use crate::delivery::{Delivery, Wake};
 use crate::error::{Error, Result};
 use crate::hooks::{Host, Task};
 use crate::keys;
-use crate::metrics::Count;
 use crate::options::SchemaName;
 use crate::postgres::cursors::Cached;
 use crate::postgres::tail::{notify, Prepared, Tail, Told};
@@ -579,83 +580,6 @@ impl State {
         self.catch_ups.fetch_add(1, Ordering::AcqRel);
         let wakes = self.apply(&watchers, rows);
         self.delivery.wake_all(wakes);
-        Ok(())
-    }
-
-    fn apply(&self, watchers: &[String], rows: Vec<Pending>) -> Vec<Wake> {
-        let served = self.served.lock();
-        let mut q = self.delivery.queue();
-        let wanted: HashSet<&str> = watchers.iter().map(String::as_str).collect();
-        let open: HashSet<(&str, &str)> = rows
-            .iter()
-            .map(|p| (p.watcher.as_str(), &*p.target))
-            .collect();
-        let mut emptied = Vec::new();
-        for (w, t) in q.pairs() {
-            if wanted.contains(w.as_str()) && !open.contains(&(w.as_str(), t.as_str())) {
-                q.remove(&w, &t);
-                emptied.push(w);
-            }
-        }
-        let mut wakes = Vec::new();
-        let mut entered = 0;
-        for p in &rows {
-            if !served.all.contains(&p.watcher) {
-                continue;
-            }
-            let wake = wakes_for(p);
-            if q.enter(p, wake) {
-                entered += 1;
-                if wake {
-                    wakes.push((p.watcher.clone(), p.target.to_string()));
-                }
-            }
-        }
-        drop(q);
-        drop(served);
-        if entered > 0 {
-            self.delivery.metrics.add(Count::CatchUps, 1);
-        }
-        for w in emptied {
-            self.delivery.withdraw_if_idle(&w);
-        }
-        wakes
-    }
-
-    /// Writes this store's leases when due: a watcher started or stopped being served, or a
-    /// third of the lease length passed since the last write.
-    async fn renew(&self, c: &mut Cached<'_>) -> Result<()> {
-        let now = crate::lease::now();
-        let (serving, released) = {
-            let mut s = self.served.lock();
-            let due = s.lease_due
-                || (!s.all.is_empty()
-                    && now >= self.renewed_at.load(Ordering::Acquire) + self.lease_ms / 3);
-            if !due {
-                return Ok(());
-            }
-            s.lease_due = false;
-            (
-                s.all.iter().cloned().collect::<Vec<_>>(),
-                std::mem::take(&mut s.released),
-            )
-        };
-        let written = lease::renew(
-            c,
-            &self.instance,
-            &serving,
-            &released,
-            now + self.lease_ms,
-            now - self.lease_ms,
-        )
-        .await;
-        if let Err(e) = written {
-            let mut s = self.served.lock();
-            s.lease_due = true;
-            s.released.extend(released);
-            return Err(e);
-        }
-        self.renewed_at.store(now, Ordering::Release);
         Ok(())
     }
 }
