@@ -534,6 +534,8 @@ export interface NativeOptions {
    * default the machine's hostname.
    */
   hostName?: string
+  /** The most memory a SQLite store keeps for its reads (bytes); [0, 2^30], 0 is off. */
+  readCacheBytes?: number
 }
 
 /**
@@ -629,7 +631,7 @@ export interface PackedLayout {
 export interface PackedRows {
   /** The rows' strings, back to back. */
   text: string
-  /** The rows' numbers and string lengths. */
+  /** The rows' numbers and string lengths (memory V8 owns: `src/numbers.rs`). */
   numbers: Float64Array
   /**
    * Event rows only: every present payload (an object, or a foreign row's payload text as a

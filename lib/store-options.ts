@@ -43,6 +43,14 @@ export interface SessionStateOptions {
    */
   syncIntervalMs?: number | null
   /**
+   * The most memory, in bytes, a SQLite store keeps for its reads: the recent events of the
+   * sessions it writes and reads, which answer `changesSince` without reading the file, and
+   * the versions behind `stateVersions` (docs/semantics.md#reading-memory). Answers never
+   * differ from the file's. Default 4 MiB (4194304); an integer in [0, 2^30]; 0 turns it off.
+   * A PostgreSQL store keeps no read cache and ignores it.
+   */
+  readCacheBytes?: number | null
+  /**
    * Watchers this process serves from the start: notices opened for them by other processes
    * reach this process's `drain`/`peek` and `wake`, and a record in another process leaves
    * them to the processes that serve them (semantics.md#processes). A watcher is also served
@@ -187,6 +195,7 @@ export function prepare(path: string, options: SessionStateOptions | null | unde
           },
     clock: a.optFn<() => number>(o.clock, 'clock'),
     syncIntervalMs: a.optNum(o.syncIntervalMs, 'syncIntervalMs'),
+    readCacheBytes: a.optNum(o.readCacheBytes, 'readCacheBytes'),
     serveWatchers: a.optStrArray(o.serveWatchers, 'serveWatchers'),
     notifyKinds: a.optStrArray(o.notifyKinds, 'notifyKinds'),
     seedResetsProvenance: a.optBool(o.seedResetsProvenance, 'seedResetsProvenance'),

@@ -191,10 +191,7 @@ impl NativeSessionState {
     pub fn sweep_async(&self, env: Env, only: Option<Vec<String>>) -> Result<(), Code> {
         let now = self.now(&env).js()?;
         self.writer.push(task(move |s| {
-            let report = match only {
-                None => s.sweep(None, now),
-                Some(only) => s.sweep(Some(&mut |w: &str| only.iter().any(|o| o == w)), now),
-            }?;
+            let report = s.sweep_of(only.as_deref(), now)?;
             Ok(Either7::F(Either3::A(SweepReport {
                 notices: report.notices as i64,
                 prune: report.prune.into(),

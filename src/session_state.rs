@@ -208,6 +208,16 @@ fn store_options(o: &NativeOptions) -> JsResult<Options> {
             None => d.host_name,
             Some(name) => HostName::parse(name).js()?,
         },
+        read_cache_bytes: match opt_int(o.read_cache_bytes, "readCacheBytes")? {
+            Some(n) if n < 0 => {
+                return Err(coded(
+                    "ERR_INVALID_ARG",
+                    "readCacheBytes must be an integer in [0, 2^30]",
+                ))
+            }
+            Some(n) => n as u64,
+            None => d.read_cache_bytes,
+        },
     };
     opts.validate().js()?;
     Ok(opts)
@@ -523,8 +533,9 @@ impl NativeSessionState {
                         }
                     }
                 }
-                self.store
-                    .sweep(Some(&mut |w: &str| only.iter().any(|o| o == w)), now)
+                // The confirmed watchers go to the core as they are: each one's cursors are
+                // read once, so the sweep costs what the callback's calls cost.
+                self.store.sweep_of(Some(&only), now)
             }
         }
         .js()?;

@@ -8,8 +8,6 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use crate::cursors::{self, Provenance};
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
@@ -29,7 +27,6 @@ use crate::sqlite::checkpoint::Checkpointer;
 use crate::sqlite::conn::{Connection, Db, Rehook, Reopen};
 use crate::sqlite::cursor_rows;
 use crate::sqlite::exclusive::FileGuard;
-use crate::sqlite::heads::HeadCache;
 use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::schema;
 use crate::sqlite::tx::Tx;
@@ -59,7 +56,6 @@ struct Inner {
     monitor: Arc<Monitor>,
     host: Host,
     opts: Options,
-    heads: Mutex<HeadCache>,
     /// The PostgreSQL engine of a store opened on a URL (`store/remote.rs`).
     remote: Option<Arc<crate::postgres::PgStore>>,
 }
@@ -148,7 +144,7 @@ impl Store {
             ),
             errors: hooks.errors.clone(),
         });
-        let db = Arc::new(Db::new(conn, guard));
+        let db = Arc::new(Db::new(conn, guard, opts.read_cache_bytes as usize)?);
         let delivery = Arc::new(Delivery::new(
             hooks.wake.clone(),
             opts.wake_coalesce_ms,
@@ -196,7 +192,6 @@ impl Store {
                 monitor,
                 host,
                 opts,
-                heads: Mutex::new(HeadCache::default()),
                 remote: None,
             }),
         })
@@ -532,10 +527,17 @@ impl Store {
                 )
             }
         };
+        self.sweep_of(only.as_deref(), now)
+    }
+
+    /// [`Store::sweep`] of the watchers in `only` (every watcher when `None`): for a caller
+    /// that asked about [`Store::sweep_candidates`] elsewhere and passes the ones that exist.
+    pub fn sweep_of(&self, only: Option<&[String]>, now: i64) -> Result<SweepReport> {
+        self.check_open()?;
         if let Some(pg) = self.remote() {
-            return pg.sweep(only.as_deref(), now);
+            return pg.sweep(only, now);
         }
-        self.inner.recorder.maintenance.sweep(only.as_deref(), now)
+        self.inner.recorder.maintenance.sweep(only, now)
     }
 
     /// Sets the signal told, on a background thread, when background work (the PostgreSQL

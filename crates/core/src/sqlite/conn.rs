@@ -16,6 +16,7 @@ pub(crate) use rusqlite::Connection;
 use crate::error::{Error, Result};
 use crate::hooks::{ErrorSink, Task};
 use crate::sqlite::exclusive::{Admit, FileGuard};
+use crate::sqlite::read_cache::{ChangeCount, ReadCache};
 
 /// Closes one of the store's other connections on the file if it is free now (never waits).
 pub(crate) type Release = Box<dyn Fn() + Send + Sync>;
@@ -49,18 +50,47 @@ pub(crate) struct Db {
     guard: Option<Arc<FileGuard>>,
     /// How to open the connection anew once a foreign handle is gone (a file store).
     reopen: OnceLock<Reopen>,
+    /// What the reads keep in memory; locked only while `conn` is.
+    cache: Mutex<ReadCache>,
+    /// The event and head rows `conn` changed.
+    changes: ChangeCount,
 }
 
 impl Db {
-    /// Wraps an open connection and the file's guard.
-    pub(crate) fn new(conn: Connection, guard: Option<Arc<FileGuard>>) -> Self {
-        Db {
+    /// Wraps an open connection and the file's guard, with a read cache of `read_budget`
+    /// bytes at most (semantics.md#reading-memory).
+    pub(crate) fn new(
+        mut conn: Connection,
+        guard: Option<Arc<FileGuard>>,
+        read_budget: usize,
+    ) -> Result<Self> {
+        let changes = ChangeCount::default();
+        changes.install(&mut conn)?;
+        Ok(Db {
             conn: Mutex::new(Some(conn)),
             waiters: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             guard,
             reopen: OnceLock::new(),
-        }
+            cache: Mutex::new(ReadCache::new(read_budget)),
+            changes,
+        })
+    }
+
+    /// The read cache. Lock it only while holding the connection's lock, so what it holds and
+    /// the connection's state move together.
+    pub(crate) fn read_cache(&self) -> MutexGuard<'_, ReadCache> {
+        self.cache.lock()
+    }
+
+    /// The bytes the read cache holds now, without the connection's lock.
+    pub(crate) fn read_cache_bytes(&self) -> usize {
+        self.cache.lock().bytes()
+    }
+
+    /// The event and head rows the connection has changed so far (see `read_cache.rs`).
+    pub(crate) fn changes(&self) -> u64 {
+        self.changes.get()
     }
 
     /// Sets how the connection is opened anew (once, by the store's open).
@@ -162,6 +192,9 @@ impl Db {
         let released = g.released();
         let mut conn = crate::sqlite::schema::connect(&r.path, r.busy_timeout_ms)?;
         (r.rehook)(&mut conn)?;
+        // A new connection counts its data_version anew: nothing kept proves current any more.
+        self.changes.install(&mut conn)?;
+        self.cache.lock().reset();
         *slot = Some(conn);
         if released {
             g.restored();
@@ -219,7 +252,7 @@ mod tests {
 
     #[test]
     fn a_closed_connection_answers_closed() -> Result<()> {
-        let db = Db::new(schema::open(":memory:", 0)?, None);
+        let db = Db::new(schema::open(":memory:", 0)?, None, 0)?;
         assert!(db.with(|c| Ok(c.is_autocommit()))?);
         assert!(matches!(db.try_lock(), Some(Some(_))));
         assert!(db.mark_closed());
