@@ -139,13 +139,6 @@ const GAUGES = [
   'watchers.served',
   'sqlite.wal.size',
   'sqlite.wal.frames',
-  'read_cache.size',
-] as const
-const GAUGES = [
-  'notices.pending',
-  'watchers.served',
-  'sqlite.wal.size',
-  'sqlite.wal.frames',
   'followers.open',
   'read_cache.size',
 ] as const
