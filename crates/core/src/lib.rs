@@ -100,4 +100,4 @@ pub use read_event::{ChangeEvent, ForeignEvent, ForeignFields, ForeignPayload};
 pub use shapes::CursorRow;
 pub use store::{Store, VersionRef};
 pub use wake::{WakeRequest, WakeSink};
-pub use writer::{Done, Job, Sink, Writer};
+pub use writer::{Done, Gate, Job, Sink, Writer};

@@ -16,6 +16,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use crate::error::{DbFailure, Error, Result};
 use crate::options::{Options, SchemaName};
 use crate::postgres::cursors::Cached;
+use crate::postgres::outage::{self, Outage, Step};
 use crate::postgres::tls::{self, SslChoice};
 
 /// Where a listener's connection hands the payloads of its notifications.
@@ -174,7 +175,7 @@ impl Target {
 
     /// A new client; its connection runs on the core runtime until it ends. Bounded by the
     /// connect timeout as a whole (TCP, TLS, authentication and the session's settings).
-    pub(crate) async fn connect(&self) -> Result<(Client, AbortHandle)> {
+    pub(crate) async fn connect(&self) -> Result<(Client, AbortHandle, Option<Backend>)> {
         self.connect_bounded(None).await
     }
 
@@ -198,11 +199,14 @@ impl Target {
         &self,
     ) -> Result<(Client, tokio::sync::mpsc::UnboundedReceiver<String>)> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let (client, _) = self.connect_bounded(Some(tx)).await?;
+        let (client, _, _) = self.connect_bounded(Some(tx)).await?;
         Ok((client, rx))
     }
 
-    async fn connect_bounded(&self, hints: Option<Hints>) -> Result<(Client, AbortHandle)> {
+    async fn connect_bounded(
+        &self,
+        hints: Option<Hints>,
+    ) -> Result<(Client, AbortHandle, Option<Backend>)> {
         let attempt = self.connect_unbounded(hints);
         match self.connect_timeout {
             Some(t) => tokio::time::timeout(t, attempt).await.map_err(|_| {
@@ -215,7 +219,10 @@ impl Target {
         }
     }
 
-    async fn connect_unbounded(&self, hints: Option<Hints>) -> Result<(Client, AbortHandle)> {
+    async fn connect_unbounded(
+        &self,
+        hints: Option<Hints>,
+    ) -> Result<(Client, AbortHandle, Option<Backend>)> {
         let (client, task) = match (self.ssl, &self.tls) {
             (SslChoice::Disable, _) | (_, None) => {
                 self.connect_with(SslMode::Disable, &hints).await?
@@ -229,15 +236,18 @@ impl Target {
             (SslChoice::Prefer, Some(_)) => self.connect_with(SslMode::Prefer, &hints).await?,
             (_, Some(_)) => self.connect_with(SslMode::Require, &hints).await?,
         };
-        // A SET, not a startup option: poolers refuse unknown startup parameters.
-        client
-            .batch_execute(&format!(
-                "SET statement_timeout = {}",
-                self.statement_timeout_ms
+        // A SET, not a startup option: poolers refuse unknown startup parameters. The backend's
+        // identity comes in the same round trip (docs/postgres.md#faults: a transaction left
+        // open by a lost connection is ended by it).
+        let answer = client
+            .simple_query(&format!(
+                "SET statement_timeout = {}; {}",
+                self.statement_timeout_ms,
+                Backend::QUERY
             ))
             .await
             .map_err(|e| self.error(&e))?;
-        Ok((client, task))
+        Ok((client, task, Backend::of(&answer)))
     }
 
     async fn connect_with(
@@ -301,7 +311,10 @@ fn failure_of(e: &tokio_postgres::Error) -> DbFailure {
         "25006" => DbFailure::ReadOnly,
         "XX001" | "XX002" => DbFailure::Corrupt,
         "57P01" | "57P02" | "57P03" => DbFailure::Connection,
-        _ if code.starts_with("08") || code.starts_with("28") => DbFailure::Connection,
+        // The server refused this login: waiting for it does not help.
+        "3D000" => DbFailure::Login,
+        _ if code.starts_with("28") => DbFailure::Login,
+        _ if code.starts_with("08") => DbFailure::Connection,
         _ => DbFailure::Other,
     }
 }
@@ -409,6 +422,48 @@ pub(crate) struct Session {
     in_tx: bool,
     /// The task that runs the connection: ended by a call's deadline.
     conn: AbortHandle,
+    /// The server process behind it, when the server said.
+    backend: Option<Backend>,
+}
+
+/// A server process of the store, named so that it can be ended later without ending another
+/// one that reused its pid.
+#[derive(Clone, Debug)]
+pub(crate) struct Backend {
+    pid: i32,
+    start: String,
+}
+
+impl Backend {
+    /// Asks the server for the identity of the backend that answers.
+    const QUERY: &'static str = "SELECT pg_backend_pid()::text, (SELECT backend_start::text \
+         FROM pg_stat_activity WHERE pid = pg_backend_pid())";
+
+    fn of(answer: &[tokio_postgres::SimpleQueryMessage]) -> Option<Backend> {
+        answer.iter().find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(Backend {
+                pid: r.get(0)?.parse().ok()?,
+                start: r.get(1)?.to_owned(),
+            }),
+            _ => None,
+        })
+    }
+
+    /// Ends this backend if it still runs (its open transaction rolls back, its locks go), on
+    /// `client`'s connection. Nothing when another process has its pid now.
+    pub(crate) async fn terminate(
+        &self,
+        client: &Client,
+    ) -> std::result::Result<(), tokio_postgres::Error> {
+        client
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE pid = $1 AND backend_start::text = $2",
+                &[&self.pid, &self.start],
+            )
+            .await
+            .map(|_| ())
+    }
 }
 
 impl Session {
@@ -429,6 +484,13 @@ pub(crate) struct Pg {
     target: Target,
     schema: SchemaName,
     session: Mutex<Option<Session>>,
+    /// The outage, if any, and the window calls wait in (`outage.rs`).
+    outage: Outage,
+    /// The backend of a connection lost in the middle of a transaction, to end once connected
+    /// again (its transaction holds the heads' locks until the server notices).
+    orphan: parking_lot::Mutex<Option<Backend>>,
+    /// The highest sequence handed out, raised on the server after a lost connection.
+    floor: crate::postgres::floor::Floor,
 }
 
 /// The connection, locked for one call.
@@ -449,12 +511,30 @@ impl Drop for SessionGuard<'_> {
 
 impl Pg {
     /// A connection to `target`'s database, for the tables in `schema`; connects on first use.
-    pub(crate) fn new(target: Target, schema: SchemaName) -> Self {
+    pub(crate) fn new(target: Target, schema: SchemaName, outage: Outage) -> Self {
         Pg {
             target,
             schema,
             session: Mutex::new(None),
+            outage,
+            orphan: parking_lot::Mutex::new(None),
+            floor: Default::default(),
         }
+    }
+
+    /// The highest sequence this store handed out (`floor.rs`).
+    pub(crate) fn floor(&self) -> &crate::postgres::floor::Floor {
+        &self.floor
+    }
+
+    /// The outage state of the connection.
+    pub(crate) fn outage(&self) -> &Outage {
+        &self.outage
+    }
+
+    /// The backend of a connection lost mid-transaction, taken (see [`Backend::terminate`]).
+    pub(crate) fn take_orphan(&self) -> Option<Backend> {
+        self.orphan.lock().take()
     }
 
     /// Where it connects.
@@ -471,14 +551,10 @@ impl Pg {
     pub(crate) async fn lock(&self) -> Result<SessionGuard<'_>> {
         let mut guard = self.session.lock().await;
         if guard.as_ref().is_none_or(|s| s.client.is_closed()) {
-            *guard = None;
-            let (client, conn) = self.target.connect().await?;
-            *guard = Some(Session {
-                client,
-                statements: HashMap::new(),
-                in_tx: false,
-                conn,
-            });
+            if guard.take().is_some() {
+                self.outage.lost();
+            }
+            *guard = Some(self.reconnect().await?);
         }
         let watchdog = match (self.target.call_deadline(), guard.as_ref()) {
             (Some(after), Some(s)) => {
@@ -496,6 +572,61 @@ impl Pg {
             pg: self,
             watchdog,
         })
+    }
+
+    /// A new session: connected at once, or, once the store has lost its connection, through
+    /// the outage's window (`outage.rs`): attempts with backoff until the server answers or
+    /// the window has passed.
+    async fn reconnect(&self) -> Result<Session> {
+        let mut last = None;
+        let mut tried = false;
+        loop {
+            let within = match self.outage.step(tried) {
+                Step::GiveUp => return Err(self.outage.gave_up(last)),
+                Step::Wait(until) => {
+                    tokio::time::sleep_until(until.into()).await;
+                    continue;
+                }
+                Step::Try(within) => within,
+            };
+            tried = true;
+            let attempt = self.target.connect();
+            let r = match within {
+                Some(t) => tokio::time::timeout(t, attempt)
+                    .await
+                    .unwrap_or_else(|_| Err(self.outage.gave_up(last.take()))),
+                None => attempt.await,
+            };
+            let r = match r {
+                // After a loss the server may be a promoted standby behind what was handed out.
+                Ok((client, conn, backend)) if self.outage.is_down() => {
+                    match self.floor.raise(&client, self.schema).await {
+                        Err(e) if e.is_closed() || e.as_db_error().is_none() => {
+                            Err(self.target.error(&e))
+                        }
+                        _ => Ok((client, conn, backend)),
+                    }
+                }
+                other => other,
+            };
+            match r {
+                Ok((client, conn, backend)) => {
+                    self.outage.up();
+                    return Ok(Session {
+                        client,
+                        statements: HashMap::new(),
+                        in_tx: false,
+                        conn,
+                        backend,
+                    });
+                }
+                Err(e) if outage::waits_for(&e) && self.outage.rides() => {
+                    self.outage.failed();
+                    last = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Drops the client (its connection closes); the next call connects again.
@@ -545,11 +676,30 @@ impl SessionGuard<'_> {
         Ok(Cached::new(&s.client, &mut s.statements, schema))
     }
 
-    /// Drops the client when its connection has ended, so the next call connects again.
+    /// Drops the client when its connection has ended, so the next call connects again (and
+    /// the outage's window starts).
     pub(crate) fn forget_if_closed(&mut self) {
-        if self.guard.as_ref().is_some_and(|s| s.client.is_closed()) {
-            *self.guard = None;
+        let _ = self.forget_lost(false);
+    }
+
+    fn forget_lost(&mut self, mid_transaction: bool) -> bool {
+        if !self.guard.as_ref().is_some_and(|s| s.client.is_closed()) {
+            return false;
         }
+        self.drop_lost(mid_transaction);
+        true
+    }
+
+    /// Drops the client of a call that lost its connection (a connection-class failure, even
+    /// when the socket has not closed yet: the server is ending it), and starts the outage's
+    /// window. `mid_transaction`: its backend is kept, to be ended once connected again.
+    pub(crate) fn drop_lost(&mut self, mid_transaction: bool) {
+        if let Some(s) = self.guard.take() {
+            if mid_transaction {
+                *self.pg.orphan.lock() = s.backend;
+            }
+        }
+        self.pg.outage.lost();
     }
 }
 
