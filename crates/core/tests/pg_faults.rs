@@ -25,6 +25,8 @@ const SESSIONS: u64 = 8;
 const IN_FLIGHT: usize = 64;
 /// Records made after the fault is over, all of which must be stored.
 const AFTER: u64 = 256;
+/// The longest wait between two reconnection attempts (`postgres/outage.rs`).
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 type Out = session_awareness_core::Result<()>;
 
@@ -133,10 +135,11 @@ impl Driver {
                 self.push_task();
             }
             while more && self.queued.len() < IN_FLIGHT {
+                let before = self.queued.len();
                 self.push_record();
-                if self.queued.is_empty() {
+                if self.queued.len() == before {
                     // Refused at once: do not spin on a full gate.
-                    thread::sleep(Duration::from_millis(5));
+                    thread::sleep(Duration::from_millis(2));
                     break;
                 }
             }
@@ -345,6 +348,9 @@ fn an_outage_longer_than_the_window_settles_every_call_and_later_calls_succeed()
             after_window = Some(down.elapsed());
             thread::sleep(outage.saturating_sub(down.elapsed()));
             proxy.down(false);
+            // Past the window a call makes a reconnection attempt only when one is due (the
+            // backoff reaches 5 s): the records after that are all stored.
+            thread::sleep(BACKOFF_MAX + Duration::from_millis(500));
             ended.store(true, Ordering::Release);
         });
         driver.run(&ended, &task);

@@ -600,10 +600,10 @@ impl Pg {
             let r = match r {
                 // After a loss the server may be a promoted standby behind what was handed out.
                 Ok((client, conn, backend)) if self.outage.is_down() => {
+                    // Best effort past a lost connection: a refusal (no right to the sequence)
+                    // leaves the identity as it is, and the primary key still refuses a row.
                     match self.floor.raise(&client, self.schema).await {
-                        Err(e) if e.is_closed() || e.as_db_error().is_none() => {
-                            Err(self.target.error(&e))
-                        }
+                        Err(e) if e.is_closed() => Err(self.target.error(&e)),
                         _ => Ok((client, conn, backend)),
                     }
                 }

@@ -14,7 +14,8 @@ use crate::options::SchemaName;
 
 /// Raises the identity `__SEQ__` to `$1` when it is below (the next number drawn is above
 /// it); never lowers it, which would hand out again what other hosts drew meanwhile.
-const RAISE: &str = "SELECT setval($2::regclass, $1::bigint) FROM __SEQ__ WHERE last_value < $1";
+const RAISE: &str =
+    "SELECT setval($2::text::regclass, $1::bigint) FROM __SEQ__ WHERE last_value < $1";
 
 /// The highest sequence this store has answered with.
 #[derive(Default)]
