@@ -78,6 +78,18 @@ export declare class NativeSessionState {
    * keeps Node alive. Call it on the thread that makes the store's calls.
    */
   signalNotices(deliver: () => unknown): void
+  /**
+   * Calls `touched` on the JS thread soon after followed sessions were touched (a commit
+   * of this store, the poll, the PostgreSQL catch-up); a burst makes one call. `close`
+   * releases it; it never keeps Node alive.
+   */
+  followSignal(touched: () => unknown): void
+  /** Registers one open follower of the session; returns the agent resolved. */
+  follow(sessionKey: string, agentId?: string | undefined | null): string
+  /** One follower of the session less (`agent` as `follow` returned it). */
+  unfollow(sessionKey: string, agent: string): void
+  /** The followed sessions touched since the last call, as agent, key, agent, key, …. */
+  takeFollowed(): Array<string>
   /** The link row of a session and agent, or null. */
   linkRow(sessionKey: string, agentId: string): NativeLinkRow | null
   /** The link rows of watched sessions, by catalog, then session key. */
@@ -446,8 +458,9 @@ export interface NativeError {
 }
 
 /**
- * Every code the addon can give: the core's (`Error::code`), then the binding's own. A test
- * checks the TypeScript `ErrorCode` union against them.
+ * Every code the addon can give: the core's (`Error::code`: a record's, then those of an
+ * open only), then the binding's own. A test checks the TypeScript `ErrorCode` union against
+ * them.
  */
 export declare function nativeErrorCodes(): Array<string>
 

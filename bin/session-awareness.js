@@ -4,7 +4,8 @@
 // OpenClaw state database into the store's own file (only the destination is written).
 'use strict'
 
-const { inspectDatabase, readEvents } = require('..')
+const fs = require('node:fs')
+const { SessionState, inspectDatabase, readEvents } = require('..')
 // The import is the addon's own function: it runs in this process, which opens no other
 // handle on either file.
 const { importStateDatabase } = require('../dist/import.js')
@@ -18,13 +19,17 @@ const USAGE = `Usage:
       row counts and the oldest retained event.
   session-awareness events <db | postgres URL> <sessionKey> [--since N] [--agent ID] [--schema NAME] [--json]
       The session's retained events after sequence N (default 0), ascending.
+  session-awareness events <db | postgres URL> <sessionKey> --follow [--since N] [--agent ID] [--schema NAME] [--json]
+      Like tail -f: the retained events after N, then each new event as it lands, one line
+      each (with --json one JSON object a line), until interrupted (Ctrl-C: exit status 0).
   session-awareness import <openclaw.sqlite | store.sqlite> <store.sqlite | postgres URL> [--schema NAME] [--json]
       Copies the session-state rows (events with their sequences, heads, cursors, upstream
       links) of OpenClaw's database or a store file into the store's file, creating it if
       needed, or into a PostgreSQL store (its tables created in the schema); a second run
       adds only what is new. Progress goes to stderr every ${PROGRESS_EVERY.toLocaleString('en-US')} rows.
 
-inspect and events open the database read-only and never change it; import only reads the
+inspect and events open the database read-only and never change it (events --follow opens
+the store, which reads and writes nothing of the session; it needs an existing file); import only reads the
 OpenClaw file, in one snapshot, and may run while a gateway has it open. On a PostgreSQL
 store (postgres:// or postgresql:// URL) --schema names the store's schema (default
 session_awareness); inspect and events need only SELECT on its tables, and no output
@@ -49,6 +54,7 @@ function parseArgs(argv) {
     if (arg === '-h' || name === '--help') flags.help = true
     else if (name === '--version') flags.version = true
     else if (name === '--json') flags.json = true
+    else if (name === '--follow') flags.follow = true
     else if (name === '--since') flags.since = value()
     else if (name === '--agent') flags.agent = value()
     else if (name === '--schema') flags.schema = value()
@@ -290,8 +296,8 @@ function run(argv) {
   const print = (value, text) => console.log(flags.json ? JSON.stringify(value, null, 2) : text())
   if (command === 'inspect') {
     if (rest.length !== 1) throw new UsageError('inspect takes exactly one <db>')
-    if (flags.since !== undefined || flags.agent !== undefined) {
-      throw new UsageError('--since and --agent belong to the events command')
+    if (flags.since !== undefined || flags.agent !== undefined || flags.follow) {
+      throw new UsageError('--since, --agent and --follow belong to the events command')
     }
     const schema = schemaOf(rest[0], flags)
     const report = inspectDatabase(rest[0], { schema })
@@ -300,13 +306,14 @@ function run(argv) {
   if (command === 'events') {
     if (rest.length !== 2) throw new UsageError('events takes <db> <sessionKey>')
     const since = parseSince(flags.since)
+    if (flags.follow) return followEvents(rest[0], rest[1], since, flags)
     const result = readEvents(rest[0], rest[1], { since, agentId: flags.agent, schema: schemaOf(rest[0], flags) })
     return print(result, () => formatEvents(result, since))
   }
   if (command === 'import') {
     if (rest.length !== 2) throw new UsageError('import takes <openclaw.sqlite> <store.sqlite | postgres URL>')
-    if (flags.since !== undefined || flags.agent !== undefined) {
-      throw new UsageError('--since and --agent belong to the events command')
+    if (flags.since !== undefined || flags.agent !== undefined || flags.follow) {
+      throw new UsageError('--since, --agent and --follow belong to the events command')
     }
     const schema = schemaOf(rest[1], flags)
     const summary = importStateDatabase(rest[0], rest[1], { onProgress: progressPrinter(flags.json), schema })
@@ -315,22 +322,65 @@ function run(argv) {
   throw new UsageError(`unknown command ${JSON.stringify(command)}`)
 }
 
+/**
+ * `events --follow`: opens the store, follows the session from `since` and prints each event
+ * as it lands, until SIGINT or SIGTERM (exit status 0). Resolves when the follower ended.
+ */
+async function followEvents(db, sessionKey, since, flags) {
+  const schema = schemaOf(db, flags)
+  if (!isUrl(db) && !fs.existsSync(db)) {
+    throw Object.assign(new Error(`no database at ${db}`), { code: 'ERR_DB' })
+  }
+  const state = isUrl(db) ? await SessionState.open(db, { schema }) : new SessionState(db)
+  const stop = new AbortController()
+  const onSignal = () => stop.abort()
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  // The follower never keeps Node alive; the command does, until it is interrupted.
+  const alive = setInterval(() => {}, 1 << 30)
+  try {
+    for await (const batch of state.follow(sessionKey, { after: since, agentId: flags.agent, signal: stop.signal })) {
+      const lines = []
+      if (batch.historyGap) {
+        lines.push(
+          flags.json
+            ? JSON.stringify({ historyGap: true, nextSequence: batch.events[0].sequence })
+            : `history    gap: events before #${batch.events[0].sequence} were pruned before they were read`,
+        )
+      }
+      for (const e of batch.events) lines.push(flags.json ? JSON.stringify(e) : eventLine(e))
+      process.stdout.write(`${lines.join('\n')}\n`)
+    }
+  } finally {
+    clearInterval(alive)
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+    await state.closeAsync()
+  }
+}
+
 function main() {
   const argv = process.argv.slice(2)
   const json = argv.includes('--json')
   try {
-    run(argv)
+    const done = run(argv)
+    if (done instanceof Promise) done.catch((err) => fail(err, json))
   } catch (err) {
-    const usage = err instanceof UsageError || err.code === 'ERR_INVALID_ARG'
-    const code = err instanceof UsageError ? 'ERR_USAGE' : err.code || 'ERR_UNEXPECTED'
-    if (json) {
-      console.error(JSON.stringify({ error: { code, message: err.message } }))
-    } else {
-      console.error(`session-awareness: ${err.message} (${code})`)
-      if (err instanceof UsageError) console.error(`\n${USAGE}`)
-    }
-    process.exitCode = usage ? 2 : 1
+    fail(err, json)
   }
+}
+
+/** Reports an error on stderr and sets the exit status: 2 for bad usage, 1 otherwise. */
+function fail(err, json) {
+  const usage = err instanceof UsageError || err.code === 'ERR_INVALID_ARG'
+  const code = err instanceof UsageError ? 'ERR_USAGE' : err.code || 'ERR_UNEXPECTED'
+  if (json) {
+    console.error(JSON.stringify({ error: { code, message: err.message } }))
+  } else {
+    console.error(`session-awareness: ${err.message} (${code})`)
+    if (err instanceof UsageError) console.error(`\n${USAGE}`)
+  }
+  process.exitCode = usage ? 2 : 1
 }
 
 main()

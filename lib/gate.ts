@@ -15,13 +15,28 @@ import type { NativeSessionState } from '../index.js'
 export interface Gate {
   /** The store, once constructed. */
   native: WeakRef<NativeSessionState> | undefined
-  /** `close()` or `closeAsync()` was called. */
+  /** `close()` or `closeAsync()` was called. Setting it true runs {@link Gate.closers} once. */
   closing: boolean
+  /** What ends with the store (its followers, semantics.md#follow), run when closing begins. */
+  closers: (() => void)[]
 }
 
 /** A gate for a store not constructed yet. */
 export function gate(): Gate {
-  return { native: undefined, closing: false }
+  let closing = false
+  const g: Gate = {
+    native: undefined,
+    closers: [],
+    get closing(): boolean {
+      return closing
+    },
+    set closing(v: boolean) {
+      const began = v && !closing
+      closing = v
+      if (began) for (const f of g.closers.splice(0)) f()
+    },
+  }
+  return g
 }
 
 /** True while the gate's store is open and not closing. */

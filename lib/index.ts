@@ -7,6 +7,7 @@ import * as native from '../index.js'
 
 export { SessionState } from './session-state'
 export type { SessionStateOptions } from './session-state'
+export type { FollowBatch, FollowOptions, Follower } from './follow'
 export type { HistogramStats, RecordFailureCode, SessionStateStats, StoreKind } from './metrics'
 export { SessionStateError } from './errors'
 export type { ErrorCode } from './errors'

@@ -82,6 +82,8 @@ export interface SessionStateStats {
   walBytes: number
   /** Frames in the WAL after the last commit (0 in memory): how far it ran since it last started over. */
   walFrames: number
+  /** Followers open now (`state.follow`, semantics.md#follow). */
+  followersOpen: number
 }
 
 /**
@@ -125,7 +127,7 @@ const COUNTERS = [
   'prune.deleted:cursors',
   'sync.catch_ups',
 ] as const
-const GAUGES = ['notices.pending', 'watchers.served', 'sqlite.wal.size', 'sqlite.wal.frames'] as const
+const GAUGES = ['notices.pending', 'watchers.served', 'sqlite.wal.size', 'sqlite.wal.frames', 'followers.open'] as const
 
 /**
  * The names of the fixed slots of the addon's packed snapshot, in order; a test checks them
@@ -186,6 +188,7 @@ function statsOf(store: StoreKind, n: Float64Array): SessionStateStats {
     watchersServed: at(AT_GAUGES + 1),
     walBytes: at(AT_GAUGES + 2),
     walFrames: at(AT_GAUGES + 3),
+    followersOpen: at(AT_GAUGES + 4),
   }
 }
 
@@ -302,6 +305,7 @@ export class StoreMetrics {
       '{frame}',
       'Frames in the WAL after the last commit, since it last started over.',
     )
+    const followers = gauge('session_awareness.followers.open', '{follower}', 'Followers open (state.follow).')
     const observables: Observable[] = [
       recorded,
       failures,
@@ -316,6 +320,7 @@ export class StoreMetrics {
       served,
       wal,
       frames,
+      followers,
     ]
     const kindAttrs = KINDS.map((kind) => attrs({ kind }))
     const codeAttrs = RECORD_FAILURE_CODES.map((code) => attrs({ code }))
@@ -360,6 +365,7 @@ export class StoreMetrics {
       r.observe(served, at(AT_GAUGES + 1), plain)
       r.observe(wal, at(AT_GAUGES + 2), plain)
       r.observe(frames, at(AT_GAUGES + 3), plain)
+      r.observe(followers, at(AT_GAUGES + 4), plain)
     }
     this.#native.deref()?.keepMetricSamples()
     meter.addBatchObservableCallback(callback, observables)

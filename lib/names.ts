@@ -54,6 +54,8 @@ export const KNOWN_NAMES = {
   acknowledge: ['scope', 'through'],
   /** `changesSince(key, after, options)`. */
   changesSince: ['agentId', 'limit'],
+  /** `follow(key, options)`. */
+  follow: ['after', 'agentId', 'limit', 'signal'],
   /** `stateVersion(key, options)` and `deleteSession(key, options)`. */
   agent: ['agentId'],
   /** `sweep(options)`. */

@@ -28,6 +28,7 @@ import { StoreMetrics } from './metrics'
 import type { SessionStateStats } from './metrics'
 import type { Gate } from './gate'
 import { NoticeListener } from './notice-listener'
+import { type FollowOptions, type Follower, follow } from './follow'
 import * as packed from './packed'
 import * as versions from './versions'
 import type {
@@ -618,6 +619,11 @@ export class SessionState {
    */
   scanUpstreamAsync(): Promise<StateEvent[]> {
     return this.#lane.scanUpstream()
+  }
+
+  /** Follows the session live: what is stored after `after`, then each new batch (semantics.md#follow). */
+  follow(sessionKey: string, options?: FollowOptions | null): Follower {
+    return follow(this, this.#native, this.#gate, sessionKey, options)
   }
 
   /** {@link SessionState.changesSince} off the JS thread. */

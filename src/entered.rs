@@ -84,5 +84,6 @@ impl Drop for NativeSessionState {
         // A store collected without close releases its signal now, whatever background work
         // still holds the queue.
         self.store.set_notice_signal(None);
+        self.store.set_follow_signal(None);
     }
 }

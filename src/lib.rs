@@ -6,6 +6,7 @@ mod async_api;
 mod calls;
 mod entered;
 mod error;
+mod follow;
 mod import;
 mod inspect;
 mod links;

@@ -32,11 +32,12 @@ const COUNTER_NAMES: [&str; 8] = [
 ];
 
 /// The gauges, last.
-const GAUGE_NAMES: [&str; 4] = [
+const GAUGE_NAMES: [&str; 5] = [
     "notices.pending",
     "watchers.served",
     "sqlite.wal.size",
     "sqlite.wal.frames",
+    "followers.open",
 ];
 
 /// The name of every fixed slot, in order.
@@ -69,7 +70,7 @@ fn pack(s: &MetricsSnapshot, samples: Option<[Vec<u64>; HISTOGRAMS]>) -> Vec<f64
     let extra = samples
         .as_ref()
         .map_or(0, |l| l.iter().map(|v| v.len() + 1).sum());
-    let mut out = Vec::with_capacity(44 + extra);
+    let mut out = Vec::with_capacity(45 + extra);
     out.extend(s.events_recorded.iter().map(|&n| n as f64));
     out.extend(s.record_failures.iter().map(|&n| n as f64));
     out.extend(
@@ -94,6 +95,7 @@ fn pack(s: &MetricsSnapshot, samples: Option<[Vec<u64>; HISTOGRAMS]>) -> Vec<f64
             s.watchers_served,
             s.wal_bytes,
             s.wal_frames,
+            s.followers_open,
         ]
         .map(|n| n as f64),
     );

@@ -24,6 +24,8 @@ export class HostGateway extends GatewayProcess {
   readonly heard: Heard[] = []
   /** The codes of every onError report. */
   readonly errors: string[] = []
+  /** Every batch of the gateway's followers (semantics.md#follow), with when it arrived. */
+  readonly batches: { batch: { stateVersion: number; events: { sequence: number }[]; historyGap: boolean }; at: number }[] = []
 
   protected override onMessage(m: GatewayMessage): void {
     if (m.type === 'wake') {
@@ -31,6 +33,8 @@ export class HostGateway extends GatewayProcess {
     } else if (m.type === 'notice') {
       const n = m.notice as { watcherKey: string; targetKey: string; changesSince: number }
       this.heard.push({ watcher: n.watcherKey, target: n.targetKey, changesSince: n.changesSince, at: m.at as number })
+    } else if (m.type === 'batch') {
+      this.batches.push({ batch: m.batch as HostGateway['batches'][number]['batch'], at: m.at as number })
     } else if (m.type === 'error') {
       this.errors.push(m.code as string)
     }

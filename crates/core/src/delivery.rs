@@ -10,6 +10,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::cursors::{self, Pending, Provenance};
 use crate::error::Result;
+use crate::follow::Follows;
 use crate::hooks::{on_caller_thread, NoticeSignal};
 use crate::keys::SessionKey;
 use crate::metrics::{Count, Metrics};
@@ -40,6 +41,8 @@ pub(crate) struct Delivery {
     // True while `told` holds a signal: the one load a store without one pays.
     signalled: AtomicBool,
     told: Mutex<Option<Arc<dyn NoticeSignal>>>,
+    /// The followed sessions and their signal (semantics.md#follow).
+    pub(crate) follows: Follows,
 }
 
 /// The host's wake sink, counting each call (`session_awareness.wakes.requested`).
@@ -66,6 +69,7 @@ impl Delivery {
             metrics,
             signalled: AtomicBool::new(false),
             told: Mutex::new(None),
+            follows: Follows::default(),
         }
     }
 
@@ -127,8 +131,8 @@ impl Delivery {
         wakes
     }
 
-    /// Schedules the due wakes and tells the notice signal of notices that entered from
-    /// background work. Called after every lock is released, after every change of the queue
+    /// Schedules the due wakes, tells the notice signal of notices that entered from
+    /// background work and the follow signal of the followed sessions touched. Called after every lock is released, after every change of the queue
     /// that may let notices in: the one place every background source passes.
     pub(crate) fn wake_all(&self, wakes: Vec<Wake>) {
         if let Some(w) = &self.wake {
@@ -137,6 +141,7 @@ impl Delivery {
             }
         }
         self.tell_entered();
+        self.follows.tell();
     }
 
     /// Hands out the watcher's queued notices, acknowledged (semantics.md#cursors): the cursor rows decide, in one
@@ -264,6 +269,7 @@ impl Delivery {
         q.signal().close();
         drop(q);
         self.set_notice_signal(None);
+        self.follows.set_signal(None);
     }
 }
 

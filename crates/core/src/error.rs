@@ -49,6 +49,10 @@ pub enum Error {
     /// (docs/postgres.md#faults): the events may be stored or not, so a retry without a
     /// `dedupeKey` may store one twice.
     OutcomeUnknown(String),
+    /// The PostgreSQL URL reaches the server through a pooler in transaction or statement
+    /// mode (docs/postgres.md#poolers), which keeps neither the store's LISTEN nor its
+    /// prepared statements; refused at open. The text names the mode and what to configure.
+    PoolerMode(String),
 }
 
 /// The kind of an [`Error::Db`], the same for every store (SQLite's result codes map to it in
@@ -75,6 +79,10 @@ pub enum DbFailure {
     /// Any other failure.
     Other,
 }
+
+/// The codes of the core that no record can fail with (so [`crate::FAILURE_CODES`], which
+/// `record.failures` counts by, leaves them out): those of opening a store only.
+pub const OPEN_CODES: [&str; 1] = ["ERR_POOLER_MODE"];
 
 /// The result type of the core.
 pub type Result<T> = std::result::Result<T, Error>;
@@ -109,6 +117,7 @@ impl Error {
             Error::ImportDiverged(_) => "ERR_IMPORT_DIVERGED",
             Error::AsyncOnly(_) => "ERR_ASYNC_ONLY",
             Error::OutcomeUnknown(_) => "ERR_OUTCOME_UNKNOWN",
+            Error::PoolerMode(_) => "ERR_POOLER_MODE",
         }
     }
 
@@ -166,7 +175,9 @@ impl fmt::Display for Error {
             Error::Db { message, .. } => write!(f, "database error: {message}"),
             Error::Io(e) => write!(f, "file error: {e}"),
             Error::UpstreamParse(msg) => write!(f, "upstream transcript: {msg}"),
-            Error::NotSqlite(msg) | Error::FileShared(msg) => f.write_str(msg),
+            Error::NotSqlite(msg) | Error::FileShared(msg) | Error::PoolerMode(msg) => {
+                f.write_str(msg)
+            }
             Error::ForeignSchema(msg) => write!(f, "foreign schema: {msg}"),
             Error::ImportDiverged(msg) => write!(f, "import refused: {msg}"),
             Error::SourceChanged(msg) => write!(f, "import source changed: {msg}"),
@@ -223,6 +234,7 @@ mod tests {
             Error::OutcomeUnknown("x".into()).code(),
             "ERR_OUTCOME_UNKNOWN"
         );
+        assert_eq!(Error::PoolerMode("x".into()).code(), "ERR_POOLER_MODE");
         assert_eq!(Error::db(DbFailure::Connection, "x").code(), "ERR_DB");
     }
 

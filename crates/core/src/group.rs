@@ -165,5 +165,6 @@ pub(crate) fn copy(e: &Error) -> Error {
         Error::SourceChanged(m) => Error::SourceChanged(m.clone()),
         Error::AsyncOnly(m) => Error::AsyncOnly(m.clone()),
         Error::OutcomeUnknown(m) => Error::OutcomeUnknown(m.clone()),
+        Error::PoolerMode(m) => Error::PoolerMode(m.clone()),
     }
 }

@@ -39,6 +39,7 @@
 pub(crate) mod delivery;
 mod error;
 pub(crate) mod event;
+pub(crate) mod follow;
 pub(crate) mod group;
 pub(crate) mod hooks;
 /// Importing a SQLite file (OpenClaw's or a store's) into a PostgreSQL store.
@@ -83,8 +84,9 @@ pub use sqlite::schema;
 pub use sqlite::tx;
 
 pub use cursors::{Cursor, Provenance, WatchOptions};
-pub use error::{with_sources, DbFailure, Error, Result};
+pub use error::{with_sources, DbFailure, Error, Result, OPEN_CODES};
 pub use event::{ActorType, EventKind, NotifyKinds, RecordInput, Scopes, StateEvent};
+pub use follow::FollowSignal;
 pub use hooks::{mark_caller_thread, system_now, Clock, ErrorSink, Hooks, NoticeSignal};
 pub use keys::{decode_notice_context_key, encode_notice_context_key, MAX_SCOPE_BYTES};
 pub use log::Changes;

@@ -96,6 +96,8 @@ pub struct MetricsSnapshot {
     pub wal_bytes: u64,
     /// Frames in the WAL after the last commit: how far it ran since it last started over.
     pub wal_frames: u64,
+    /// Followers open now (semantics.md#follow).
+    pub followers_open: u64,
 }
 
 /// The gauges the store reads from its parts for a snapshot.
@@ -104,6 +106,7 @@ pub(crate) struct Gauges {
     pub(crate) notices_pending: u64,
     pub(crate) watchers_served: u64,
     pub(crate) wal_frames: u64,
+    pub(crate) followers_open: u64,
 }
 
 /// Counter indexes of [`Metrics`].
@@ -293,6 +296,7 @@ impl Metrics {
             notices_pending: gauges.notices_pending,
             watchers_served: gauges.watchers_served,
             wal_frames: gauges.wal_frames,
+            followers_open: gauges.followers_open,
             wal_bytes: self
                 .wal
                 .get()

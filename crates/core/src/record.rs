@@ -118,6 +118,10 @@ impl Recorder {
         if w.fresh {
             let m = &self.delivery.metrics;
             m.recorded(w.event.kind);
+            let e = &w.event;
+            self.delivery
+                .follows
+                .committed(&e.agent_id, &e.session_key, e.sequence);
             // A cursor that had nothing pending opened at this event's sequence.
             let new = w.pending.iter().filter(|p| p.notified == w.event.sequence);
             m.add(Count::OpenedNew, new.count() as u64);

@@ -37,6 +37,7 @@ use crate::sync::SyncState;
 use crate::upstream::links::LinkRows;
 use crate::upstream::monitor::Monitor;
 
+mod follow;
 #[cfg(any(test, feature = "test-hooks"))]
 mod inside;
 mod reads;

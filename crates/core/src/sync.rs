@@ -394,7 +394,10 @@ impl SyncState {
         let mut full: HashSet<String> = fresh.iter().cloned().collect();
         if top != p.last_sequence {
             let (sessions, count) = tx.changed_sessions(p.last_sequence, top)?;
+            // Followers of these sessions read them (semantics.md#follow).
+            self.delivery.follows.touch_keys(&sessions);
             if count != top - p.last_sequence {
+                self.delivery.follows.touch_all();
                 // Events are missing from the range (a dedupe hit used a number, a prune or a
                 // delete removed rows): the sessions list may be short, so every served
                 // watcher is read in full.

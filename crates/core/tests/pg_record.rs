@@ -307,8 +307,8 @@ fn groups_over_the_same_sessions_in_opposite_orders_never_deadlock() {
 }
 
 #[test]
-fn a_record_in_flight_when_its_backend_is_terminated_is_err_db_and_writes_nothing_without_a_window(
-) {
+fn a_record_in_flight_when_its_backend_is_terminated_is_err_db_and_writes_nothing_without_a_window()
+{
     let c = cluster("rs-terminate");
     // No reconnect window: the record settles on the loss (with one, it is written again once
     // connected: crates/core/tests/pg_faults.rs).

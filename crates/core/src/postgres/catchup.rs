@@ -26,6 +26,7 @@ use tokio::task::JoinHandle;
 use tokio_postgres::{Client, GenericClient};
 
 use super::cursors;
+use super::follow::{self, Elsewhere};
 use super::lease;
 use super::listen::{self, Hint};
 use crate::cursors::Pending;
@@ -80,6 +81,8 @@ pub(crate) struct State {
     listener: Mutex<Option<Arc<Client>>>,
     connects: AtomicU64,
     catch_ups: AtomicU64,
+    /// The sessions other hosts follow, and what this host announced.
+    elsewhere: Elsewhere,
 }
 
 /// The cross-host state of one PostgreSQL store and its background task.
@@ -114,6 +117,7 @@ impl Notices {
                 listener: Mutex::new(None),
                 connects: AtomicU64::new(0),
                 catch_ups: AtomicU64::new(0),
+                elsewhere: Elsewhere::default(),
             }),
             task: Mutex::new(None),
         }
@@ -137,6 +141,14 @@ impl Notices {
         let state = Arc::clone(&self.state);
         let task = crate::runtime::handle().spawn(async move { state.run(connect).await });
         *self.task.lock() = Some(task);
+    }
+
+    /// Asks the task for a turn now (a follower started: it announces the sessions followed
+    /// here at once, semantics.md#follow).
+    pub(crate) fn kick(&self) {
+        if self.is_on() {
+            self.state.kick.notify_one();
+        }
     }
 
     /// Serves `watcher`: its lease is written and its pending notices read at the task's
@@ -200,7 +212,7 @@ impl Notices {
     /// Returns the wakes to schedule. The record path sends both with its `COMMIT` instead
     /// ([`Notices::tail`], [`Notices::settle`]).
     pub(crate) async fn after_commit(&self, c: &mut Cached<'_>, pending: &[Pending]) -> Vec<Wake> {
-        let Some(tail) = self.tail(pending, &[]) else {
+        let Some(tail) = self.tail(pending, &[], &[]) else {
             return self.state.delivery.enqueue(pending);
         };
         let prepared = Prepared::on(c, tail.asks()).await;
@@ -212,8 +224,18 @@ impl Notices {
     /// when notices do not cross hosts or it opens none. `reseeded` (watcher, target): the
     /// pairs whose queued notice the commit drops (a `child_spawned` reseeded the cursor),
     /// taken as not held here.
-    pub(crate) fn tail(&self, pending: &[Pending], reseeded: &[(&str, &str)]) -> Option<Tail> {
-        if pending.is_empty() || !self.is_on() {
+    pub(crate) fn tail(
+        &self,
+        pending: &[Pending],
+        reseeded: &[(&str, &str)],
+        written: &[&str],
+    ) -> Option<Tail> {
+        if !self.is_on() {
+            return None;
+        }
+        // The sessions written that another host follows: the hint names them (semantics.md#follow).
+        let followed = self.state.elsewhere.named(written, crate::lease::now());
+        if pending.is_empty() && followed.is_empty() {
             return None;
         }
         let st = &self.state;
@@ -239,7 +261,7 @@ impl Notices {
         };
         Some(Tail::new(
             st.schema.as_str(),
-            listen::payload(&st.instance, &watchers),
+            follow::hint_payload(&st.instance, &watchers, &followed),
             &st.instance,
             ask,
             crate::lease::now(),
@@ -414,6 +436,14 @@ impl State {
             let mut statements = HashMap::new();
             let mut c = Cached::new(&client, &mut statements, self.schema);
             self.connects.fetch_add(1, Ordering::AcqRel);
+            // The hosts that follow sessions announce them now (semantics.md#follow); best
+            // effort, like every hint.
+            let _ = notify(
+                &mut c,
+                self.schema.as_str(),
+                &follow::question(&self.instance),
+            )
+            .await;
             // Whatever was sent while no listener was connected is found in the rows.
             match self.turn(&mut c, &Hint::All).await {
                 Ok(()) => self.failing.store(false, Ordering::Release),
@@ -464,6 +494,21 @@ impl State {
 
     /// The hint of a payload, or none for this store's own.
     fn hint_of(&self, payload: &str) -> Option<Hint> {
+        if let Some((from, a)) = follow::announced(payload) {
+            // The sessions another host follows: its hints are not catch-ups.
+            if from.as_deref() != Some(self.instance.as_str()) {
+                self.elsewhere.heard(a, crate::lease::now() + self.lease_ms);
+            }
+            return None;
+        }
+        if let Some(from) = follow::asked(payload) {
+            // A host connected: the sessions followed here are announced at this turn.
+            if from.as_deref() == Some(self.instance.as_str()) || !self.delivery.follows.any() {
+                return None;
+            }
+            self.elsewhere.ask();
+            return Some(Hint::Watchers(Vec::new()));
+        }
         match listen::parse(payload) {
             (Some(from), _) if from == self.instance => None,
             (_, hint) => Some(hint),
@@ -474,6 +519,7 @@ impl State {
     /// the watchers served since the last one.
     async fn turn(&self, c: &mut Cached<'_>, hint: &Hint) -> Result<()> {
         self.renew(c).await?;
+        self.follow_heads(c).await?;
         let watchers: Vec<String> = {
             let mut s = self.served.lock();
             let fresh = std::mem::take(&mut s.fresh);
@@ -496,6 +542,31 @@ impl State {
             return Ok(());
         }
         self.catch_up(c, watchers).await
+    }
+
+    /// Reads the heads of the sessions followed here and tells their followers of those
+    /// that moved (semantics.md#follow). Nothing when nobody follows.
+    async fn follow_heads(&self, c: &mut Cached<'_>) -> Result<()> {
+        let follows = &self.delivery.follows;
+        if !follows.any() {
+            return Ok(());
+        }
+        let sessions = follows.sessions();
+        let mut keys: Vec<String> = sessions.iter().map(|s| s.1.clone()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let now = crate::lease::now();
+        if self.elsewhere.announce_due(&keys, now, self.lease_ms / 3) {
+            let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let payload = follow::announcement(&self.instance, &refs);
+            if let Err(e) = notify(c, self.schema.as_str(), &payload).await {
+                self.failed(e);
+            }
+        }
+        let heads = follow::heads(c, &sessions).await?;
+        follows.heads(&heads);
+        follows.tell();
+        Ok(())
     }
 
     /// Reads the pending cursors of `watchers` and brings their part of the queue in line:

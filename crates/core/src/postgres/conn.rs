@@ -15,9 +15,14 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::{DbFailure, Error, Result};
 use crate::options::{Options, SchemaName};
+use crate::postgres::backend::Backend;
 use crate::postgres::cursors::Cached;
-use crate::postgres::outage::{self, Outage, Step};
+use crate::postgres::outage::{self, failure_of, Faults, Outage};
+use crate::postgres::percent::{find_ignore_case, percent_decode, percent_encode};
 use crate::postgres::tls::{self, SslChoice};
+
+/// A new connection: its client, the task that runs it, and the server process behind it.
+type Connected = (Client, AbortHandle, Option<Backend>);
 
 /// Where a listener's connection hands the payloads of its notifications.
 type Hints = tokio::sync::mpsc::UnboundedSender<String>;
@@ -157,6 +162,16 @@ impl Target {
         self.ssl
     }
 
+    /// The connect timeout, if any.
+    pub(crate) fn connect_timeout(&self) -> Option<Duration> {
+        self.connect_timeout
+    }
+
+    /// Where it connects, for error messages: `host …, port …, database …`.
+    pub(crate) fn place(&self) -> String {
+        crate::postgres::settings::place(&self.config)
+    }
+
     /// `text` without this target's password (see [`redact`]).
     pub(crate) fn redact(&self, text: &str) -> String {
         redact(text, self.password.as_deref())
@@ -164,18 +179,21 @@ impl Target {
 
     /// A client's error as the store's [`Error::Db`], its text redacted.
     pub(crate) fn error(&self, e: &tokio_postgres::Error) -> Error {
-        if let Some(db) = e.as_db_error() {
+        let mut message = match e.as_db_error() {
             // The server's own words and its SQLSTATE, without the client's "db error" prefix.
-            let message = format!("{db} (SQLSTATE {})", db.code().code());
-            return Error::db(failure_of(e), self.redact(&message));
+            Some(db) => format!("{db} (SQLSTATE {})", db.code().code()),
+            None => crate::error::with_sources(e),
+        };
+        let kind = failure_of(e);
+        if kind == DbFailure::Connection {
+            message = format!("{message} ({})", self.place());
         }
-        let message = crate::error::with_sources(e);
-        Error::db(failure_of(e), self.redact(&message))
+        Error::db(kind, self.redact(&message))
     }
 
     /// A new client; its connection runs on the core runtime until it ends. Bounded by the
     /// connect timeout as a whole (TCP, TLS, authentication and the session's settings).
-    pub(crate) async fn connect(&self) -> Result<(Client, AbortHandle, Option<Backend>)> {
+    pub(crate) async fn connect(&self) -> Result<Connected> {
         self.connect_bounded(None).await
     }
 
@@ -203,26 +221,24 @@ impl Target {
         Ok((client, rx))
     }
 
-    async fn connect_bounded(
-        &self,
-        hints: Option<Hints>,
-    ) -> Result<(Client, AbortHandle, Option<Backend>)> {
+    async fn connect_bounded(&self, hints: Option<Hints>) -> Result<Connected> {
         let attempt = self.connect_unbounded(hints);
         match self.connect_timeout {
             Some(t) => tokio::time::timeout(t, attempt).await.map_err(|_| {
                 Error::db(
                     DbFailure::Connection,
-                    format!("no connection to PostgreSQL within {} ms", t.as_millis()),
+                    format!(
+                        "no connection to PostgreSQL within {} ms ({})",
+                        t.as_millis(),
+                        self.place()
+                    ),
                 )
             })?,
             None => attempt.await,
         }
     }
 
-    async fn connect_unbounded(
-        &self,
-        hints: Option<Hints>,
-    ) -> Result<(Client, AbortHandle, Option<Backend>)> {
+    async fn connect_unbounded(&self, hints: Option<Hints>) -> Result<Connected> {
         let (client, task) = match (self.ssl, &self.tls) {
             (SslChoice::Disable, _) | (_, None) => {
                 self.connect_with(SslMode::Disable, &hints).await?
@@ -236,15 +252,11 @@ impl Target {
             (SslChoice::Prefer, Some(_)) => self.connect_with(SslMode::Prefer, &hints).await?,
             (_, Some(_)) => self.connect_with(SslMode::Require, &hints).await?,
         };
-        // A SET, not a startup option: poolers refuse unknown startup parameters. The backend's
-        // identity comes in the same round trip (docs/postgres.md#faults: a transaction left
-        // open by a lost connection is ended by it).
+        // SETs, not startup options: poolers refuse unknown startup parameters. The backend's
+        // identity in the same round trip (`backend.rs`).
+        let sql = crate::postgres::settings::session_sql(self.statement_timeout_ms);
         let answer = client
-            .simple_query(&format!(
-                "SET statement_timeout = {}; {}",
-                self.statement_timeout_ms,
-                Backend::QUERY
-            ))
+            .simple_query(&format!("{sql}; {}", Backend::QUERY))
             .await
             .map_err(|e| self.error(&e))?;
         Ok((client, task, Backend::of(&answer)))
@@ -298,27 +310,6 @@ where
     task.abort_handle()
 }
 
-/// The kind of a client's error: SQLSTATE classes of a server error, a lost or refused
-/// connection otherwise.
-fn failure_of(e: &tokio_postgres::Error) -> DbFailure {
-    let Some(db) = e.as_db_error() else {
-        return DbFailure::Connection;
-    };
-    let code = db.code().code();
-    match code {
-        "40001" | "40P01" | "55P03" | "57014" => DbFailure::Busy,
-        "53100" => DbFailure::Full,
-        "25006" => DbFailure::ReadOnly,
-        "XX001" | "XX002" => DbFailure::Corrupt,
-        "57P01" | "57P02" | "57P03" => DbFailure::Connection,
-        // The server refused this login: waiting for it does not help.
-        "3D000" => DbFailure::Login,
-        _ if code.starts_with("28") => DbFailure::Login,
-        _ if code.starts_with("08") => DbFailure::Connection,
-        _ => DbFailure::Other,
-    }
-}
-
 /// `text` with every password hidden: the userinfo password of a URL (`://user:…@`), the
 /// value of every `password=` parameter, and each occurrence of `password` (as given and
 /// percent-encoded) when it is known. Every message of the PostgreSQL store goes through it.
@@ -370,49 +361,6 @@ pub(crate) fn redact(text: &str, password: Option<&str>) -> String {
     redacted
 }
 
-fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
-    haystack
-        .as_bytes()
-        .windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (
-            b[i],
-            b.get(i + 1).and_then(|&c| hex(c)),
-            b.get(i + 2).and_then(|&c| hex(c)),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// One connection's client and its prepared statements.
 pub(crate) struct Session {
     /// The client (its queries polled together are pipelined).
@@ -426,47 +374,19 @@ pub(crate) struct Session {
     backend: Option<Backend>,
 }
 
-/// A server process of the store, named so that it can be ended later without ending another
-/// one that reused its pid.
-#[derive(Clone, Debug)]
-pub(crate) struct Backend {
-    pid: i32,
-    start: String,
-}
-
-impl Backend {
-    /// Asks the server for the identity of the backend that answers.
-    const QUERY: &'static str = "SELECT pg_backend_pid()::text, (SELECT backend_start::text \
-         FROM pg_stat_activity WHERE pid = pg_backend_pid())";
-
-    fn of(answer: &[tokio_postgres::SimpleQueryMessage]) -> Option<Backend> {
-        answer.iter().find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) => Some(Backend {
-                pid: r.get(0)?.parse().ok()?,
-                start: r.get(1)?.to_owned(),
-            }),
-            _ => None,
-        })
-    }
-
-    /// Ends this backend if it still runs (its open transaction rolls back, its locks go), on
-    /// `client`'s connection. Nothing when another process has its pid now.
-    pub(crate) async fn terminate(
-        &self,
-        client: &Client,
-    ) -> std::result::Result<(), tokio_postgres::Error> {
-        client
-            .execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                 WHERE pid = $1 AND backend_start::text = $2",
-                &[&self.pid, &self.start],
-            )
-            .await
-            .map(|_| ())
-    }
-}
-
 impl Session {
+    /// A connected session: `client`, the task `conn` that runs its connection, and the
+    /// server process behind it.
+    pub(crate) fn new(client: Client, conn: AbortHandle, backend: Option<Backend>) -> Self {
+        Session {
+            client,
+            statements: HashMap::new(),
+            in_tx: false,
+            conn,
+            backend,
+        }
+    }
+
     /// The client, the statement cache and the open-transaction mark, borrowed apart.
     pub(crate) fn parts(
         &mut self,
@@ -484,13 +404,8 @@ pub(crate) struct Pg {
     target: Target,
     schema: SchemaName,
     session: Mutex<Option<Session>>,
-    /// The outage, if any, and the window calls wait in (`outage.rs`).
-    outage: Outage,
-    /// The backend of a connection lost in the middle of a transaction, to end once connected
-    /// again (its transaction holds the heads' locks until the server notices).
-    orphan: parking_lot::Mutex<Option<Backend>>,
-    /// The highest sequence handed out, raised on the server after a lost connection.
-    floor: crate::postgres::floor::Floor,
+    /// What it keeps across a lost connection (`outage.rs`).
+    faults: Faults,
 }
 
 /// The connection, locked for one call.
@@ -516,25 +431,13 @@ impl Pg {
             target,
             schema,
             session: Mutex::new(None),
-            outage,
-            orphan: parking_lot::Mutex::new(None),
-            floor: Default::default(),
+            faults: Faults::new(outage),
         }
     }
 
-    /// The highest sequence this store handed out (`floor.rs`).
-    pub(crate) fn floor(&self) -> &crate::postgres::floor::Floor {
-        &self.floor
-    }
-
-    /// The outage state of the connection.
-    pub(crate) fn outage(&self) -> &Outage {
-        &self.outage
-    }
-
-    /// The backend of a connection lost mid-transaction, taken (see [`Backend::terminate`]).
-    pub(crate) fn take_orphan(&self) -> Option<Backend> {
-        self.orphan.lock().take()
+    /// What it keeps across a lost connection: the outage, the sequence floor, a lost backend.
+    pub(crate) fn faults(&self) -> &Faults {
+        &self.faults
     }
 
     /// Where it connects.
@@ -552,9 +455,9 @@ impl Pg {
         let mut guard = self.session.lock().await;
         if guard.as_ref().is_none_or(|s| s.client.is_closed()) {
             if guard.take().is_some() {
-                self.outage.lost();
+                self.faults.outage.lost();
             }
-            *guard = Some(self.reconnect().await?);
+            *guard = Some(outage::reconnect(self).await?);
         }
         let watchdog = match (self.target.call_deadline(), guard.as_ref()) {
             (Some(after), Some(s)) => {
@@ -572,61 +475,6 @@ impl Pg {
             pg: self,
             watchdog,
         })
-    }
-
-    /// A new session: connected at once, or, once the store has lost its connection, through
-    /// the outage's window (`outage.rs`): attempts with backoff until the server answers or
-    /// the window has passed.
-    async fn reconnect(&self) -> Result<Session> {
-        let mut last = None;
-        let mut tried = false;
-        loop {
-            let within = match self.outage.step(tried) {
-                Step::GiveUp => return Err(self.outage.gave_up(last)),
-                Step::Wait(until) => {
-                    tokio::time::sleep_until(until.into()).await;
-                    continue;
-                }
-                Step::Try(within) => within,
-            };
-            tried = true;
-            let attempt = self.target.connect();
-            let r = match within {
-                Some(t) => tokio::time::timeout(t, attempt)
-                    .await
-                    .unwrap_or_else(|_| Err(self.outage.gave_up(last.take()))),
-                None => attempt.await,
-            };
-            let r = match r {
-                // After a loss the server may be a promoted standby behind what was handed out.
-                Ok((client, conn, backend)) if self.outage.is_down() => {
-                    // Best effort past a lost connection: a refusal (no right to the sequence)
-                    // leaves the identity as it is, and the primary key still refuses a row.
-                    match self.floor.raise(&client, self.schema).await {
-                        Err(e) if e.is_closed() => Err(self.target.error(&e)),
-                        _ => Ok((client, conn, backend)),
-                    }
-                }
-                other => other,
-            };
-            match r {
-                Ok((client, conn, backend)) => {
-                    self.outage.up();
-                    return Ok(Session {
-                        client,
-                        statements: HashMap::new(),
-                        in_tx: false,
-                        conn,
-                        backend,
-                    });
-                }
-                Err(e) if outage::waits_for(&e) && self.outage.rides() => {
-                    self.outage.failed();
-                    last = Some(e);
-                }
-                Err(e) => return Err(e),
-            }
-        }
     }
 
     /// Drops the client (its connection closes); the next call connects again.
@@ -679,27 +527,19 @@ impl SessionGuard<'_> {
     /// Drops the client when its connection has ended, so the next call connects again (and
     /// the outage's window starts).
     pub(crate) fn forget_if_closed(&mut self) {
-        let _ = self.forget_lost(false);
-    }
-
-    fn forget_lost(&mut self, mid_transaction: bool) -> bool {
-        if !self.guard.as_ref().is_some_and(|s| s.client.is_closed()) {
-            return false;
+        if self.guard.as_ref().is_some_and(|s| s.client.is_closed()) {
+            self.drop_lost(false);
         }
-        self.drop_lost(mid_transaction);
-        true
     }
 
     /// Drops the client of a call that lost its connection (a connection-class failure, even
     /// when the socket has not closed yet: the server is ending it), and starts the outage's
     /// window. `mid_transaction`: its backend is kept, to be ended once connected again.
     pub(crate) fn drop_lost(&mut self, mid_transaction: bool) {
-        if let Some(s) = self.guard.take() {
-            if mid_transaction {
-                *self.pg.orphan.lock() = s.backend;
-            }
+        if let Some(s) = self.guard.take().filter(|_| mid_transaction) {
+            self.pg.faults.orphaned(s.backend);
         }
-        self.pg.outage.lost();
+        self.pg.faults.outage.lost();
     }
 }
 

@@ -7,7 +7,9 @@
 //! **Decision:** the channel is the schema's name (a plain identifier of at most 63 bytes,
 //! so it needs no quoting and is never truncated), and the payload is JSON,
 //! `{"i":"<instance>","w":["<watcher>",…]}`; one that would not fit PostgreSQL's 8,000 bytes
-//! is sent as `{"i":"<instance>","w":"*"}`: catch up every served watcher.
+//! is sent as `{"i":"<instance>","w":"*"}`: catch up every served watcher. Followers add a
+//! member (`"s"`, the sessions written that another host follows) and a payload of their own
+//! (`"f"`, the sessions a host follows), both read in [`super::follow`].
 
 use std::future::poll_fn;
 

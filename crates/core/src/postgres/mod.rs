@@ -11,6 +11,7 @@ use crate::delivery::Delivery;
 use crate::error::{DbFailure, Error, Result};
 use crate::options::Options;
 
+mod backend;
 mod batch;
 pub(crate) mod calls;
 pub(crate) mod catchup;
@@ -18,6 +19,7 @@ pub(crate) mod conn;
 pub(crate) mod cursors;
 pub(crate) mod delivery;
 pub(crate) mod floor;
+pub(crate) mod follow;
 pub mod import;
 mod in_doubt;
 pub mod inspect;
@@ -26,11 +28,14 @@ mod links;
 pub(crate) mod listen;
 pub(crate) mod outage;
 mod overlay;
+pub(crate) mod percent;
+pub(crate) mod pooler;
 pub(crate) mod prune;
 mod reads;
 mod record;
 pub(crate) mod rows;
 pub(crate) mod schema;
+pub(crate) mod settings;
 pub(crate) mod tail;
 pub(crate) mod tls;
 
@@ -82,7 +87,11 @@ impl PgStore {
             auto_prune: Arc::default(),
         };
         let pg = Arc::clone(&store.pg);
-        block_on(async move { schema::apply(&pg).await })??;
+        // A transaction-mode pooler is refused before anything is written (pooler.rs).
+        block_on(async move {
+            pooler::check(&pg).await?;
+            schema::apply(&pg).await
+        })??;
         let pg = Arc::clone(&store.pg);
         store.notices.spawn(Arc::new(move || {
             let pg = Arc::clone(&pg);
@@ -96,7 +105,7 @@ impl PgStore {
     pub(crate) fn waiting_gate(&self) -> crate::writer::Gate {
         let pg = Arc::clone(&self.pg);
         Arc::new(move |queued| {
-            let o = pg.outage();
+            let o = &pg.faults().outage;
             (o.is_down() && queued >= o.cap()).then(|| {
                 Error::db(
                     DbFailure::Connection,

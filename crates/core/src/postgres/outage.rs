@@ -13,12 +13,47 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::error::{DbFailure, Error};
+use crate::error::{DbFailure, Error, Result};
+use crate::postgres::backend::Backend;
+use crate::postgres::conn::{Pg, Session};
+use crate::postgres::floor::Floor;
 
 /// The first wait between two reconnection attempts; it doubles up to [`BACKOFF_MAX`].
 pub(crate) const BACKOFF_MIN: Duration = Duration::from_millis(50);
 /// The longest wait between two reconnection attempts.
 pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// What a store keeps across a lost connection: the outage, the sequence floor (`floor.rs`),
+/// and the backend a connection lost mid-transaction left (its transaction holds the heads'
+/// locks until the server notices the loss: ended once connected again).
+pub(crate) struct Faults {
+    /// The outage, if any, and the window calls wait in.
+    pub(crate) outage: Outage,
+    /// The highest sequence handed out, raised on the server after a lost connection.
+    pub(crate) floor: Floor,
+    orphan: Mutex<Option<Backend>>,
+}
+
+impl Faults {
+    /// Nothing lost yet.
+    pub(crate) fn new(outage: Outage) -> Self {
+        Faults {
+            outage,
+            floor: Floor::default(),
+            orphan: Mutex::new(None),
+        }
+    }
+
+    /// A connection was lost mid-transaction on `backend`.
+    pub(crate) fn orphaned(&self, backend: Option<Backend>) {
+        *self.orphan.lock() = backend;
+    }
+
+    /// The backend of a connection lost mid-transaction, taken (see [`Backend::terminate`]).
+    pub(crate) fn take_orphan(&self) -> Option<Backend> {
+        self.orphan.lock().take()
+    }
+}
 
 /// The outage state of one store's connection.
 pub(crate) struct Outage {
@@ -152,6 +187,27 @@ impl Outage {
     }
 }
 
+/// The kind of a client's error: SQLSTATE classes of a server error, a lost or refused
+/// connection otherwise.
+pub(crate) fn failure_of(e: &tokio_postgres::Error) -> DbFailure {
+    let Some(db) = e.as_db_error() else {
+        return DbFailure::Connection;
+    };
+    let code = db.code().code();
+    match code {
+        "40001" | "40P01" | "55P03" | "57014" => DbFailure::Busy,
+        "53100" => DbFailure::Full,
+        "25006" => DbFailure::ReadOnly,
+        "XX001" | "XX002" => DbFailure::Corrupt,
+        "57P01" | "57P02" | "57P03" => DbFailure::Connection,
+        // The server refused this login: waiting for it does not help.
+        "3D000" => DbFailure::Login,
+        _ if code.starts_with("28") => DbFailure::Login,
+        _ if code.starts_with("08") => DbFailure::Connection,
+        _ => DbFailure::Other,
+    }
+}
+
 /// True when `e` is a lost or refused connection that waiting may cure (the server
 /// restarting, failing over or out of reach), not a login the server refused.
 pub(crate) fn waits_for(e: &Error) -> bool {
@@ -162,6 +218,55 @@ pub(crate) fn waits_for(e: &Error) -> bool {
             ..
         }
     )
+}
+
+/// A new session: connected at once, or, once the store has lost its connection, through
+/// the outage's window (`outage.rs`): attempts with backoff until the server answers or
+/// the window has passed.
+pub(crate) async fn reconnect(pg: &Pg) -> Result<Session> {
+    let mut last = None;
+    let mut tried = false;
+    loop {
+        let within = match pg.faults().outage.step(tried) {
+            Step::GiveUp => return Err(pg.faults().outage.gave_up(last)),
+            Step::Wait(until) => {
+                tokio::time::sleep_until(until.into()).await;
+                continue;
+            }
+            Step::Try(within) => within,
+        };
+        tried = true;
+        let attempt = pg.target().connect();
+        let r = match within {
+            Some(t) => tokio::time::timeout(t, attempt)
+                .await
+                .unwrap_or_else(|_| Err(pg.faults().outage.gave_up(last.take()))),
+            None => attempt.await,
+        };
+        let r = match r {
+            // After a loss the server may be a promoted standby behind what was handed out.
+            Ok((client, conn, backend)) if pg.faults().outage.is_down() => {
+                // Best effort past a lost connection: a refusal (no right to the sequence)
+                // leaves the identity as it is, and the primary key still refuses a row.
+                match pg.faults().floor.raise(&client, pg.schema()).await {
+                    Err(e) if e.is_closed() => Err(pg.target().error(&e)),
+                    _ => Ok((client, conn, backend)),
+                }
+            }
+            other => other,
+        };
+        match r {
+            Ok((client, conn, backend)) => {
+                pg.faults().outage.up();
+                return Ok(Session::new(client, conn, backend));
+            }
+            Err(e) if waits_for(&e) && pg.faults().outage.rides() => {
+                pg.faults().outage.failed();
+                last = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -152,7 +152,7 @@ impl PgStore {
         for (i, now, r) in written {
             out[i] = match r {
                 Ok(Some(w)) => {
-                    self.pg.floor().saw(w.event.sequence);
+                    self.pg.faults().floor.saw(w.event.sequence);
                     self.enqueue(&w);
                     if w.fresh {
                         prune_at = Some(now);
@@ -195,7 +195,7 @@ impl PgStore {
                 Attempt::Lost(e, d) => {
                     // A server that takes connections and keeps losing them: the window bounds
                     // this call's attempts too.
-                    let outage = self.pg.outage();
+                    let outage = &self.pg.faults().outage;
                     let since = *first_loss.get_or_insert_with(std::time::Instant::now);
                     if !outage.rides() || since.elapsed() >= outage.window() {
                         return Err(settle(e, d.as_ref()));
@@ -219,6 +219,7 @@ impl PgStore {
         let tail = |written: &[group::WrittenItem]| {
             let mut pending = Vec::new();
             let mut reseeded = Vec::new();
+            let mut sessions = Vec::new();
             for w in written
                 .iter()
                 .filter_map(|(_, _, r)| r.as_ref().ok()?.as_ref())
@@ -226,8 +227,11 @@ impl PgStore {
                 pending.extend(w.pending.iter().cloned());
                 let target = w.event.session_key.as_str();
                 reseeded.extend(w.reseeded.iter().map(|r| (r.as_str(), target)));
+                if w.fresh {
+                    sessions.push(target);
+                }
             }
-            self.notices().tail(&pending, &reseeded)
+            self.notices().tail(&pending, &reseeded, &sessions)
         };
         let tail_of: Option<TailOf<'_>> = match self.notices().is_on() {
             true => Some(&tail),
@@ -246,7 +250,7 @@ impl PgStore {
             Err(e) => return Attempt::Failed(e),
         };
         let (client, _, in_tx) = session.parts();
-        if let Some(orphan) = pg.take_orphan() {
+        if let Some(orphan) = pg.faults().take_orphan() {
             // A transaction a lost connection left open holds the heads' locks until the
             // server notices the loss (hours, on a cut link): end it. Best effort: the look-up
             // and the write wait for those locks in any case.
@@ -347,6 +351,10 @@ impl PgStore {
         let m = &self.delivery.metrics;
         if w.fresh {
             m.recorded(w.event.kind);
+            let e = &w.event;
+            self.delivery
+                .follows
+                .committed(&e.agent_id, &e.session_key, e.sequence);
             let new = w.pending.iter().filter(|p| p.notified == w.event.sequence);
             m.add(Count::OpenedNew, new.count() as u64);
         }

@@ -21,6 +21,7 @@ impl Store {
             notices_pending: self.delivery().queue().len() as u64,
             watchers_served: r.sync.as_ref().map_or(0, |s| s.served_count() as u64),
             wal_frames: r.maintenance.wal_frames(),
+            followers_open: self.delivery().follows.open(),
         })
     }
 
