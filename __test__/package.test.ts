@@ -114,7 +114,7 @@ afterAll(() => {
 
 /** The modules of lib/, each shipped compiled with its declarations. */
 const MODULES = [
-  'args', 'async', 'call-args', 'context-key', 'errors', 'gate', 'import', 'index', 'inspect', 'metrics', 'names',
+  'args', 'async', 'call-args', 'context-key', 'errors', 'follow', 'gate', 'import', 'index', 'inspect', 'metrics', 'names',
   'notice-listener', 'packed', 'payload', 'session-state', 'store-options', 'types', 'versions',
   'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/links', 'openclaw/producers', 'openclaw/reads',
   'openclaw/state', 'openclaw/types',

@@ -47,8 +47,11 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value:
  * @internal
  */
 export interface Entry {
+  /** How often the addon said the session was touched. */
   touches: number
+  /** Its open followers. */
   followers: number
+  /** Its followers waiting for a touch. */
   waiting: Set<Follower>
 }
 
@@ -74,6 +77,10 @@ export class Hub {
   readonly active = new Set<Follower>()
   #closed = false
 
+  /**
+   * @param native - the store
+   * @param gate - the store's gate: its close ends every follower
+   */
   constructor(native: NativeSessionState, gate: Gate) {
     this.#native = native
     // The addon holds this callback strongly and the hub weakly: the hub never keeps the
@@ -83,6 +90,7 @@ export class Hub {
     gate.closers.push(() => self.deref()?.close())
   }
 
+  /** True once the store began closing. */
   get closed(): boolean {
     return this.#closed
   }
@@ -199,6 +207,7 @@ export class Follower implements AsyncIterableIterator<FollowBatch> {
     return Promise.resolve(DONE)
   }
 
+  /** The follower itself: it is its own async iterator. */
   [Symbol.asyncIterator](): this {
     return this
   }
