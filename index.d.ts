@@ -458,8 +458,9 @@ export interface NativeError {
 }
 
 /**
- * Every code the addon can give: the core's (`Error::code`), then the binding's own. A test
- * checks the TypeScript `ErrorCode` union against them.
+ * Every code the addon can give: the core's (`Error::code`: a record's, then those of an
+ * open only), then the binding's own. A test checks the TypeScript `ErrorCode` union against
+ * them.
  */
 export declare function nativeErrorCodes(): Array<string>
 

@@ -54,6 +54,7 @@ function write(name: string, text: string): string {
 const load = (name: string): Yaml => yaml.load(fs.readFileSync(path.join(WORKFLOWS, name), 'utf8'))
 // The PostgreSQL step, the same in every job that has it.
 const PG_STEP: Yaml = load('ci.yml').jobs['rust-test'].steps.find((s: Yaml) => s.name?.startsWith('PostgreSQL server binaries'))
+const PGBOUNCER_STEP: Yaml = load('ci.yml').jobs.test.steps.find((s: Yaml) => s.name?.startsWith('PgBouncer'))
 
 describe('scripts/lint-workflows.js', () => {
   test('the repository workflows have no finding', () => {
@@ -211,16 +212,20 @@ describe('ci.yml', () => {
       'npm run build:ts',
       'npx tsc -p examples/tsconfig.json\nnode .tmp/examples/gateway.js\n',
       PG_STEP.run,
+      PGBOUNCER_STEP.run,
       'npx jest --runInBand',
     ])
     expect(job.steps[3].with).toEqual({ name: 'bindings-${{ matrix.platform.target }}', path: '.' })
-    expect(job.steps.at(-2)).toEqual(PG_STEP)
+    expect(job.steps.at(-3)).toEqual(PG_STEP)
+    // PgBouncer for the pooler tests, on Linux only, installed when the image has none.
+    expect(PGBOUNCER_STEP.if).toBe("runner.os == 'Linux'")
+    expect(PGBOUNCER_STEP.run).toContain('sudo apt-get install -y --no-install-recommends pgbouncer')
     // The musl cell runs the same steps in node:<version>-alpine.
     expect(musl.steps.map((s: Yaml) => s.uses ?? 'run')).toEqual(['actions/checkout@v5', 'actions/download-artifact@v6', 'run'])
     expect(musl.steps[1].with).toEqual({ name: 'bindings-${{ matrix.platform.target }}', path: '.' })
     const inAlpine = musl.steps[2].run.split('\n').map((l: string) => l.trim()).filter(Boolean)
     // Without the PostgreSQL step, and with its tests left out of Jest, saying why.
-    const alpineRuns = runs.slice(2, -2).filter((r: string) => !r.startsWith('actions/'))
+    const alpineRuns = runs.slice(2, -3).filter((r: string) => !r.startsWith('actions/'))
     expect(inAlpine).toEqual([
       'docker run --rm -v "$PWD:/work" -w /work node:${{ matrix.node }}-alpine sh -euc \'',
       'apk add --no-cache bash build-base python3',

@@ -36,6 +36,13 @@ export type ErrorCode =
   | 'ERR_NOT_SQLITE'
   /** The import's destination holds a history that disagrees with the source's; nothing was written. */
   | 'ERR_IMPORT_DIVERGED'
+  /**
+   * `SessionState.open` on a PostgreSQL URL that goes through a pooler in transaction or
+   * statement mode (PgBouncer's `pool_mode = transaction`, Supabase's port 6543, Neon's
+   * `-pooler` host), which keeps neither LISTEN nor prepared statements: use session mode or
+   * a direct connection. The message names the mode. Nothing was written.
+   */
+  | 'ERR_POOLER_MODE'
   /** The import's `onProgress` callback threw; reported once the import has finished. */
   | 'ERR_PROGRESS_CALLBACK'
   /** A line of an upstream transcript could not be classified; the scan goes on. */
@@ -69,6 +76,7 @@ export const ERROR_CODES = [
   'ERR_FOREIGN_SCHEMA',
   'ERR_NOT_SQLITE',
   'ERR_IMPORT_DIVERGED',
+  'ERR_POOLER_MODE',
   'ERR_PROGRESS_CALLBACK',
   'ERR_UPSTREAM_PARSE',
   'ERR_WAKE_CALLBACK',

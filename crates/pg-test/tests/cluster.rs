@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use session_awareness_pg_test::{psql, Cluster, Error, Options, INSTALL_HINT};
+use session_awareness_pg_test::{psql, psql_command, Cluster, Error, Options, INSTALL_HINT};
 
 fn start(name: &str) -> Cluster {
     Cluster::start_with(Options {
@@ -82,8 +82,7 @@ fn restart_immediate_recovers_on_the_same_port() {
 #[test]
 fn terminate_backends_kills_one_application() {
     let c = start("rs-terminate");
-    let mut victim = Command::new(c.bin_dir().join("psql"))
-        .args(["-X", "-d", &c.url(), "-c", "SELECT pg_sleep(30)"])
+    let mut victim = psql_command(c.bin_dir(), &c.url(), "SELECT pg_sleep(30)")
         .env("PGAPPNAME", "victim")
         .stdout(Stdio::null())
         .stderr(Stdio::null())

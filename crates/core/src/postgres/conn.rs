@@ -16,6 +16,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use crate::error::{DbFailure, Error, Result};
 use crate::options::{Options, SchemaName};
 use crate::postgres::cursors::Cached;
+use crate::postgres::percent::{find_ignore_case, percent_decode, percent_encode};
 use crate::postgres::tls::{self, SslChoice};
 
 /// Where a listener's connection hands the payloads of its notifications.
@@ -156,6 +157,16 @@ impl Target {
         self.ssl
     }
 
+    /// The connect timeout, if any.
+    pub(crate) fn connect_timeout(&self) -> Option<Duration> {
+        self.connect_timeout
+    }
+
+    /// Where it connects, for error messages: `host …, port …, database …`.
+    pub(crate) fn place(&self) -> String {
+        crate::postgres::settings::place(&self.config)
+    }
+
     /// `text` without this target's password (see [`redact`]).
     pub(crate) fn redact(&self, text: &str) -> String {
         redact(text, self.password.as_deref())
@@ -163,13 +174,16 @@ impl Target {
 
     /// A client's error as the store's [`Error::Db`], its text redacted.
     pub(crate) fn error(&self, e: &tokio_postgres::Error) -> Error {
-        if let Some(db) = e.as_db_error() {
+        let mut message = match e.as_db_error() {
             // The server's own words and its SQLSTATE, without the client's "db error" prefix.
-            let message = format!("{db} (SQLSTATE {})", db.code().code());
-            return Error::db(failure_of(e), self.redact(&message));
+            Some(db) => format!("{db} (SQLSTATE {})", db.code().code()),
+            None => crate::error::with_sources(e),
+        };
+        let kind = failure_of(e);
+        if kind == DbFailure::Connection {
+            message = format!("{message} ({})", self.place());
         }
-        let message = crate::error::with_sources(e);
-        Error::db(failure_of(e), self.redact(&message))
+        Error::db(kind, self.redact(&message))
     }
 
     /// A new client; its connection runs on the core runtime until it ends. Bounded by the
@@ -208,7 +222,11 @@ impl Target {
             Some(t) => tokio::time::timeout(t, attempt).await.map_err(|_| {
                 Error::db(
                     DbFailure::Connection,
-                    format!("no connection to PostgreSQL within {} ms", t.as_millis()),
+                    format!(
+                        "no connection to PostgreSQL within {} ms ({})",
+                        t.as_millis(),
+                        self.place()
+                    ),
                 )
             })?,
             None => attempt.await,
@@ -229,12 +247,10 @@ impl Target {
             (SslChoice::Prefer, Some(_)) => self.connect_with(SslMode::Prefer, &hints).await?,
             (_, Some(_)) => self.connect_with(SslMode::Require, &hints).await?,
         };
-        // A SET, not a startup option: poolers refuse unknown startup parameters.
+        // SETs, not startup options: poolers refuse unknown startup parameters.
+        let sql = crate::postgres::settings::session_sql(self.statement_timeout_ms);
         client
-            .batch_execute(&format!(
-                "SET statement_timeout = {}",
-                self.statement_timeout_ms
-            ))
+            .batch_execute(&sql)
             .await
             .map_err(|e| self.error(&e))?;
         Ok((client, task))
@@ -355,49 +371,6 @@ pub(crate) fn redact(text: &str, password: Option<&str>) -> String {
         }
     }
     redacted
-}
-
-fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
-    haystack
-        .as_bytes()
-        .windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (
-            b[i],
-            b.get(i + 1).and_then(|&c| hex(c)),
-            b.get(i + 2).and_then(|&c| hex(c)),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// One connection's client and its prepared statements.

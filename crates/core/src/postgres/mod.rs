@@ -24,11 +24,14 @@ pub(crate) mod lease;
 mod links;
 pub(crate) mod listen;
 mod overlay;
+pub(crate) mod percent;
+pub(crate) mod pooler;
 pub(crate) mod prune;
 mod reads;
 mod record;
 pub(crate) mod rows;
 pub(crate) mod schema;
+pub(crate) mod settings;
 pub(crate) mod tail;
 pub(crate) mod tls;
 
@@ -79,7 +82,11 @@ impl PgStore {
             auto_prune: Arc::default(),
         };
         let pg = Arc::clone(&store.pg);
-        block_on(async move { schema::apply(&pg).await })??;
+        // A transaction-mode pooler is refused before anything is written (pooler.rs).
+        block_on(async move {
+            pooler::check(&pg).await?;
+            schema::apply(&pg).await
+        })??;
         let pg = Arc::clone(&store.pg);
         store.notices.spawn(Arc::new(move || {
             let pg = Arc::clone(&pg);
