@@ -154,6 +154,11 @@ export declare class NativeSessionState {
    * pending.
    */
   drain(watcherKey: string): PackedRows | null
+  /**
+   * A wake for `watcherKey` reached the JS thread: true when the watcher still has queued
+   * notices (the wake goes to the host), false when they were withdrawn meanwhile.
+   */
+  wakeDue(watcherKey: string): boolean
   /** The watcher's pending notices, nothing acknowledged, packed. */
   peek(watcherKey: string): PackedRows
   /**
@@ -455,6 +460,8 @@ export interface NativeError {
   code: string
   /** The message, with its source chain. */
   message: string
+  /** The background task that failed (`prune`, `poll`, …; see `core::Task`), when one did. */
+  task?: string
 }
 
 /**
@@ -527,6 +534,8 @@ export interface NativeOptions {
    * default the machine's hostname.
    */
   hostName?: string
+  /** The most memory a SQLite store keeps for its reads (bytes); [0, 2^30], 0 is off. */
+  readCacheBytes?: number
 }
 
 /**
@@ -622,7 +631,7 @@ export interface PackedLayout {
 export interface PackedRows {
   /** The rows' strings, back to back. */
   text: string
-  /** The rows' numbers and string lengths. */
+  /** The rows' numbers and string lengths (memory V8 owns: `src/numbers.rs`). */
   numbers: Float64Array
   /**
    * Event rows only: every present payload (an object, or a foreign row's payload text as a

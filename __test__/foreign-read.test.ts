@@ -6,9 +6,12 @@ import * as childProcess from 'node:child_process'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState, readEvents, type ChangeEvent, type ForeignStateEvent } from '../lib'
+import { SessionState, readEvents, type ChangeEvent, type ForeignStateEvent, type UnknownKind } from '../lib'
 import * as openclaw from '../lib/openclaw'
 import { T0, errorSink, fixture, human, must, rawDb, wakeSink } from './helpers'
+
+/** A kind as stored that this version does not know (its type is a marker: lib/types.ts). */
+const unknownKind = (kind: string): UnknownKind => kind as UnknownKind
 
 const fx = fixture('foreign-read')
 const W = 'agent:main:main'
@@ -64,7 +67,7 @@ const FOREIGN: ForeignStateEvent[] = [
   {
     sequence: 3,
     ...base,
-    kind: 'session_forked',
+    kind: unknownKind('session_forked'),
     actorType: 'agent',
     actorId: W,
     runId: 'run-9',
@@ -106,7 +109,7 @@ const FOREIGN: ForeignStateEvent[] = [
   {
     sequence: 7,
     ...base,
-    kind: '',
+    kind: unknownKind(''),
     actorType: 'human',
     occurredAt: T0,
     summary: '',

@@ -26,7 +26,7 @@ export const RETENTION = 30 * DAY
 export const T0 = Date.UTC(2030, 0, 1)
 
 /** A coded error as `onError` receives it. */
-export type CodedError = Error & { code: string }
+export type CodedError = Error & { code: string; during?: string }
 
 /** A temp dir for one test file, removed after it; every store opened through it is closed. */
 export function fixture(prefix: string) {

@@ -152,6 +152,12 @@ test('a scripted scenario gives exact counts, histogram counts and gauges, and n
   expect(valueOf(rm, 'session_awareness.watchers.served')).toBe(1)
   expect(valueOf(rm, 'session_awareness.sqlite.wal.size') as number).toBeGreaterThan(0)
   expect(valueOf(rm, 'session_awareness.sqlite.wal.frames') as number).toBeGreaterThan(0)
+  // The one changesSince read the file and kept the session's events.
+  expect(valueOf(rm, 'session_awareness.read_cache.lookups', { result: 'miss' })).toBe(1)
+  expect(valueOf(rm, 'session_awareness.read_cache.lookups', { result: 'hit' })).toBe(0)
+  expect(valueOf(rm, 'session_awareness.read_cache.size') as number).toBe(s.stats().readCache.bytes)
+  expect(s.stats().readCache.bytes).toBeGreaterThan(0)
+  expect(unit('session_awareness.read_cache.size')).toBe('By')
 
   const values = new Set<unknown>()
   for (const m of rm.scopeMetrics.flatMap((x) => x.metrics)) {
@@ -162,7 +168,7 @@ test('a scripted scenario gives exact counts, histogram counts and gauges, and n
   }
   for (const k of keys) expect(values.has(k)).toBe(false)
   for (const v of values) {
-    expect(['sqlite', 'sync', 'async', 'new', 'reopen', 'events', 'cursors', ...Object.keys(KINDS), ...Object.keys(s.stats().recordFailures)]).toContain(v)
+    expect(['sqlite', 'sync', 'async', 'new', 'reopen', 'events', 'cursors', 'hit', 'miss', ...Object.keys(KINDS), ...Object.keys(s.stats().recordFailures)]).toContain(v)
   }
 
   // A second collection sees the same cumulative counts and no histogram value twice.
@@ -171,6 +177,7 @@ test('a scripted scenario gives exact counts, histogram counts and gauges, and n
   expect(valueOf(again, 'session_awareness.events.recorded', { kind: 'created' })).toBe(2)
   expect(countOf(again, 'session_awareness.record.duration', { api: 'sync' })).toBe(10)
   expect(countOf(again, 'session_awareness.changes_since.duration')).toBe(2)
+  expect(valueOf(again, 'session_awareness.read_cache.lookups', { result: 'hit' })).toBe(1)
   await provider.shutdown()
 })
 
@@ -199,6 +206,8 @@ test('stats() holds the same numbers, without any MeterProvider', async () => {
   ])
   expect(st.walBytes).toBeGreaterThan(0)
   expect(st.walFrames).toBeGreaterThan(0)
+  expect([st.readCache.hits, st.readCache.misses]).toEqual([0, 1])
+  expect(st.readCache.bytes).toBeGreaterThan(0)
   s.close()
   const after = s.stats()
   expect(after.eventsRecorded).toEqual(KINDS)

@@ -114,7 +114,7 @@ afterAll(() => {
 
 /** The modules of lib/, each shipped compiled with its declarations. */
 const MODULES = [
-  'args', 'async', 'call-args', 'context-key', 'errors', 'follow', 'gate', 'import', 'index', 'inspect', 'metrics', 'names',
+  'args', 'async', 'call-args', 'context-key', 'drain-signal', 'errors', 'follow', 'gate', 'import', 'index', 'inspect', 'metrics', 'names',
   'notice-listener', 'packed', 'payload', 'session-state', 'store-options', 'types', 'versions',
   'openclaw/host', 'openclaw/index', 'openclaw/keys', 'openclaw/links', 'openclaw/producers', 'openclaw/reads',
   'openclaw/state', 'openclaw/types',
@@ -192,11 +192,13 @@ test('package.json names the repository, its home page and where to report bugs,
   expect(installed.bugs).toEqual({ url: `${repo}/issues` })
 })
 
-test('the one runtime dependency is the OpenTelemetry API, and it is installed with the package', () => {
+test('the one runtime dependency is the OpenTelemetry API, a peer (docs/metrics.md#provider), installed with the package', () => {
   const installed = JSON.parse(
     fs.readFileSync(path.join(consumer, 'node_modules', 'session-awareness', 'package.json'), 'utf8'),
   )
-  expect(installed.dependencies).toEqual({ '@opentelemetry/api': '^1.10.0' })
+  expect(installed.dependencies).toBeUndefined()
+  expect(installed.peerDependencies).toEqual({ '@opentelemetry/api': '^1.3.0' })
+  expect(installed.peerDependenciesMeta).toBeUndefined()
   expect(fs.existsSync(path.join(consumer, 'node_modules', '@opentelemetry', 'api', 'package.json'))).toBe(true)
 })
 

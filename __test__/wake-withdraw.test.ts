@@ -96,3 +96,77 @@ describe('no callback of a closed store', () => {
     expect(late).toEqual([])
   })
 })
+
+// semantics.md#wake, "checked where it arrives": the wake's timer fires on a background thread
+// while the JS thread is busy, so its call waits there; the drain (or acknowledge, or unwatch)
+// that runs first leaves the watcher nothing queued, and the call, when the JS thread reaches
+// it, finds that and wakes nobody.
+describe('a wake reaching the JS thread is checked there against the queue as it stands', () => {
+  // undefined: the default (250 ms).
+  const settings: Array<[string, number | undefined]> = [
+    ['wakeCoalesceMs 0', 0],
+    ['the default wakeCoalesceMs', undefined],
+  ]
+
+  test.each(settings)('sync, %s: record, a busy turn past the timer, drain (and the README pattern): no wake', async (_name, ms) => {
+    const sink = wakeSink()
+    const s = fx.open(fx.file(), { wake: sink.wake, ...(ms === undefined ? {} : { wakeCoalesceMs: ms }) })
+    const past = (ms ?? 250) + 50
+    must(s.record(spawn(CHILD, MAIN)))
+    for (let run = 0; run < 3; run++) {
+      must(s.record(human(CHILD)))
+      busy(past)
+      expect(s.drain(MAIN)).toHaveLength(1)
+      await settle(60)
+    }
+    // drain, changesSince, acknowledge({ through }) with a record between the drain and the read.
+    must(s.record(human(CHILD)))
+    busy(past)
+    const [notice] = s.drain(MAIN)
+    must(s.record(human(CHILD)))
+    const read = s.changesSince(CHILD, notice.changesSince).stateChanges.events.at(-1)?.sequence
+    expect(s.acknowledge(MAIN, [CHILD], { through: read })).toBe(1)
+    busy(past)
+    // An unwatch leaves the watcher nothing queued too.
+    must(s.record(human(OTHER)))
+    must(s.record(spawn(OTHER, MAIN)))
+    must(s.record(human(OTHER)))
+    busy(past)
+    expect(s.unwatch(MAIN, OTHER)).toBe(true)
+    await settle()
+    expect(sink.wakes).toEqual([])
+    expect(s.stats().wakesRequested).toBe(0)
+    // A wake whose notice is still queued when it arrives goes out, and counts.
+    must(s.record(human(CHILD)))
+    await waitFor(() => sink.wakes.length === 1, 'the wake of a notice still queued')
+    expect(sink.calls()).toEqual([[MAIN, `session-state:${CHILD}`]])
+    expect(s.stats().wakesRequested).toBe(1)
+  })
+
+  test.each(settings)('Promise API, %s: the drain the writer ran while the JS thread was busy withdraws the wake waiting there', async (_name, ms) => {
+    const sink = wakeSink()
+    const s = fx.open(fx.file(), { wake: sink.wake, ...(ms === undefined ? {} : { wakeCoalesceMs: ms }) })
+    const past = (ms ?? 250) + 50
+    must(await s.recordAsync(spawn(CHILD, MAIN)))
+    for (let run = 0; run < 3; run++) {
+      // The commit, its wake's timer and the drain all run while the JS thread is busy: the
+      // wake's call reaches it after the drain emptied the queue.
+      const recorded = s.recordAsync(human(CHILD))
+      busy(past)
+      const drained = s.drainAsync(MAIN)
+      busy(50)
+      must(await recorded)
+      expect(await drained).toHaveLength(1)
+      // The same through acknowledgeAsync.
+      const again = s.recordAsync(human(CHILD))
+      busy(past)
+      const acked = s.acknowledgeAsync(MAIN, [CHILD])
+      busy(50)
+      must(await again)
+      expect(await acked).toBe(1)
+    }
+    await settle()
+    expect(sink.wakes).toEqual([])
+    expect(s.stats().wakesRequested).toBe(0)
+  })
+})

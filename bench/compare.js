@@ -1,9 +1,10 @@
 'use strict';
-// `node bench/compare.js <other checkout>`: this checkout's addon against another build of the
-// package (an earlier commit, built), on bench/workloads.js, in one run. One child process per
-// build; each workload's rounds alternate between them (who goes first rotates), so both see
-// the same machine load. Prints, per workload, each build's median and the median of the
-// per-round ratios (other / this: above 1 means this checkout is faster).
+// `node bench/compare.js <other checkout>... [reference]`: this checkout's addon against other
+// builds of the package (earlier commits, built), and with `reference` against the plain-JS
+// reference (bench/reference/), on bench/workloads.js, in one run. One child process per
+// build; each workload's rounds rotate through them (who goes first rotates), so all see the
+// same machine load. Prints, per workload and other build, the two medians and the median of
+// the per-round ratios (other / this: above 1 means this checkout is faster).
 
 const path = require('node:path');
 const { startChild } = require('./start-child');
@@ -25,27 +26,29 @@ function formatNs(ns) {
   return `${(ns / 1e9).toFixed(2)} s`;
 }
 
-/** The addon of the checkout at `root`, in a child process. */
+/** The addon of the checkout at `root` (or the reference), in a child process. */
 function start(root) {
+  if (root === 'reference') return startChild('reference');
   return startChild('addon', { env: { ...process.env, SESSION_AWARENESS_BENCH_ROOT: root } }, undefined, root);
 }
 
 async function main() {
-  const other = process.argv[2];
-  if (!other) {
-    console.error('usage: node bench/compare.js <other checkout, built>');
+  const others = process.argv.slice(2);
+  if (others.length === 0) {
+    console.error('usage: node bench/compare.js <other checkout, built>... [reference]');
     process.exit(2);
   }
+  const name = (o) => (o === 'reference' ? 'reference' : path.basename(path.resolve(o)));
   const builds = [
     ['this', start(path.join(__dirname, '..'))],
-    ['other', start(path.resolve(other))],
+    ...others.map((o) => [name(o), start(o === 'reference' ? o : path.resolve(o))]),
   ];
   const rows = [];
   try {
     for (const [index, w] of WORKLOADS.entries()) {
       if (ONLY && !ONLY.test(w.name)) continue;
       for (const [, b] of builds) await b.ask({ cmd: 'setup', index });
-      const s = { this: [], other: [] };
+      const s = Object.fromEntries(builds.map(([n]) => [n, []]));
       const rounds = w.oneShot ? ONE_SHOT_ROUNDS : ROUNDS + 1;
       for (let r = 0; r < rounds; r++) {
         for (let k = 0; k < builds.length; k++) {
@@ -54,15 +57,18 @@ async function main() {
           if (w.oneShot || r > 0) s[name].push(reply.ns);
         }
       }
-      const ratio = median(s.other.map((x, i) => x / s.this[i]));
-      rows.push([w.name, formatNs(median(s.other)), formatNs(median(s.this)), `${ratio.toFixed(2)}×`]);
-      console.error(`  ${w.name}: before ${rows.at(-1)[1]}, after ${rows.at(-1)[2]} (${rows.at(-1)[3]})`);
+      for (const o of others.map(name)) {
+        const ratio = median(s[o].map((x, i) => x / s.this[i]));
+        rows.push([w.name, o, formatNs(median(s[o])), formatNs(median(s.this)), `${ratio.toFixed(2)}×`]);
+        console.error(`  ${w.name}: ${o} ${rows.at(-1)[2]}, this ${rows.at(-1)[3]} (${rows.at(-1)[4]})`);
+      }
     }
   } finally {
     for (const [, b] of builds) b.stop();
   }
-  console.log(`| workload | ${path.basename(path.resolve(other))} | this checkout | ratio |`);
-  console.log('| --- | --- | --- | --- |');
+  console.log(`load average at the end: ${require('node:os').loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log('| workload | other build | other | this checkout | ratio (other / this) |');
+  console.log('| --- | --- | --- | --- | --- |');
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
 }
 

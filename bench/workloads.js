@@ -52,10 +52,10 @@ function removeDb(file) {
 
 // --- fixtures shared by several workloads -----------------------------------------------------
 
-/** `targets` × 100 cursors, each with a pending notice: each target recorded once with 100
- * producer-named watchers. */
-function buildCursors(store, targets) {
-  const watchers = Array.from({ length: 100 }, (_, i) => `agent:w${i}:main`);
+/** `targets` × `count` cursors, each with a pending notice: each target recorded once with
+ * `count` producer-named watchers. */
+function buildCursors(store, targets, count = 100) {
+  const watchers = Array.from({ length: count }, (_, i) => `agent:w${i}:main`);
   for (let t = 0; t < targets; t++) {
     mustRecord(store, { ...INPUT_NOTIFY, sessionKey: `agent:main:subagent:t${t}`, watchers });
   }
@@ -111,15 +111,17 @@ function recordWorkload(name, watcherCount, input, ops) {
   };
 }
 
-function sweepWorkload(name, targets) {
+/** A restart's sweep of `targets` × `watchers` pending cursors; with `exists`, through a
+ * `watcherExists` that answers true for every watcher. */
+function sweepWorkload(name, targets, watchers = 100, exists = false) {
   return {
     name,
     ops: 1,
     oneShot: true,
     setup(ctx) {
-      ctx.template = path.join(ctx.dir, `cursors-${targets}.sqlite`);
+      ctx.template = path.join(ctx.dir, `cursors-${targets}x${watchers}.sqlite`);
       const s = ctx.open(ctx.template);
-      buildCursors(s, targets);
+      buildCursors(s, targets, watchers);
       s.close();
       ctx.file = path.join(ctx.dir, 'sweep.sqlite');
     },
@@ -127,11 +129,11 @@ function sweepWorkload(name, targets) {
       copyDb(ctx.template, ctx.file);
       const s = ctx.open(ctx.file);
       const start = hr();
-      const report = s.sweep();
+      const report = exists ? s.sweep({ watcherExists: () => true }) : s.sweep();
       const ns = Number(hr() - start);
       const pending = s.peek('agent:w7:main').length;
       s.close();
-      if (report.notices !== targets * 100 || pending !== targets) {
+      if (report.notices !== targets * watchers || pending !== targets) {
         throw new Error(`sweep: ${report.notices} notices, ${pending} for one watcher`);
       }
       return ns;
@@ -224,7 +226,10 @@ const WORKLOADS = [
     },
   },
   sweepWorkload('sweep over 10,000 cursors', 100),
+  sweepWorkload('sweep over 20,000 cursors', 200),
   sweepWorkload('sweep over 100,000 cursors', 1000),
+  sweepWorkload('sweep over 10,000 cursors of 1,000 watchers', 10, 1000),
+  sweepWorkload('sweep over 10,000 cursors of 1,000 watchers, watcherExists', 10, 1000, true),
   {
     name: 'prune 60,000 -> 50,000 rows (total)',
     ops: 1,

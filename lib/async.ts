@@ -23,7 +23,7 @@ import {
   watchArgs,
   watcherExists,
 } from './call-args'
-import { SessionStateError, fromCode, fromNative } from './errors'
+import { SessionStateError, failedIn, fromCode } from './errors'
 import * as packed from './packed'
 import * as versions from './versions'
 import type { CursorRow as NativeCursorRow } from '../index.js'
@@ -63,11 +63,23 @@ interface Waiting {
   decode: (value: unknown) => unknown
   /** A best-effort call: without `strict` a failure is reported and the promise gives null. */
   bestEffort: boolean
+  /** The method called (`SessionStateError.during`). */
+  method: string
 }
 
 // setInterval's longest delay: the keep-alive timer never fires in practice.
 const NEVER = 2 ** 31 - 1
 const noop = (): void => {}
+
+/**
+ * A rejection's stack taken again where the promise settles: the writer's batch callback has
+ * no frame of the caller, while the reaction that settles the caller's promise has its
+ * `await`s (V8's async stack traces), as node-postgres does.
+ */
+function callerFrames(err: unknown): never {
+  if (typeof err === 'object' && err !== null) Error.captureStackTrace(err)
+  throw err
+}
 
 /**
  * The promises of one store waiting for the writer, oldest first. It holds no reference to
@@ -95,20 +107,24 @@ class Settler {
     return this.#waiting.length - this.#head
   }
 
-  /** A promise for the job just queued. */
-  wait(decode: (value: unknown) => unknown, bestEffort: boolean): Promise<unknown> {
-    return new Promise((resolve, reject) => {
+  /**
+   * A promise for the job just queued. One that may reject takes its stack where it settles
+   * ({@link callerFrames}); a best-effort call without `strict` never rejects and pays nothing.
+   */
+  wait(decode: (value: unknown) => unknown, bestEffort: boolean, method: string): Promise<unknown> {
+    const p = new Promise((resolve, reject) => {
       if (this.pending === 0) {
         if (this.#keepAlive === undefined) this.#keepAlive = setInterval(noop, NEVER)
         else this.#keepAlive.ref()
       }
-      this.#waiting.push({ resolve, reject, decode, bestEffort })
+      this.#waiting.push({ resolve, reject, decode, bestEffort, method })
     })
+    return bestEffort && !this.#strict ? p : p.catch(callerFrames)
   }
 
   /** A call refused before it was queued, settled as a failure of the job would be. */
-  refused(e: unknown, bestEffort: boolean): Promise<never | null> {
-    const err = fromNative(e)
+  refused(e: unknown, bestEffort: boolean, method: string): Promise<never | null> {
+    const err = failedIn(e, method)
     if (bestEffort && !this.#strict) {
       this.#report(err)
       return Promise.resolve(null)
@@ -125,12 +141,12 @@ class Settler {
       this.#waiting[this.#head++] = undefined
       if (w === undefined) continue
       const f = failures?.[i]
-      if (f) this.#fail(w, fromCode(f.code, f.message))
+      if (f) this.#fail(w, fromCode(f.code, f.message, w.method))
       else {
         try {
           w.resolve(w.decode(values[i]))
         } catch (e) {
-          this.#fail(w, fromNative(e))
+          this.#fail(w, failedIn(e, w.method))
         }
       }
     }
@@ -198,13 +214,13 @@ export class Lane {
    * returns the promise of its result, decoded by `decode`. Anything `submit` throws is a
    * rejection, never a throw.
    */
-  run<T>(submit: () => void, decode: (value: unknown) => T): Promise<T> {
-    return this.#queue(submit, decode, false) as Promise<T>
+  run<T>(method: string, submit: () => void, decode: (value: unknown) => T): Promise<T> {
+    return this.#queue(method, submit, decode, false) as Promise<T>
   }
 
   /** {@link Lane.run} for a best-effort call: failures are null plus one `onError` (unless strict). */
-  runBestEffort<T>(submit: () => void, decode: (value: unknown) => T): Promise<T | null> {
-    return this.#queue(submit, decode, true) as Promise<T | null>
+  runBestEffort<T>(method: string, submit: () => void, decode: (value: unknown) => T): Promise<T | null> {
+    return this.#queue(method, submit, decode, true) as Promise<T | null>
   }
 
   /** Queues the close behind every job queued before; settles once the store is closed. */
@@ -213,14 +229,14 @@ export class Lane {
     try {
       this.#start()
       if (this.#native.closeAsync()) {
-        closed = this.#settler.wait(() => undefined, false) as Promise<void>
+        closed = this.#settler.wait(() => undefined, false, 'closeAsync') as Promise<void>
       } else {
         // The writer had already stopped: the store is closed (or closes now, at once).
         this.#native.close()
         closed = Promise.resolve()
       }
     } catch (e) {
-      closed = this.#settler.refused(e, false) as Promise<never>
+      closed = this.#settler.refused(e, false, 'closeAsync') as Promise<never>
     }
     this.#settler.close()
     return closed
@@ -233,30 +249,30 @@ export class Lane {
 
   /** `recordAsync`: best-effort. */
   record(input: RecordInput): Promise<StateEvent | null> {
-    return this.runBestEffort(() => this.#native.recordAsync(...recordArgs(input)), eventOrNull)
+    return this.runBestEffort('recordAsync', () => this.#native.recordAsync(...recordArgs(input)), eventOrNull)
   }
 
   /** `watchAsync`. */
   watch(watcherKey: string, targetKey: string, options?: WatchOptions | null): Promise<boolean> {
-    return this.run(() => this.#native.watchAsync(...watchArgs(watcherKey, targetKey, options)), Boolean)
+    return this.run('watchAsync', () => this.#native.watchAsync(...watchArgs(watcherKey, targetKey, options)), Boolean)
   }
 
   /** `unwatchAsync`. */
   unwatch(watcherKey: string, targetKey: string): Promise<boolean> {
-    return this.run(() => this.#native.unwatchAsync(...unwatchArgs(watcherKey, targetKey)), Boolean)
+    return this.run('unwatchAsync', () => this.#native.unwatchAsync(...unwatchArgs(watcherKey, targetKey)), Boolean)
   }
 
   /** `drainAsync`: the notices, acknowledged on the writer thread. */
   drain(watcherKey: string): Promise<Notice[]> {
     return this.run(
-      () => this.#native.drainAsync(a.str(watcherKey, 'watcherKey')),
+      'drainAsync', () => this.#native.drainAsync(a.str(watcherKey, 'watcherKey')),
       (v) => packed.notices(stored(watcherKey), v as packed.PackedRows),
     )
   }
 
   /** `acknowledgeAsync`. */
   acknowledge(watcherKey: string, targetKeys: string[], options?: AcknowledgeOptions | null): Promise<number> {
-    return this.run(() => this.#native.acknowledgeAsync(...acknowledgeArgs(watcherKey, targetKeys, options)), Number)
+    return this.run('acknowledgeAsync', () => this.#native.acknowledgeAsync(...acknowledgeArgs(watcherKey, targetKeys, options)), Number)
   }
 
   /** `sweepAsync`: with `watcherExists`, the candidates are read, asked here, then swept. */
@@ -265,55 +281,55 @@ export class Lane {
     try {
       exists = watcherExists(options)
     } catch (e) {
-      throw fromNative(e)
+      throw failedIn(e, 'sweepAsync')
     }
     let only: string[] | undefined
     if (exists !== undefined) {
-      const candidates = await this.run(() => this.#native.sweepCandidatesAsync(), (v) => v as string[])
+      const candidates = await this.run('sweepAsync', () => this.#native.sweepCandidatesAsync(), (v) => v as string[])
       try {
         only = candidates.filter((w) => exists(w))
       } catch (e) {
-        if (e instanceof SessionStateError) throw e
-        throw a.invalidInput(`watcherExists failed: ${e instanceof Error ? e.message : String(e)}`)
+        if (e instanceof SessionStateError) throw failedIn(e, 'sweepAsync')
+        throw failedIn(a.invalidInput(`watcherExists failed: ${e instanceof Error ? e.message : String(e)}`), 'sweepAsync')
       }
     }
-    return this.run(() => this.#native.sweepAsync(only), (v) => v as SweepReport)
+    return this.run('sweepAsync', () => this.#native.sweepAsync(only), (v) => v as SweepReport)
   }
 
   /** `pruneAsync`. */
   prune(): Promise<PruneReport> {
-    return this.run(() => this.#native.pruneAsync(), (v) => v as PruneReport)
+    return this.run('pruneAsync', () => this.#native.pruneAsync(), (v) => v as PruneReport)
   }
 
   /** `resetSessionAsync`. */
   resetSession(sessionKey: string): Promise<void> {
-    return this.run(() => this.#native.resetSessionAsync(a.str(sessionKey, 'sessionKey')), nothing)
+    return this.run('resetSessionAsync', () => this.#native.resetSessionAsync(a.str(sessionKey, 'sessionKey')), nothing)
   }
 
   /** `deleteSessionAsync`. */
   deleteSession(sessionKey: string, options?: AgentOptions | null): Promise<void> {
-    return this.run(() => this.#native.deleteSessionAsync(...agentArgs(sessionKey, options)), nothing)
+    return this.run('deleteSessionAsync', () => this.#native.deleteSessionAsync(...agentArgs(sessionKey, options)), nothing)
   }
 
   /** `adoptAsync`: best-effort. */
   adopt(sessionKey: string, link: UpstreamLink): Promise<StateEvent | null> {
-    return this.runBestEffort(() => this.#native.adoptAsync(...adoptArgs(sessionKey, link)), eventOrNull)
+    return this.runBestEffort('adoptAsync', () => this.#native.adoptAsync(...adoptArgs(sessionKey, link)), eventOrNull)
   }
 
   /** `checkUpstreamAsync`: best-effort. */
   checkUpstream(sessionKey: string, result: RemoteCheckResult): Promise<StateEvent | null> {
-    return this.runBestEffort(() => this.#native.checkUpstreamAsync(...checkUpstreamArgs(sessionKey, result)), eventOrNull)
+    return this.runBestEffort('checkUpstreamAsync', () => this.#native.checkUpstreamAsync(...checkUpstreamArgs(sessionKey, result)), eventOrNull)
   }
 
   /** `noteOwnUserMessageAsync`. */
   noteOwnUserMessage(sessionKey: string, text: string): Promise<void> {
-    return this.run(() => this.#native.noteOwnUserMessageAsync(...noteOwnUserMessageArgs(sessionKey, text)), nothing)
+    return this.run('noteOwnUserMessageAsync', () => this.#native.noteOwnUserMessageAsync(...noteOwnUserMessageArgs(sessionKey, text)), nothing)
   }
 
   /** `scanUpstreamAsync`: the events recorded. */
   scanUpstream(): Promise<StateEvent[]> {
     return this.run(
-      () => this.#native.scanUpstreamAsync(),
+      'scanUpstreamAsync', () => this.#native.scanUpstreamAsync(),
       (v) => packed.events(v as packed.PackedRows) as StateEvent[],
     )
   }
@@ -321,7 +337,7 @@ export class Lane {
   /** `changesSinceAsync`. */
   changesSince(sessionKey: string, after: number, options?: ChangesSinceOptions | null): Promise<ChangesSince> {
     return this.run(
-      () => this.#native.changesSinceAsync(...changesSinceArgs(sessionKey, after, options)),
+      'changesSinceAsync', () => this.#native.changesSinceAsync(...changesSinceArgs(sessionKey, after, options)),
       (v) => {
         const c = v as packed.PackedChanges
         return { stateVersion: c.stateVersion, stateChanges: packed.stateChanges(c) }
@@ -332,7 +348,7 @@ export class Lane {
   /** `cursorRowsAsync`. */
   cursorRows(filter?: CursorRowFilter | null): Promise<CursorRow[]> {
     return this.run(
-      () => this.#native.cursorRowsAsync(...cursorRowsArgs(filter)),
+      'cursorRowsAsync', () => this.#native.cursorRowsAsync(...cursorRowsArgs(filter)),
       (v) => (v as NativeCursorRow[]).map(cursorRowOf),
     )
   }
@@ -341,7 +357,7 @@ export class Lane {
   stateVersions(refs: SessionRef[]): Promise<SessionVersion[]> {
     const keys: string[] = []
     return this.run(
-      () => this.#native.stateVersionsAsync(versions.packRefs(refs, keys)),
+      'stateVersionsAsync', () => this.#native.stateVersionsAsync(versions.packRefs(refs, keys)),
       (v) => versions.versionsOf(keys, v as packed.PackedRows),
     )
   }
@@ -353,14 +369,14 @@ export class Lane {
     }
   }
 
-  #queue(submit: () => void, decode: (value: unknown) => unknown, bestEffort: boolean): Promise<unknown> {
+  #queue(method: string, submit: () => void, decode: (value: unknown) => unknown, bestEffort: boolean): Promise<unknown> {
     try {
       this.#start()
       submit()
     } catch (e) {
-      return this.#settler.refused(e, bestEffort)
+      return this.#settler.refused(e, bestEffort, method)
     }
-    return this.#settler.wait(decode, bestEffort)
+    return this.#settler.wait(decode, bestEffort, method)
   }
 }
 

@@ -232,7 +232,7 @@ export function remoteCheck(result: unknown): [string, string | undefined] {
   if (found === false) return ['false', undefined]
   if (found === 'unknown') return ['unknown', undefined]
   if (found !== true || !Array.isArray(items)) throw bad()
-  const json = items.map((item, n) => payloadJson(item, `items[${n}]`) ?? 'null')
+  const json = items.map((item, n) => payloadJson(item, `items[${n}]`, Infinity) ?? 'null')
   return ['true', `[${json.join(',')}]`]
 }
 

@@ -53,15 +53,20 @@ export type ErrorCode =
   | 'ERR_NOTICE_CALLBACK'
   /** A host service given to the OpenClaw adapter threw; the call returned OpenClaw's default. */
   | 'ERR_HOST_CALLBACK'
+  /** The command line was misused (an unknown command or option, a missing argument): the CLI's `--json` report, exit code 2. */
+  | 'ERR_USAGE'
+  /** The CLI failed in a way no other code describes (a fault of the CLI): its `--json` report. */
+  | 'ERR_UNEXPECTED'
 
 /**
  * The codes the TypeScript layer gives itself (`ERR_ASYNC_ONLY`: `SessionState` refuses a
- * synchronous call on a PostgreSQL store before it reaches the addon): every other code of {@link ErrorCode} comes
+ * synchronous call on a PostgreSQL store before it reaches the addon; `ERR_USAGE` and
+ * `ERR_UNEXPECTED`: the CLI's `--json` reports): every other code of {@link ErrorCode} comes
  * from the addon (its `nativeErrorCodes()`: the core's, then the binding's). A test checks
  * that the two lists together are exactly the union.
  * @internal
  */
-export const LAYER_CODES = ['ERR_NOTICE_CALLBACK', 'ERR_HOST_CALLBACK', 'ERR_ASYNC_ONLY'] as const satisfies readonly ErrorCode[]
+export const LAYER_CODES = ['ERR_NOTICE_CALLBACK', 'ERR_HOST_CALLBACK', 'ERR_ASYNC_ONLY', 'ERR_USAGE', 'ERR_UNEXPECTED'] as const satisfies readonly ErrorCode[]
 
 /**
  * Every code of {@link ErrorCode}, once each.
@@ -82,6 +87,8 @@ export const ERROR_CODES = [
   'ERR_WAKE_CALLBACK',
   'ERR_NOTICE_CALLBACK',
   'ERR_HOST_CALLBACK',
+  'ERR_USAGE',
+  'ERR_UNEXPECTED',
 ] as const satisfies readonly ErrorCode[]
 
 // Every member of the union is listed: a code added to the union and not here fails to compile.
@@ -91,18 +98,50 @@ const everyCodeListed: [Unlisted] extends [never] ? true : Unlisted = true
 /** The codes of {@link ErrorCode}, for checking a native code at run time. */
 const CODES: ReadonlySet<string> = everyCodeListed && new Set<string>(ERROR_CODES)
 
+/**
+ * The background tasks of a store, as {@link SessionStateError.during} names them
+ * (`task:<name>`): work no call waited for.
+ */
+export type BackgroundTask =
+  /** The automatic prune. */
+  | 'prune'
+  /** The background WAL checkpoint of a SQLite store. */
+  | 'checkpoint'
+  /** The poll for notices of other processes on the same SQLite file. */
+  | 'poll'
+  /** The upstream monitor's scans. */
+  | 'upstream-monitor'
+  /** A PostgreSQL store's listener and its catch-up (a lost connection, a failed reconnect). */
+  | 'catch-up'
+  /** The store restored its locks after another library's handle on its file closed (`ERR_FILE_SHARED`). */
+  | 'file-guard'
+  /** The `wake` callback threw (`ERR_WAKE_CALLBACK`). */
+  | 'wake'
+  /** The `onNotice` listener threw (`ERR_NOTICE_CALLBACK`). */
+  | 'onNotice'
+
 /** The error thrown by every call of the package and passed to every `onError`. */
 export class SessionStateError extends Error {
   /** The stable machine code. */
   readonly code: ErrorCode
+  /**
+   * Which call or background task failed: the name of the method the host called
+   * (`'record'`, `'recordAsync'`, `'changesSince'`, `'new SessionState'`, `'SessionState.open'`,
+   * …), or `task:<name>` ({@link BackgroundTask}) for work no call waited for, such as
+   * `'task:catch-up'` when a PostgreSQL store's listener loses its connection. Undefined only
+   * for the functions outside a store (`inspectDatabase`, `readEvents`, the import).
+   */
+  readonly during: string | undefined
 
   /**
    * @param code - the stable machine code
    * @param message - a description for people
+   * @param during - the call or background task that failed
    */
-  constructor(code: ErrorCode, message: string) {
+  constructor(code: ErrorCode, message: string, during?: string) {
     super(message)
     this.code = code
+    this.during = during
   }
 
   /** The class name, also in stack traces. */
@@ -119,10 +158,20 @@ export function isErrorCode(code: unknown): code is ErrorCode {
 /**
  * Builds a {@link SessionStateError} from a code and message given by the addon. A code
  * outside {@link ErrorCode} can only be one of napi's own statuses for an argument it could
- * not convert, which is an argument error to the caller.
+ * not convert, which is an argument error to the caller. `during`: the call or task that failed.
  */
-export function fromCode(code: string, message: string): SessionStateError {
-  return new SessionStateError(isErrorCode(code) ? code : 'ERR_INVALID_ARG', message)
+export function fromCode(code: string, message: string, during?: string): SessionStateError {
+  return new SessionStateError(isErrorCode(code) ? code : 'ERR_INVALID_ARG', message, during)
+}
+
+/**
+ * `e` as a {@link SessionStateError} of `during` (the call or task that failed): the same
+ * object when it already names one.
+ */
+export function failedIn(e: unknown, during: string): SessionStateError {
+  const err = fromNative(e)
+  if (err.during === undefined) (err as { during: string | undefined }).during = during
+  return err
 }
 
 /** Turns whatever a native call threw into a {@link SessionStateError}. */
@@ -150,5 +199,6 @@ export function asyncOnly(method: string, instead: string | null): SessionStateE
   return new SessionStateError(
     'ERR_ASYNC_ONLY',
     `${method} needs the database and a PostgreSQL store serves it only through the Promise API: ${what}`,
+    method,
   )
 }

@@ -9,7 +9,7 @@
  */
 import type { NativeSessionState } from '../index.js'
 import * as a from './args'
-import { SessionStateError, fromNative, invalid } from './errors'
+import { SessionStateError, failedIn, invalid } from './errors'
 import type { Gate } from './gate'
 import type { SessionState } from './session-state'
 import type { ChangeEvent, ChangesSince } from './types'
@@ -103,7 +103,7 @@ export class Hub {
     try {
       agent = this.#native.follow(sessionKey, agentId)
     } catch (e) {
-      throw fromNative(e)
+      throw failedIn(e, 'follow')
     }
     const id = `${agent}\u0000${sessionKey}`
     let entry = this.#sessions.get(id)
@@ -276,7 +276,7 @@ export class Follower implements AsyncIterableIterator<FollowBatch> {
           const closing = this.#done || this.#hub.closed
           this.end()
           if (closing) resolve(DONE)
-          else reject(fromNative(e))
+          else reject(failedIn(e, 'follow'))
         },
       )
     })

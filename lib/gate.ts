@@ -44,3 +44,13 @@ export function isOpen(g: Gate): boolean {
   const n = g.closing ? undefined : g.native?.deref()
   return n !== undefined && !n.isClosed
 }
+
+/**
+ * True when a wake for `watcherKey` that reached the JS thread should go to the host: the
+ * store is open and the watcher still has queued notices as the queue stands now (a drain or
+ * acknowledge that ran meanwhile withdrew it; semantics.md#wake).
+ */
+export function wakeDue(g: Gate, watcherKey: string): boolean {
+  const n = g.closing ? undefined : g.native?.deref()
+  return n !== undefined && !n.isClosed && n.wakeDue(watcherKey)
+}

@@ -10,7 +10,7 @@ export type { SessionStateOptions } from './session-state'
 export type { FollowBatch, FollowOptions, Follower } from './follow'
 export type { HistogramStats, RecordFailureCode, SessionStateStats, StoreKind } from './metrics'
 export { SessionStateError } from './errors'
-export type { ErrorCode } from './errors'
+export type { BackgroundTask, ErrorCode } from './errors'
 export { decodeNoticeContextKey, encodeNoticeContextKey } from './context-key'
 export { inspectDatabase, readEvents } from './inspect'
 export { importOpenClawState } from './import'
@@ -53,6 +53,7 @@ export type {
   StateEvent,
   SweepOptions,
   SweepReport,
+  UnknownKind,
   UpstreamLink,
   UpstreamMonitorOptions,
   WakeRequest,

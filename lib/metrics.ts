@@ -84,6 +84,12 @@ export interface SessionStateStats {
   walFrames: number
   /** Followers open now (`state.follow`, semantics.md#follow). */
   followersOpen: number
+  /**
+   * The read cache (`readCacheBytes`, docs/semantics.md#reading-memory): `changesSince` calls
+   * answered from memory (`hits`) and read from the file (`misses`), and the bytes it holds
+   * now. All 0 on PostgreSQL, which keeps no read cache.
+   */
+  readCache: { hits: number; misses: number; bytes: number }
 }
 
 /**
@@ -125,8 +131,17 @@ const COUNTERS = [
   'prune.deleted:events',
   'prune.deleted:cursors',
   'sync.catch_ups',
+  'read_cache.lookups:hit',
+  'read_cache.lookups:miss',
 ] as const
-const GAUGES = ['notices.pending', 'watchers.served', 'sqlite.wal.size', 'sqlite.wal.frames', 'followers.open'] as const
+const GAUGES = [
+  'notices.pending',
+  'watchers.served',
+  'sqlite.wal.size',
+  'sqlite.wal.frames',
+  'followers.open',
+  'read_cache.size',
+] as const
 
 /**
  * The names of the fixed slots of the addon's packed snapshot, in order; a test checks them
@@ -188,6 +203,7 @@ function statsOf(store: StoreKind, n: Float64Array): SessionStateStats {
     walBytes: at(AT_GAUGES + 2),
     walFrames: at(AT_GAUGES + 3),
     followersOpen: at(AT_GAUGES + 4),
+    readCache: { hits: at(AT_COUNTERS + 8), misses: at(AT_COUNTERS + 9), bytes: at(AT_GAUGES + 5) },
   }
 }
 
@@ -197,6 +213,30 @@ function statsOf(store: StoreKind, n: Float64Array): SessionStateStats {
  */
 function isNoop(probe: Histogram): boolean {
   return Object.getPrototypeOf(probe) === Object.getPrototypeOf(createNoopMeter().createHistogram('probe'))
+}
+
+// Said once per process: a registered provider the store's copy of the API cannot see.
+let hiddenProviderTold = false
+
+/**
+ * The store's meter is the API's no-op while the process has a global provider registered:
+ * one registered through another copy of `@opentelemetry/api` that the store's copy does not
+ * accept (the API keeps its globals under one symbol per major version and refuses a
+ * registration of an older minor). Warns once per process (docs/metrics.md#provider).
+ */
+function tellHiddenProvider(): void {
+  const globals = (globalThis as Record<symbol, { metrics?: unknown; version?: unknown } | undefined>)[
+    Symbol.for('opentelemetry.js.api.1')
+  ]
+  if (hiddenProviderTold || globals?.metrics === undefined) return
+  hiddenProviderTold = true
+  process.emitWarning(
+    `session-awareness: a MeterProvider is registered through @opentelemetry/api ${String(globals.version)}, ` +
+      "which this package's copy of the API does not accept, so its stores report no metrics. " +
+      'Install one copy of @opentelemetry/api (the package takes it as a peer dependency), ' +
+      'or pass the provider as the meterProvider option',
+    { code: 'SESSION_AWARENESS_NOOP_METER' },
+  )
 }
 
 /** The instruments of one store and the batch callback that feeds them. */
@@ -229,6 +269,7 @@ export class StoreMetrics {
     this.#store = store
     this.#native = new WeakRef(native)
     this.#instruments = this.#create(provider ?? metrics.getMeterProvider())
+    if (this.#instruments === undefined && provider === undefined) tellHiddenProvider()
   }
 
   /** The counters and gauges now. */
@@ -291,6 +332,11 @@ export class StoreMetrics {
       '{poll}',
       'Polls that found changes made by other processes.',
     )
+    const lookups = counter(
+      'session_awareness.read_cache.lookups',
+      '{call}',
+      'changesSince calls, by whether the read cache answered them.',
+    )
     const dropped = counter(
       'session_awareness.metrics.samples_dropped',
       '{value}',
@@ -305,6 +351,7 @@ export class StoreMetrics {
       'Frames in the WAL after the last commit, since it last started over.',
     )
     const followers = gauge('session_awareness.followers.open', '{follower}', 'Followers open (state.follow).')
+    const cacheSize = gauge('session_awareness.read_cache.size', 'By', 'Bytes the read cache holds.')
     const observables: Observable[] = [
       recorded,
       failures,
@@ -314,18 +361,21 @@ export class StoreMetrics {
       wakes,
       pruned,
       catchUps,
+      lookups,
       dropped,
       pending,
       served,
       wal,
       frames,
       followers,
+      cacheSize,
     ]
     const kindAttrs = KINDS.map((kind) => attrs({ kind }))
     const codeAttrs = RECORD_FAILURE_CODES.map((code) => attrs({ code }))
     const plain = attrs({})
     const reasons = [attrs({ reason: 'new' }), attrs({ reason: 'reopen' })]
     const whats = [attrs({ what: 'events' }), attrs({ what: 'cursors' })]
+    const results = [attrs({ result: 'hit' }), attrs({ result: 'miss' })]
     const drain = (n: Float64Array): void => {
       let at = SLOTS.length
       for (const [h, a] of histograms) {
@@ -357,6 +407,8 @@ export class StoreMetrics {
       r.observe(pruned, at(AT_COUNTERS + 5), whats[0])
       r.observe(pruned, at(AT_COUNTERS + 6), whats[1])
       r.observe(catchUps, at(AT_COUNTERS + 7), plain)
+      r.observe(lookups, at(AT_COUNTERS + 8), results[0])
+      r.observe(lookups, at(AT_COUNTERS + 9), results[1])
       let lost = 0
       for (let h = 0; h < HISTOGRAMS.length; h++) lost += at(AT_HISTOGRAMS + 3 * h + 2)
       r.observe(dropped, lost, plain)
@@ -365,6 +417,7 @@ export class StoreMetrics {
       r.observe(wal, at(AT_GAUGES + 2), plain)
       r.observe(frames, at(AT_GAUGES + 3), plain)
       r.observe(followers, at(AT_GAUGES + 4), plain)
+      r.observe(cacheSize, at(AT_GAUGES + 5), plain)
     }
     this.#native.deref()?.keepMetricSamples()
     meter.addBatchObservableCallback(callback, observables)

@@ -19,6 +19,7 @@ export const KNOWN_NAMES = {
     'clock',
     'strict',
     'syncIntervalMs',
+    'readCacheBytes',
     'serveWatchers',
     'notifyKinds',
     'seedResetsProvenance',

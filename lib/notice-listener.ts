@@ -94,7 +94,7 @@ export class NoticeListener {
       this.#listener(n)
     } catch (e) {
       const why = e instanceof Error ? e.message : String(e)
-      this.#report(new SessionStateError('ERR_NOTICE_CALLBACK', `the onNotice listener threw: ${why}`))
+      this.#report(new SessionStateError('ERR_NOTICE_CALLBACK', `the onNotice listener threw: ${why}`, 'task:onNotice'))
     }
   }
 

@@ -7,7 +7,9 @@
  * Anything JSON cannot carry faithfully (a Map, a Set, a class instance, a typed array, a
  * RegExp, an invalid Date, …) is `ERR_INVALID_ARG` naming its path (`payload.m`). The rules
  * about the stored payload (a JSON object of at most 4096 UTF-8 bytes as compact JSON) live
- * in the core.
+ * in the core; the writer only stops as soon as the text is sure to exceed that limit, so an
+ * oversize payload is refused after reading at most about 4096 characters of it, whatever
+ * its size (semantics.md#recording-validation).
  * @packageDocumentation
  */
 import { invalid } from './errors'
@@ -16,6 +18,16 @@ import { invalid } from './errors'
 export const MAX_PAYLOAD_DEPTH = 32
 /** A payload with more entries than this cannot fit in 4096 bytes anyway. */
 export const MAX_PAYLOAD_ENTRIES = 4096
+/** The stored payload's limit, in UTF-8 bytes as compact JSON (the core's `PAYLOAD_MAX_BYTES`). */
+export const MAX_PAYLOAD_BYTES = 4096
+
+/**
+ * The refusal of a payload whose JSON text already has more than {@link MAX_PAYLOAD_BYTES}
+ * UTF-16 units: each is at least one UTF-8 byte, so the stored text could only be longer.
+ */
+function tooLarge(): never {
+  throw invalid(`payload is more than ${MAX_PAYLOAD_BYTES} bytes as compact JSON; the limit is ${MAX_PAYLOAD_BYTES}`)
+}
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/
 
@@ -47,10 +59,16 @@ function isPlainObject(v: object): boolean {
   return proto === null || Object.getPrototypeOf(proto) === null
 }
 
-function write(v: unknown, path: string, depth: number): string {
+/**
+ * The JSON text of `v`, to be appended to `used` units already written: refused as soon as
+ * the whole is sure to exceed the limit.
+ */
+function write(v: unknown, path: string, depth: number, used: number, limit: number): string {
   if (depth > MAX_PAYLOAD_DEPTH) throw invalid(`${path}: payload is nested too deeply (or is cyclic)`)
   switch (typeof v) {
     case 'string':
+      // Its JSON text is at least its length plus the quotes: measured before it is copied.
+      if (used + v.length + 2 > limit) tooLarge()
       return quote(v)
     case 'number':
       if (!Number.isFinite(v)) throw invalid(`${path} must be a finite number, got ${String(v)}`)
@@ -72,7 +90,10 @@ function write(v: unknown, path: string, depth: number): string {
   if (Array.isArray(v)) {
     if (v.length > MAX_PAYLOAD_ENTRIES) throw invalid('payload is too large')
     let out = '['
-    for (let i = 0; i < v.length; i++) out += (i > 0 ? ',' : '') + write(v[i], `${path}[${i}]`, depth + 1)
+    for (let i = 0; i < v.length; i++) {
+      out += (i > 0 ? ',' : '') + write(v[i], `${path}[${i}]`, depth + 1, used + out.length + (i > 0 ? 1 : 0), limit)
+      if (used + out.length > limit) tooLarge()
+    }
     return `${out}]`
   }
   const obj = v as Record<string, unknown>
@@ -87,7 +108,10 @@ function write(v: unknown, path: string, depth: number): string {
   for (const k of keys) {
     const item = obj[k]
     if (item === undefined) continue
-    out += `${first ? '' : ','}${quote(k)}:${write(item, member(path, k), depth + 1)}`
+    if (used + out.length + k.length + 3 > limit) tooLarge()
+    out += `${first ? '' : ','}${quote(k)}:`
+    out += write(item, member(path, k), depth + 1, used + out.length, limit)
+    if (used + out.length > limit) tooLarge()
     first = false
   }
   return `${out}}`
@@ -95,9 +119,10 @@ function write(v: unknown, path: string, depth: number): string {
 
 /**
  * The payload's JSON text, or undefined when it is absent (undefined or null). `name` is
- * the value's path in refusals.
+ * the value's path in refusals; a text sure to exceed `limit` UTF-8 bytes is refused as soon
+ * as that is known (a transcript row of `checkUpstream` has no limit here).
  */
-export function payloadJson(payload: unknown, name = 'payload'): string | undefined {
+export function payloadJson(payload: unknown, name = 'payload', limit = MAX_PAYLOAD_BYTES): string | undefined {
   if (payload === undefined || payload === null) return undefined
-  return write(payload, name, 0)
+  return write(payload, name, 0, 0, limit)
 }

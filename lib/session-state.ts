@@ -23,10 +23,11 @@ import {
   unwatchArgs,
   watchArgs,
 } from './call-args'
-import { asyncOnly, fromCode, fromNative } from './errors'
+import { asyncOnly, failedIn, fromCode } from './errors'
 import { StoreMetrics } from './metrics'
 import type { SessionStateStats } from './metrics'
 import type { Gate } from './gate'
+import { DrainSignal } from './drain-signal'
 import { NoticeListener } from './notice-listener'
 import { type FollowOptions, type Follower, follow } from './follow'
 import * as packed from './packed'
@@ -76,12 +77,8 @@ export class SessionState {
   readonly #native: NativeSessionState
   readonly #report: Report
   readonly #strict: boolean
-  // The empty-drain answer: the queue's signal words over the addon's memory (undefined
-  // until the first drain, null where the runtime refuses them), the value of word 1 when
-  // `#served` was filled, and the watchers the addon has already checked and served.
-  #words: Int32Array | null | undefined = undefined
-  #unserved = 0
-  readonly #served = new Set<string>()
+  // The empty-drain answer, from the queue's signal words.
+  readonly #signal: DrainSignal
   // The `onNotice` listener's delivery, when there is one.
   readonly #notices: NoticeListener | undefined
   readonly #lane: Lane
@@ -99,19 +96,28 @@ export class SessionState {
    * left alone. A new file is created with mode 0600 and a missing directory with mode 0700.
    * Opening never prunes. Throws `ERR_INVALID_ARG` for a bad or unknown option, `ERR_DB`
    * when the file cannot be opened as a database, `ERR_NOT_SQLITE` for a file that is not
-   * SQLite (left as it was; either message names the file), and `ERR_FILE_SHARED` when another SQLite library of this
-   * process (`node:sqlite`, better-sqlite3) has the file open; a handle that appears later
-   * makes every call that touches the file fail with `ERR_FILE_SHARED` (`record`: null and
-   * `onError`) until the store is reopened. A `postgres://` or `postgresql://` URL throws
+   * SQLite (left as it was; either message names the file), `ERR_INVALID_ARG` for a SQLite
+   * `file:` URI (nothing is created), and `ERR_FILE_SHARED` when another handle of this
+   * process (`node:sqlite`, better-sqlite3, a plain descriptor) has the file open. A handle
+   * that appears later refuses every write with `ERR_FILE_SHARED` while it is open (`record`:
+   * null and `onError`) and reads are answered; once it is closed the store reopens its
+   * connections by itself, taking its locks anew, with one `onError` saying so
+   * (semantics.md#storage-shared-file). A `postgres://` or `postgresql://` URL throws
    * `ERR_ASYNC_ONLY`: such a store is opened with {@link SessionState.open}.
    */
   constructor(path: string, options?: SessionStateOptions | null) {
     const opened = SessionState.#opened
     SessionState.#opened = undefined
-    const p = opened?.prepared ?? prepare(path, options)
+    let p: Prepared
+    try {
+      p = opened?.prepared ?? prepare(path, options)
+    } catch (e) {
+      throw failedIn(e, 'new SessionState')
+    }
     if (opened === undefined && p.remote) {
       throw asyncOnly('new SessionState', 'await SessionState.open(url, options)')
     }
+
     this.#remote = p.remote
     this.#strict = p.strict
     this.#report = p.report
@@ -121,16 +127,16 @@ export class SessionState {
       try {
         this.#native = new NativeSessionState(path, p.native)
       } catch (e) {
-        throw fromNative(e)
+        throw failedIn(e, 'new SessionState')
       }
     }
     p.gate.native = new WeakRef(this.#native)
     this.#gate = p.gate
     let afterBatch: (() => void) | undefined
+    this.#signal = new DrainSignal(this.#native)
     if (p.onNotice !== undefined) {
-      this.#initSignal()
       const every = p.native.syncIntervalMs || 100
-      const notices = new NoticeListener(this.#native, this.#words ?? null, p.onNotice, p.report, every)
+      const notices = new NoticeListener(this.#native, this.#signal.words(), p.onNotice, p.report, every)
       this.#notices = notices
       // The listener hears of the notices a Promise API batch queued before its promises
       // settle. The writer's callback holds the listener weakly: it must not keep the store
@@ -157,19 +163,20 @@ export class SessionState {
    * a store on that PostgreSQL database, creating its tables in the schema of the `schema`
    * option at the first open (docs/postgres.md). Such a store serves the Promise API; a
    * synchronous method that needs the database throws `ERR_ASYNC_ONLY` and does nothing,
-   * while `peek` and a `drain` with nothing queued answer from memory. Rejects with
+   * whatever is queued (`drain` included), while `peek` answers from memory. Rejects with
    * `ERR_INVALID_ARG` for a bad URL or option and `ERR_DB` when the server cannot be reached
    * or refuses (the message never contains the password).
    */
   static async open(path: string, options?: SessionStateOptions | null): Promise<SessionState> {
-    const prepared = prepare(path, options)
+    let prepared: Prepared
     let r: NativeSessionState | { code: string; message: string }
     try {
+      prepared = prepare(path, options)
       r = await openNativeSessionState(path, prepared.native)
     } catch (e) {
-      throw fromNative(e)
+      throw failedIn(e, 'SessionState.open')
     }
-    if (!(r instanceof NativeSessionState)) throw fromCode(r.code, r.message)
+    if (!(r instanceof NativeSessionState)) throw fromCode(r.code, r.message, 'SessionState.open')
     SessionState.#opened = { native: r, prepared }
     return new SessionState(path, options)
   }
@@ -194,7 +201,7 @@ export class SessionState {
     try {
       return f(this.#native)
     } catch (e) {
-      throw fromNative(e)
+      throw failedIn(e, method)
     }
   }
 
@@ -204,15 +211,15 @@ export class SessionState {
     try {
       return f(this.#native)
     } catch (e) {
-      throw fromNative(e)
+      throw failedIn(e, method)
     } finally {
       this.#notices?.deliver()
     }
   }
 
-  /** A best-effort failure: thrown with `strict`, else reported; null either way. */
-  #failed(e: unknown): null {
-    const err = fromNative(e)
+  /** A best-effort failure of `method`: thrown with `strict`, else reported; null either way. */
+  #failed(e: unknown, method: string): null {
+    const err = failedIn(e, method)
     if (this.#strict) throw err
     this.#report(err)
     return null
@@ -233,7 +240,7 @@ export class SessionState {
       p = this.#native.record(...args)
     } catch (e) {
       this.#notices?.deliver()
-      return this.#failed(e)
+      return this.#failed(e, 'record')
     }
     this.#notices?.deliver()
     return p === null ? null : packed.eventOf(p)
@@ -246,14 +253,12 @@ export class SessionState {
    * refreshed. Returns false for a bare watcher or target, or watcher == target.
    */
   watch(watcherKey: string, targetKey: string, options?: WatchOptions | null): boolean {
-    const args = watchArgs(watcherKey, targetKey, options)
-    return this.#notify('watch', (n) => n.watch(...args))
+    return this.#notify('watch', (n) => n.watch(...watchArgs(watcherKey, targetKey, options)))
   }
 
   /** Removes the cursor and its pending notice. True if a cursor was removed. */
   unwatch(watcherKey: string, targetKey: string): boolean {
-    const args = unwatchArgs(watcherKey, targetKey)
-    return this.#call('unwatch', (n) => n.unwatch(...args))
+    return this.#call('unwatch', (n) => n.unwatch(...unwatchArgs(watcherKey, targetKey)))
   }
 
   /**
@@ -262,21 +267,18 @@ export class SessionState {
    * questions about watches (who watches a session, which targets a watcher follows).
    */
   cursorRows(filter?: CursorRowFilter | null): CursorRow[] {
-    const args = cursorRowsArgs(filter)
-    return this.#call('cursorRows', (n) => n.cursorRows(...args).map(cursorRowOf))
+    return this.#call('cursorRows', (n) => n.cursorRows(...cursorRowsArgs(filter)).map(cursorRowOf))
   }
 
   /** The session's state version: the largest sequence recorded for it, 0 when none. */
   stateVersion(sessionKey: string, options?: AgentOptions | null): number {
-    const args = agentArgs(sessionKey, options)
-    return this.#call('stateVersion', (n) => n.stateVersion(...args))
+    return this.#call('stateVersion', (n) => n.stateVersion(...agentArgs(sessionKey, options)))
   }
 
   /** The state versions of many sessions, in the order given; sessions at 0 are left out. */
   stateVersions(refs: SessionRef[]): SessionVersion[] {
     const keys: string[] = []
-    const refsText = versions.packRefs(refs, keys)
-    return this.#call('stateVersions', (n) => versions.versionsOf(keys, n.stateVersions(refsText)))
+    return this.#call('stateVersions', (n) => versions.versionsOf(keys, n.stateVersions(versions.packRefs(refs, keys))))
   }
 
   /**
@@ -285,8 +287,7 @@ export class SessionState {
    * predates retained history. Moves no cursor.
    */
   changesSince(sessionKey: string, after: number, options?: ChangesSinceOptions | null): ChangesSince {
-    const args = changesSinceArgs(sessionKey, after, options)
-    const c = this.#call('changesSince', (n) => n.changesSince(...args))
+    const c = this.#call('changesSince', (n) => n.changesSince(...changesSinceArgs(sessionKey, after, options)))
     return { stateVersion: c.stateVersion, stateChanges: packed.stateChanges(c) }
   }
 
@@ -297,55 +298,17 @@ export class SessionState {
    * `changesSince` withdraws it with {@link SessionState.acknowledge}'s `through`. A drain that
    * leaves the watcher nothing queued withdraws its scheduled wake. With nothing pending it
    * runs no SQL (except the first call for a watcher this process does not serve yet, which
-   * reads its pending notices from the file).
+   * reads its pending notices from the file). On PostgreSQL it throws `ERR_ASYNC_ONLY`
+   * whatever is queued (a drain may need the database): use {@link SessionState.drainAsync}.
    */
   drain(watcherKey: string): Notice[] {
-    if (this.#nothingFor(watcherKey)) {
+    if (!this.#remote && this.#signal.nothingFor(watcherKey, this.#lane.pending)) {
       this.#notices?.deliver()
       return []
     }
-    a.str(watcherKey, 'watcherKey')
-    // On PostgreSQL a drain with nothing queued for the watcher answers [] from memory; one
-    // with notices to acknowledge needs the database.
-    if (this.#remote && this.#memoryPeek(watcherKey).length === 0) return []
-    const rows = this.#notify('drain', (n) => n.drain(watcherKey))
-    this.#servedNow(watcherKey)
+    const rows = this.#notify('drain', (n) => n.drain(a.str(watcherKey, 'watcherKey')))
+    this.#signal.servedNow(watcherKey)
     return rows === null ? [] : packed.notices(stored(watcherKey), rows)
-  }
-
-  /**
-   * Nothing queued in the whole store, no Promise API call pending, no watcher unserved since
-   * `#served` was filled, and the addon already checked and served this watcher: the addon
-   * would answer [] too.
-   */
-  #nothingFor(watcherKey: string): boolean {
-    const words = this.#words
-    return (
-      !!words &&
-      words[0] === packed.SIGNAL_EMPTY &&
-      this.#lane.pending === 0 &&
-      words[1] === this.#unserved &&
-      this.#served.has(watcherKey)
-    )
-  }
-
-  /** After the addon drained for `watcherKey`: it is checked and served. */
-  #servedNow(watcherKey: string): void {
-    if (this.#words === undefined) this.#initSignal()
-    const w = this.#words
-    if (w) {
-      if (w[1] !== this.#unserved) {
-        this.#served.clear()
-        this.#unserved = w[1] as number
-      }
-      this.#served.add(watcherKey)
-    }
-  }
-
-  #initSignal(): void {
-    const w = this.#native.drainSignal()
-    this.#words = w
-    if (w) this.#unserved = w[1] as number
   }
 
   /**
@@ -354,17 +317,16 @@ export class SessionState {
    * still in flight.
    */
   peek(watcherKey: string): Notice[] {
-    a.str(watcherKey, 'watcherKey')
     if (this.#remote) return this.#memoryPeek(watcherKey)
-    return this.#notify('peek', (n) => packed.notices(stored(watcherKey), n.peek(watcherKey)))
+    return this.#notify('peek', (n) => packed.notices(stored(watcherKey), n.peek(a.str(watcherKey, 'watcherKey'))))
   }
 
   /** `peek` of a PostgreSQL store: the in-memory queue, no database and no wait. */
   #memoryPeek(watcherKey: string): Notice[] {
     try {
-      return packed.notices(stored(watcherKey), this.#native.peek(watcherKey))
+      return packed.notices(stored(watcherKey), this.#native.peek(a.str(watcherKey, 'watcherKey')))
     } catch (e) {
-      throw fromNative(e)
+      throw failedIn(e, 'peek')
     } finally {
       this.#notices?.deliver()
     }
@@ -377,8 +339,7 @@ export class SessionState {
    * wake. Returns how many pending notices were acknowledged (a repeated target counts once).
    */
   acknowledge(watcherKey: string, targetKeys: string[], options?: AcknowledgeOptions | null): number {
-    const args = acknowledgeArgs(watcherKey, targetKeys, options)
-    return this.#notify('acknowledge', (n) => n.acknowledge(...args))
+    return this.#notify('acknowledge', (n) => n.acknowledge(...acknowledgeArgs(watcherKey, targetKeys, options)))
   }
 
   /**
@@ -387,12 +348,14 @@ export class SessionState {
    * nor woken again), then prunes.
    */
   sweep(options?: SweepOptions | null): SweepReport {
-    const { exists, refused } = sweepPredicate(options)
-    this.#before('sweep')
+    let refused: (() => unknown) | undefined
     try {
-      return this.#native.sweep(exists)
+      this.#before('sweep')
+      const predicate = sweepPredicate(options)
+      refused = predicate.refused
+      return this.#native.sweep(predicate.exists)
     } catch (e) {
-      throw refused() ?? fromNative(e)
+      throw failedIn(refused?.() ?? e, 'sweep')
     } finally {
       this.#notices?.deliver()
     }
@@ -408,8 +371,7 @@ export class SessionState {
 
   /** The watcher session was reset: its cursors and pending notices go; its history stays. */
   resetSession(sessionKey: string): void {
-    a.str(sessionKey, 'sessionKey')
-    this.#call('resetSession', (n) => n.resetSession(sessionKey))
+    this.#call('resetSession', (n) => n.resetSession(a.str(sessionKey, 'sessionKey')))
   }
 
   /**
@@ -418,8 +380,7 @@ export class SessionState {
    * pending notices, and its upstream link.
    */
   deleteSession(sessionKey: string, options?: AgentOptions | null): void {
-    const args = agentArgs(sessionKey, options)
-    this.#call('deleteSession', (n) => n.deleteSession(...args))
+    this.#call('deleteSession', (n) => n.deleteSession(...agentArgs(sessionKey, options)))
   }
 
   /**
@@ -463,7 +424,7 @@ export class SessionState {
       const args = adoptArgs(sessionKey, link)
       p = this.#native.adopt(...args)
     } catch (e) {
-      return this.#failed(e)
+      return this.#failed(e, 'adopt')
     }
     return p === null ? null : packed.eventOf(p)
   }
@@ -475,8 +436,7 @@ export class SessionState {
    * for a session that is not adopted.
    */
   noteOwnUserMessage(sessionKey: string, text: string): void {
-    const args = noteOwnUserMessageArgs(sessionKey, text)
-    this.#call('noteOwnUserMessage', (n) => n.noteOwnUserMessage(...args))
+    this.#call('noteOwnUserMessage', (n) => n.noteOwnUserMessage(...noteOwnUserMessageArgs(sessionKey, text)))
   }
 
   /**
@@ -493,7 +453,7 @@ export class SessionState {
       const args = checkUpstreamArgs(sessionKey, result)
       p = this.#native.checkUpstream(...args)
     } catch (e) {
-      return this.#failed(e)
+      return this.#failed(e, 'checkUpstream')
     } finally {
       this.#notices?.deliver()
     }
@@ -514,11 +474,11 @@ export class SessionState {
    * alive; failures go to `onError`.
    */
   startUpstreamMonitor(options?: UpstreamMonitorOptions | null): void {
-    const intervalMs = a.optNum(a.opts(options, 'options', 'upstreamMonitor')?.intervalMs, 'intervalMs')
     try {
+      const intervalMs = a.optNum(a.opts(options, 'options', 'upstreamMonitor')?.intervalMs, 'intervalMs')
       this.#native.startUpstreamMonitor(intervalMs)
     } catch (e) {
-      throw fromNative(e)
+      throw failedIn(e, 'startUpstreamMonitor')
     }
   }
 
@@ -557,9 +517,9 @@ export class SessionState {
    * Promise API call in flight) it resolves with [] at once, without the writer.
    */
   drainAsync(watcherKey: string): Promise<Notice[]> {
-    if (this.#nothingFor(watcherKey)) return Promise.resolve([])
+    if (this.#signal.nothingFor(watcherKey, this.#lane.pending)) return Promise.resolve([])
     return this.#lane.drain(watcherKey).then((notices) => {
-      this.#servedNow(watcherKey)
+      this.#signal.servedNow(watcherKey)
       return notices
     })
   }
@@ -623,7 +583,11 @@ export class SessionState {
 
   /** Follows the session live: what is stored after `after`, then each new batch (semantics.md#follow). */
   follow(sessionKey: string, options?: FollowOptions | null): Follower {
-    return follow(this, this.#native, this.#gate, sessionKey, options)
+    try {
+      return follow(this, this.#native, this.#gate, sessionKey, options)
+    } catch (e) {
+      throw failedIn(e, 'follow')
+    }
   }
 
   /** {@link SessionState.changesSince} off the JS thread. */

@@ -10,7 +10,7 @@ import * as a from './args'
 import type { Report } from './async'
 import { type SessionStateError, fromCode, invalid } from './errors'
 import { optMeterProvider } from './metrics'
-import { type Gate, gate as newGate, isOpen } from './gate'
+import { type Gate, gate as newGate, isOpen, wakeDue } from './gate'
 import type { EventKind, QueuedNotice, WakeRequest } from './types'
 
 /** Options of the `SessionState` constructor. Every field is optional; null is absent. */
@@ -42,6 +42,14 @@ export interface SessionStateOptions {
    * Default 100; an integer in [0, 60000]; 0 turns cross-process delivery off.
    */
   syncIntervalMs?: number | null
+  /**
+   * The most memory, in bytes, a SQLite store keeps for its reads: the recent events of the
+   * sessions it writes and reads, which answer `changesSince` without reading the file, and
+   * the versions behind `stateVersions` (docs/semantics.md#reading-memory). Answers never
+   * differ from the file's. Default 4 MiB (4194304); an integer in [0, 2^30]; 0 turns it off.
+   * A PostgreSQL store keeps no read cache and ignores it.
+   */
+  readCacheBytes?: number | null
   /**
    * Watchers this process serves from the start: notices opened for them by other processes
    * reach this process's `drain`/`peek` and `wake`, and a record in another process leaves
@@ -183,10 +191,11 @@ export function prepare(path: string, options: SessionStateOptions | null | unde
       wake === undefined
         ? undefined
         : (req: WakeRequest) => {
-            if (isOpen(gate)) wake(req)
+            if (wakeDue(gate, req.sessionKey)) wake(req)
           },
     clock: a.optFn<() => number>(o.clock, 'clock'),
     syncIntervalMs: a.optNum(o.syncIntervalMs, 'syncIntervalMs'),
+    readCacheBytes: a.optNum(o.readCacheBytes, 'readCacheBytes'),
     serveWatchers: a.optStrArray(o.serveWatchers, 'serveWatchers'),
     notifyKinds: a.optStrArray(o.notifyKinds, 'notifyKinds'),
     seedResetsProvenance: a.optBool(o.seedResetsProvenance, 'seedResetsProvenance'),
@@ -195,8 +204,8 @@ export function prepare(path: string, options: SessionStateOptions | null | unde
     connectTimeoutMs: a.optNum(o.connectTimeoutMs, 'connectTimeoutMs'),
     statementTimeoutMs: a.optNum(o.statementTimeoutMs, 'statementTimeoutMs'),
     hostName: a.optStr(o.hostName, 'hostName'),
-    onError: (err: { code: string; message: string }) => {
-      if (isOpen(gate)) report(fromCode(err.code, err.message))
+    onError: (err: { code: string; message: string; task?: string | null }) => {
+      if (isOpen(gate)) report(fromCode(err.code, err.message, err.task ? `task:${err.task}` : undefined))
     },
   }
   const onNotice = a.optFn<(notice: QueuedNotice) => void>(o.onNotice, 'onNotice')

@@ -32,6 +32,17 @@ export const EventKind = {
 /** The kind of a state event: one of the values of {@link EventKind}. */
 export type EventKind = (typeof EventKind)[keyof typeof EventKind]
 
+/**
+ * A kind this version does not know, as a foreign row may hold one
+ * (semantics.md#reading-foreign-events). At run time it is the kind as stored, an ordinary
+ * string. Its type is a marker no string literal matches (a string ending in U+0000, which no
+ * kind holds), so that comparing a read's kind with a misspelt known kind (`case
+ * 'human_direct_mesage':`, `e.kind === 'run_complete'`) does not compile while the string
+ * methods stay at hand. To compare with a kind this version does not know, use
+ * `String(event.kind)`.
+ */
+export type UnknownKind = `${string}\u0000`
+
 /** Who caused an event. */
 export const ActorType = {
   /** A person. */
@@ -117,7 +128,7 @@ export interface ForeignStateEvent {
   /** The agent it belongs to. */
   agentId: string
   /** The kind as stored: maybe one this version does not know. */
-  kind: string
+  kind: EventKind | UnknownKind
   /** The actor type as stored. */
   actorType: string
   /** The causing session or person, when present and not empty. */
@@ -159,8 +170,12 @@ export interface RecordInput {
   runId?: string | null
   /** One line: CRLF, CR, LF, U+2028 and U+2029 each become one space; the first 240 Unicode scalar values are kept; no trim. */
   summary: string
-  /** Metadata only: a JSON object of at most 4096 UTF-8 bytes as compact JSON; null is absent. */
-  payload?: Record<string, unknown> | null
+  /**
+   * Metadata only: a JSON object of at most 4096 UTF-8 bytes as compact JSON; null is absent.
+   * Typed `object` so that a value typed by an interface (`interface Turn { turns: number }`)
+   * is accepted; an array or any other value that is not a plain object is `ERR_INVALID_ARG`.
+   */
+  payload?: object | null
   /** Epoch ms: floored and clamped to [now - 24h, now]; missing or non-finite is now. */
   occurredAt?: number | null
   /** A second record with the same key returns the first row and changes nothing; '' is absent. */

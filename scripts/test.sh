@@ -38,7 +38,7 @@ fi
 # below must list every one of its test files (and the summary at the end checks they ran).
 echo "== Jest lists every __test__/postgres/ test file"
 pg_tests=$(find __test__/postgres -name '*.test.ts' | wc -l)
-pg_listed=$(npx jest --listTests --testPathIgnorePatterns '/package\.test\.ts$' | grep -c '/__test__/postgres/.*\.test\.ts$' || true)
+pg_listed=$(npx jest --listTests --testPathIgnorePatterns '/package(-otel)?\.test\.ts$' | grep -c '/__test__/postgres/.*\.test\.ts$' || true)
 if [ "$pg_tests" -eq 0 ] || [ "$pg_listed" -ne "$pg_tests" ]; then
   echo "test.sh: Jest lists $pg_listed of the $pg_tests test files in __test__/postgres/" >&2
   exit 1
@@ -74,7 +74,7 @@ mkdir -p .tmp
 rm -f .tmp/jest-results.json .tmp/jest-package.json .tmp/jest-node24.json .tmp/jest-pooler.json .tmp/jest-npm-pg.json
 status=0
 echo "== jest (Node $(node --version))"
-npx jest --runInBand --testPathIgnorePatterns '/package\.test\.ts$' \
+npx jest --runInBand --testPathIgnorePatterns '/package(-otel)?\.test\.ts$' \
   --json --outputFile=.tmp/jest-results.json || status=1
 # The cross-host suites (notices handed out once, the follower's order) again, through a
 # PgBouncer in session mode in front of each file's cluster (__test__/postgres/server.ts).

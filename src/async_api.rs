@@ -31,6 +31,7 @@ type BatchTsfn = ThreadsafeFunction<Batch, UnknownReturnValue, FnArgs<Batch>, St
 fn native_error(e: CoreError) -> NativeError {
     let code = e.code().to_owned();
     NativeError {
+        task: None,
         code,
         message: to_js(e).reason,
     }
@@ -190,10 +191,7 @@ impl NativeSessionState {
     pub fn sweep_async(&self, env: Env, only: Option<Vec<String>>) -> Result<(), Code> {
         let now = self.now(&env).js()?;
         self.writer.push(task(move |s| {
-            let report = match only {
-                None => s.sweep(None, now),
-                Some(only) => s.sweep(Some(&mut |w: &str| only.iter().any(|o| o == w)), now),
-            }?;
+            let report = s.sweep_of(only.as_deref(), now)?;
             Ok(Either7::F(Either3::A(SweepReport {
                 notices: report.notices as i64,
                 prune: report.prune.into(),

@@ -11,6 +11,7 @@ mod import;
 mod inspect;
 mod links;
 mod metrics;
+mod numbers;
 mod packed;
 mod session_state;
 mod signal;

@@ -4,10 +4,10 @@
 //! values). Durations go out in seconds, the group size in records. `metricsLayout()` hands
 //! the slot names to the Jest test that checks `lib/metrics.ts` against them.
 
-use napi::bindgen_prelude::Float64Array;
 use napi_derive::napi;
 use session_awareness_core::{EventKind, Hist, MetricsSnapshot, FAILURE_CODES, HISTOGRAMS};
 
+use crate::numbers::Numbers;
 use crate::session_state::NativeSessionState;
 
 /// The histograms, in the order of the core's [`Hist`].
@@ -20,7 +20,7 @@ const HISTOGRAM_NAMES: [&str; HISTOGRAMS] = [
 ];
 
 /// The counters after the kinds and codes, in the order [`pack`] writes them.
-const COUNTER_NAMES: [&str; 8] = [
+const COUNTER_NAMES: [&str; 10] = [
     "notices.opened:new",
     "notices.opened:reopen",
     "notices.delivered",
@@ -29,15 +29,18 @@ const COUNTER_NAMES: [&str; 8] = [
     "prune.deleted:events",
     "prune.deleted:cursors",
     "sync.catch_ups",
+    "read_cache.lookups:hit",
+    "read_cache.lookups:miss",
 ];
 
 /// The gauges, last.
-const GAUGE_NAMES: [&str; 5] = [
+const GAUGE_NAMES: [&str; 6] = [
     "notices.pending",
     "watchers.served",
     "sqlite.wal.size",
     "sqlite.wal.frames",
     "followers.open",
+    "read_cache.size",
 ];
 
 /// The name of every fixed slot, in order.
@@ -70,7 +73,7 @@ fn pack(s: &MetricsSnapshot, samples: Option<[Vec<u64>; HISTOGRAMS]>) -> Vec<f64
     let extra = samples
         .as_ref()
         .map_or(0, |l| l.iter().map(|v| v.len() + 1).sum());
-    let mut out = Vec::with_capacity(45 + extra);
+    let mut out = Vec::with_capacity(48 + extra);
     out.extend(s.events_recorded.iter().map(|&n| n as f64));
     out.extend(s.record_failures.iter().map(|&n| n as f64));
     out.extend(
@@ -83,6 +86,8 @@ fn pack(s: &MetricsSnapshot, samples: Option<[Vec<u64>; HISTOGRAMS]>) -> Vec<f64
             s.prune_deleted_events,
             s.prune_deleted_cursors,
             s.sync_catch_ups,
+            s.read_cache_hits,
+            s.read_cache_misses,
         ]
         .map(|n| n as f64),
     );
@@ -96,6 +101,7 @@ fn pack(s: &MetricsSnapshot, samples: Option<[Vec<u64>; HISTOGRAMS]>) -> Vec<f64
             s.wal_bytes,
             s.wal_frames,
             s.followers_open,
+            s.read_cache_bytes,
         ]
         .map(|n| n as f64),
     );
@@ -129,11 +135,11 @@ impl NativeSessionState {
     /// The store's counters and gauges, packed as `src/metrics.rs` lays them out; with
     /// `samples`, followed by the histogram values kept since the last such call. Works after
     /// `close` too.
-    #[napi]
-    pub fn metrics_snapshot(&self, samples: bool) -> Float64Array {
+    #[napi(ts_return_type = "Float64Array")]
+    pub fn metrics_snapshot(&self, samples: bool) -> Numbers {
         let snapshot = self.store.metrics();
         let lists = samples.then(|| self.store.take_metric_samples());
-        Float64Array::new(pack(&snapshot, lists))
+        Numbers(pack(&snapshot, lists))
     }
 
     /// From now on, keeps every histogram value for `metricsSnapshot(true)`.

@@ -8,10 +8,12 @@
 //! and mirrored by `lib/packed.ts`; `packedLayout()` hands these values to the Jest test that
 //! checks the two agree.
 
-use napi::bindgen_prelude::{Either, Float64Array, Latin1String, Utf16String};
+use napi::bindgen_prelude::{Either, Latin1String, Utf16String};
 use napi_derive::napi;
 use session_awareness_core::QueueSignal;
 use session_awareness_core::{ChangeEvent, Changes, ForeignPayload, Notice, StateEvent};
+
+use crate::numbers::Numbers;
 
 /// Numbers per event row of [`PackedRows`].
 pub const EVENT_STRIDE: u32 = 12;
@@ -92,8 +94,9 @@ pub struct PackedRows {
     /// The rows' strings, back to back.
     #[napi(ts_type = "string")]
     pub text: Either<Latin1String, String>,
-    /// The rows' numbers and string lengths.
-    pub numbers: Float64Array,
+    /// The rows' numbers and string lengths (memory V8 owns: `src/numbers.rs`).
+    #[napi(ts_type = "Float64Array")]
+    pub numbers: Numbers,
     /// Event rows only: every present payload (an object, or a foreign row's payload text as a
     /// JSON string), as one JSON array text; null when none.
     pub payloads: Option<String>,
@@ -157,7 +160,7 @@ impl Packer {
         };
         PackedRows {
             text,
-            numbers: Float64Array::new(self.m),
+            numbers: Numbers(self.m),
             payloads,
         }
     }

@@ -42,26 +42,30 @@ fn stderr_line(code: &str, message: &str) {
 }
 
 impl Reporter {
-    pub(crate) fn report_sync(&self, env: &Env, code: &str, message: String) {
+    pub(crate) fn report_sync(&self, env: &Env, code: &str, message: String, task: &str) {
         // A throwing onError must not turn a best-effort report into a throw.
         let called = self.on_error.borrow_back(env).and_then(|f| {
             f.call(NativeError {
                 code: code.to_owned(),
                 message: message.clone(),
+                task: Some(task.to_owned()),
             })
         });
         if called.is_err() {
             stderr_line(code, &message);
         }
     }
-}
 
-impl ErrorSink for Reporter {
-    fn report(&self, error: CoreError) {
+    fn report_from(&self, error: CoreError, task: Option<core::Task>) {
         let (code, message) = (error.code().to_owned(), to_js(error).reason.clone());
         let fallback = (code.clone(), message.clone());
+        let task = task.map(|t| t.name().to_owned());
         let _ = self.background.call_with_return_value(
-            NativeError { code, message },
+            NativeError {
+                code,
+                message,
+                task,
+            },
             ThreadsafeFunctionCallMode::NonBlocking,
             move |r, _| {
                 if r.is_err() {
@@ -70,6 +74,16 @@ impl ErrorSink for Reporter {
                 Ok(())
             },
         );
+    }
+}
+
+impl ErrorSink for Reporter {
+    fn report(&self, error: CoreError) {
+        self.report_from(error, None);
+    }
+
+    fn report_task(&self, error: CoreError, task: core::Task) {
+        self.report_from(error, Some(task));
     }
 }
 
@@ -95,7 +109,7 @@ impl WakeSink for JsWake {
             move |result, env| {
                 if let Err(e) = result {
                     let message = format!("the wake callback threw: {}", e.reason);
-                    reporter.report_sync(&env, ERR_WAKE_CALLBACK, message);
+                    reporter.report_sync(&env, ERR_WAKE_CALLBACK, message, "wake");
                 }
                 Ok(())
             },
@@ -193,6 +207,16 @@ fn store_options(o: &NativeOptions) -> JsResult<Options> {
         host_name: match &o.host_name {
             None => d.host_name,
             Some(name) => HostName::parse(name).js()?,
+        },
+        read_cache_bytes: match opt_int(o.read_cache_bytes, "readCacheBytes")? {
+            Some(n) if n < 0 => {
+                return Err(coded(
+                    "ERR_INVALID_ARG",
+                    "readCacheBytes must be an integer in [0, 2^30]",
+                ))
+            }
+            Some(n) => n as u64,
+            None => d.read_cache_bytes,
         },
     };
     opts.validate().js()?;
@@ -450,6 +474,13 @@ impl NativeSessionState {
         Ok(Some(packed::notices(&notices)))
     }
 
+    /// A wake for `watcherKey` reached the JS thread: true when the watcher still has queued
+    /// notices (the wake goes to the host), false when they were withdrawn meanwhile.
+    #[napi]
+    pub fn wake_due(&self, watcher_key: String) -> bool {
+        self.store.wake_due(&watcher_key)
+    }
+
     /// The watcher's pending notices, nothing acknowledged, packed.
     #[napi]
     pub fn peek(&self, watcher_key: String) -> Result<PackedRows, Code> {
@@ -502,8 +533,9 @@ impl NativeSessionState {
                         }
                     }
                 }
-                self.store
-                    .sweep(Some(&mut |w: &str| only.iter().any(|o| o == w)), now)
+                // The confirmed watchers go to the core as they are: each one's cursors are
+                // read once, so the sweep costs what the callback's calls cost.
+                self.store.sweep_of(Some(&only), now)
             }
         }
         .js()?;

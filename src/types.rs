@@ -46,6 +46,8 @@ pub struct NativeOptions {
     /// A PostgreSQL store's host name (the host that scans the transcripts it adopts);
     /// default the machine's hostname.
     pub host_name: Option<String>,
+    /// The most memory a SQLite store keeps for its reads (bytes); [0, 2^30], 0 is off.
+    pub read_cache_bytes: Option<f64>,
 }
 
 /// A best-effort failure as the addon reports it: the stable code and the message.
@@ -55,6 +57,8 @@ pub struct NativeError {
     pub code: String,
     /// The message, with its source chain.
     pub message: String,
+    /// The background task that failed (`prune`, `poll`, …; see `core::Task`), when one did.
+    pub task: Option<String>,
 }
 
 /// What a prune removed.

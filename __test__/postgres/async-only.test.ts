@@ -1,7 +1,8 @@
 // A PostgreSQL store from JavaScript: SessionState.open on a URL with its options (refused on
-// a file), and ERR_ASYNC_ONLY from every synchronous method that needs the database, which
+// a file), and ERR_ASYNC_ONLY from every synchronous method that may need the database,
+// whatever is queued (one answer per method: nothing queued and a notice queued alike), which
 // changes nothing (every row of the store's schema and the queue are compared before and
-// after), while peek, an empty drain, stats and close answer at once.
+// after), while peek, stats and close answer at once (docs/postgres.md#sync-methods).
 import * as fs from 'node:fs'
 import { SessionState, SessionStateError } from '../../lib'
 import { codeOf, fixture, human, type CodedError } from '../helpers'
@@ -59,7 +60,7 @@ const NEEDS_DB: Record<string, (s: SessionState) => unknown> = {
   scanUpstream: (s) => s.scanUpstream(),
 }
 // The synchronous members that answer without the database.
-const FROM_MEMORY = ['peek', 'drain (nothing queued)', 'stats', 'isClosed', 'close', 'startUpstreamMonitor', 'stopUpstreamMonitor']
+const FROM_MEMORY = ['peek', 'stats', 'isClosed', 'close', 'startUpstreamMonitor', 'stopUpstreamMonitor', 'follow (an async iterator: reads off the JS thread)']
 
 test('every synchronous method of SessionState is either refused on PostgreSQL or answers from memory', () => {
   const members = Object.getOwnPropertyNames(SessionState.prototype).filter(
@@ -70,7 +71,38 @@ test('every synchronous method of SessionState is either refused on PostgreSQL o
   expect([...listed].filter((m) => !members.includes(m as never))).toEqual([])
 })
 
-test('each synchronous method that needs the database throws ERR_ASYNC_ONLY and changes nothing', async () => {
+/** Calls each method of NEEDS_DB on `s`: each throws ERR_ASYNC_ONLY naming it, the queue unchanged. */
+function everyRefused(s: SessionState, queued: unknown): void {
+  for (const [method, call] of Object.entries(NEEDS_DB)) {
+    let thrown: unknown
+    try {
+      call(s)
+    } catch (e) {
+      thrown = e
+    }
+    expect([method, thrown instanceof SessionStateError && thrown.code]).toEqual([method, 'ERR_ASYNC_ONLY'])
+    expect([method, (thrown as SessionStateError).during]).toEqual([method, method])
+    const instead = { stateVersion: 'use stateVersionsAsync' }
+    expect((thrown as Error).message).toContain(instead[method as keyof typeof instead] ?? `use ${method}Async`)
+    expect(s.peek(MAIN)).toEqual(queued)
+  }
+}
+
+test('each synchronous method that may need the database throws ERR_ASYNC_ONLY with nothing queued', async () => {
+  const place = stores.place('postgres')
+  const errors: CodedError[] = []
+  const s = await stores.at(place, { onError: (e) => errors.push(e) })
+  const before = await rows(place.options.schema as string)
+  // A fresh store: no cursor, no notice, nothing in flight. drain is refused all the same.
+  everyRefused(s, [])
+  expect(s.peek(MAIN)).toEqual([])
+  expect(errors).toEqual([])
+  // The peeks served MAIN, whose lease the listener's task writes: every other table is as it was.
+  const after = await rows(place.options.schema as string)
+  expect({ ...after, session_awareness_served: [] }).toEqual(before)
+})
+
+test('each synchronous method that may need the database throws ERR_ASYNC_ONLY with a notice queued, and changes nothing', async () => {
   const place = stores.place('postgres')
   const errors: CodedError[] = []
   const s = await stores.at(place, { onError: (e) => errors.push(e) })
@@ -82,18 +114,7 @@ test('each synchronous method that needs the database throws ERR_ASYNC_ONLY and 
   expect(before.session_state_events).toHaveLength(2)
   const queued = s.peek(MAIN)
   expect(queued.map((n) => [n.targetKey, n.changesSince])).toEqual([[CHILD, 0]])
-  for (const [method, call] of Object.entries(NEEDS_DB)) {
-    let thrown: unknown
-    try {
-      call(s)
-    } catch (e) {
-      thrown = e
-    }
-    expect([method, thrown instanceof SessionStateError && thrown.code]).toEqual([method, 'ERR_ASYNC_ONLY'])
-    const instead = { stateVersion: 'use stateVersionsAsync' }
-    expect((thrown as Error).message).toContain(instead[method as keyof typeof instead] ?? `use ${method}Async`)
-    expect(s.peek(MAIN)).toEqual(queued)
-  }
+  everyRefused(s, queued)
   // record and adopt throw it even without `strict`: nothing is reported to onError.
   expect(errors).toEqual([])
   expect(await rows(schema)).toEqual(before)
@@ -102,12 +123,12 @@ test('each synchronous method that needs the database throws ERR_ASYNC_ONLY and 
   expect((await s.drainAsync(MAIN)).map((n) => [n.targetKey, n.changesSince])).toEqual([[CHILD, 0]])
 })
 
-test('peek, a drain with nothing queued, stats and close answer without the database', async () => {
+test('peek, stats and close answer without the database; drain is refused for a watcher with nothing queued too', async () => {
   const s = await stores.open('postgres')
   await s.watchAsync(MAIN, CHILD)
   await s.recordAsync(human(CHILD))
   expect(s.peek(MAIN).map((n) => n.changesSince)).toEqual([0])
-  expect(s.drain(OTHER)).toEqual([])
+  expect(codeOf(() => s.drain(OTHER))).toBe('ERR_ASYNC_ONLY')
   expect(s.peek(OTHER)).toEqual([])
   expect(s.stats()).toMatchObject({ store: 'postgres', noticesPending: 1 })
   expect(codeOf(() => s.peek(''))).toBe('ERR_INVALID_ARG')

@@ -24,6 +24,8 @@ export class HostGateway extends GatewayProcess {
   readonly heard: Heard[] = []
   /** The codes of every onError report. */
   readonly errors: string[] = []
+  /** What each onError report says failed (`SessionStateError.during`), in order. */
+  readonly during: (string | undefined)[] = []
   /** Every batch of the gateway's followers (semantics.md#follow), with when it arrived. */
   readonly batches: { batch: { stateVersion: number; events: { sequence: number }[]; historyGap: boolean }; at: number }[] = []
 
@@ -37,6 +39,7 @@ export class HostGateway extends GatewayProcess {
       this.batches.push({ batch: m.batch as HostGateway['batches'][number]['batch'], at: m.at as number })
     } else if (m.type === 'error') {
       this.errors.push(m.code as string)
+      this.during.push(m.during as string | undefined)
     }
   }
 

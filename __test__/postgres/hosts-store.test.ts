@@ -343,6 +343,10 @@ test('a server restart with -m immediate: nothing resolved is lost, the store re
   })
   expect(out.recoveredAfter).toBe(true)
   await assertWhole(g1, sessions, out.resolved)
+  // One report per failed record, named by its call; the rest are the store's background tasks
+  // (its listener losing the connection), named as such (semantics.md#errors).
+  expect(g1.during.filter((d) => d === 'recordAsync')).toHaveLength(out.failed)
+  expect(g1.during.filter((d) => d !== 'recordAsync' && !d?.startsWith('task:'))).toEqual([])
 }, 120000)
 
 test('pg_terminate_backend of every backend of the store: nothing resolved is lost, it reconnects', async () => {

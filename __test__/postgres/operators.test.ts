@@ -39,8 +39,41 @@ async function openErr(url: string, options: Parameters<typeof SessionState.open
   )) as CodedError
 }
 
-test('a role default statement_timeout of 100 ms and idle_in_transaction_session_timeout of 1 ms: the store keeps its own', async () => {
-  const url = await role('op_timeouts', ["statement_timeout = '100ms'", "idle_in_transaction_session_timeout = '1ms'"])
+/**
+ * A TCP proxy on 127.0.0.1 in front of the cluster that holds every chunk `ms` before passing
+ * it on, each way, in order: a round trip through it takes at least 2 × `ms`.
+ */
+async function slowLink(ms: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<net.Socket>()
+  const pipe = (from: net.Socket, to: net.Socket) => {
+    let chain = Promise.resolve()
+    from.on('data', (chunk) => {
+      chain = chain.then(() => new Promise((resolve) => setTimeout(resolve, ms))).then(() => {
+        if (!to.destroyed) to.write(chunk)
+      })
+    })
+    from.on('close', () => void chain.then(() => to.destroy()))
+    from.on('error', () => {})
+  }
+  const server = net.createServer((client) => {
+    const upstream = net.connect({ host: '127.0.0.1', port: pg.get().port })
+    for (const s of [client, upstream]) sockets.add(s)
+    pipe(client, upstream)
+    pipe(upstream, client)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy()
+        server.close(() => resolve())
+      }),
+  }
+}
+
+test('a role default statement_timeout of 100 ms: a record that waits 600 ms for a head row succeeds (the store keeps its own)', async () => {
+  const url = await role('op_timeouts', ["statement_timeout = '100ms'"])
   const errors = errorSink()
   const s = await SessionState.open(url, { schema: 'op_timeouts', onError: errors.onError })
   stores.push(s)
@@ -56,17 +89,37 @@ test('a role default statement_timeout of 100 ms and idle_in_transaction_session
   await new Promise((resolve) => setTimeout(resolve, 600))
   await holder.query('COMMIT')
   expect((await pending)?.sequence).toBe(2)
-  // Group commits (records in flight together), watches and drains: transactions of several
-  // statements, none ended by the role's 1 ms idle timeout.
-  expect(await s.watchAsync(MAIN, CHILD)).toBe(true)
-  for (let i = 0; i < 20; i++) {
-    const group = await Promise.all([s.recordAsync(human(CHILD)), s.recordAsync(human(`agent:main:subagent:g${i}`))])
-    expect(group.map((r) => r === null)).toEqual([false, false])
-  }
-  expect((await s.drainAsync(MAIN)).length).toBe(1)
   expect(errors.codes()).toEqual([])
   await holder.end()
   await admin.end()
+}, 60000)
+
+test('a role default idle_in_transaction_session_timeout of 1 ms over a link with a 10 ms round trip: every call succeeds', async () => {
+  await role('op_idle', ["idle_in_transaction_session_timeout = '1ms'"])
+  // Any transaction of the store that waits for an answer before its next statement sits idle
+  // in it for 10 ms or more here, ten times the role's timeout.
+  const link = await slowLink(5)
+  try {
+    const errors = errorSink()
+    const s = await SessionState.open(`postgresql://op_idle@127.0.0.1:${link.port}/postgres?sslmode=disable`, {
+      schema: 'op_idle',
+      onError: errors.onError,
+    })
+    stores.push(s)
+    expect(await s.watchAsync(MAIN, CHILD)).toBe(true)
+    expect((await s.recordAsync(human(CHILD)))?.sequence).toBe(1)
+    // Ten records in flight together: the writer commits them as groups.
+    const many = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => s.recordAsync(human(i % 2 ? CHILD : 'agent:main:subagent:b'))),
+    )
+    expect(many.filter((r) => r === null)).toEqual([])
+    expect((await s.drainAsync(MAIN)).map((n) => n.targetKey)).toEqual([CHILD])
+    expect((await s.changesSinceAsync(CHILD, 0)).stateChanges.events).toHaveLength(6)
+    expect(errors.codes()).toEqual([])
+    await s.closeAsync()
+  } finally {
+    await link.close()
+  }
 }, 60000)
 
 async function waitForWaiter(admin: Awaited<ReturnType<typeof connect>>): Promise<number> {

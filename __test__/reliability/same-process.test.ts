@@ -2,9 +2,11 @@
 // same process"). POSIX locks belong to the process, so another copy of SQLite in it
 // (better-sqlite3, node:sqlite) never sees the store's locks, and closing its handle drops
 // them: committed events were lost. The store refuses instead: its constructor throws
-// ERR_FILE_SHARED when such a handle is open, and once one appears every call that touches
-// the file is refused (record: null and one onError) until the store is reopened. Each test
-// proves that every event `record` returned is in the file after both closed.
+// ERR_FILE_SHARED when such a handle is open, and while one that appears later is open every
+// write is refused (record: null and one onError) and reads are answered; once it is closed
+// the store reopens its connections by itself, taking its locks anew, with one onError saying
+// so (semantics.md#storage-shared-file). Each test proves that every event `record` returned
+// is in the file after both closed.
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
@@ -120,7 +122,7 @@ describe.each(libraries)('the host opens the file through %s', (_name, openHost)
     expect(hostRows(file)).toBe(2)
   })
 
-  run('store first: each record while the host writes returns null with one ERR_FILE_SHARED', () => {
+  run('store first: each record while the host writes returns null with one ERR_FILE_SHARED; reads answered; once closed, the store goes on', async () => {
     const file = seeded()
     const errors: CodedError[] = []
     const state = new SessionState(file, { busyTimeoutMs: 500, onError: (e) => errors.push(e as CodedError) })
@@ -138,26 +140,27 @@ describe.each(libraries)('the host opens the file through %s', (_name, openHost)
         if (e !== null) returned.push(e.sequence)
         h.exec('COMMIT')
       }
-      expect(errors.map((e) => e.code)).toEqual(Array(20).fill('ERR_FILE_SHARED'))
+      expect(errors.map((e) => [e.code, e.during])).toEqual(Array(20).fill(['ERR_FILE_SHARED', 'record']))
       expect(codeOf(() => state.watch('agent:main:main', KEY))).toBe('ERR_FILE_SHARED')
-      expect(codeOf(() => state.changesSince(KEY, 0))).toBe('ERR_FILE_SHARED')
+      // Reads are answered while the host has the file open.
+      expect(state.changesSince(KEY, 0).stateChanges.events.map((e) => e.sequence)).toEqual([1, 2, 3])
+      expect(state.stateVersion(KEY)).toBe(3)
     } finally {
       h.close()
     }
-    // The host's close dropped this process's locks: the store stays refused until reopened.
-    expect(state.record(input('after the host'))).toBeNull()
-    expect(errors).toHaveLength(21)
-    expect(errors[20].code).toBe('ERR_FILE_SHARED')
+    // The host's close dropped this process's locks: the store takes them anew and goes on.
+    const after = state.record(input('after the host'))
+    expect(after?.sequence).toBe(4)
+    returned.push(after!.sequence)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(errors.slice(20).map((e) => [e.code, e.during])).toEqual([['ERR_FILE_SHARED', 'task:file-guard']])
+    expect(state.record(input('and on'))?.sequence).toBe(5)
+    returned.push(5)
     state.close()
-    expect(returned).toEqual([3])
-    expect(sequences(file)).toEqual([1, 2, 3])
+    expect(errors).toHaveLength(21)
+    expect(returned).toEqual([3, 4, 5])
+    expect(sequences(file)).toEqual([1, 2, 3, 4, 5])
     expect(hostRows(file)).toBe(20)
-    const again = new SessionState(file)
-    try {
-      expect(again.record(input('reopened'))?.sequence).toBe(4)
-    } finally {
-      again.close()
-    }
   })
 
   run('strict: record throws ERR_FILE_SHARED and onError stays silent', () => {
@@ -216,5 +219,36 @@ describe.each(libraries)('the host opens the file through %s', (_name, openHost)
     expect(returned).toEqual([3, 4, 5, 6, 7])
     expect(sequences(file)).toEqual([1, 2, 3, 4, 5, 6, 7])
     expect(hostRows(file)).toBe(7)
+  })
+})
+
+// A plain descriptor of the same process (a backup, a checksum, a log shipper) on the file,
+// its -wal or its -shm: while it is open, records are refused and reads answered; its close
+// drops the process's locks, and the store takes them anew by itself, once, losing nothing.
+const posixOnly = WINDOWS ? test.skip : test
+describe.each(['', '-wal', '-shm'])('a plain descriptor on the file%s', (suffix) => {
+  posixOnly('refuses records while open; once closed the store reopens itself, with one onError', async () => {
+    const file = seeded()
+    const errors: CodedError[] = []
+    const state = new SessionState(file, { onError: (e) => errors.push(e as CodedError) })
+    expect(state.record(input('c'))?.sequence).toBe(3)
+    const fd = fs.openSync(`${file}${suffix}`, 'r')
+    try {
+      expect(state.record(input('refused'))).toBeNull()
+      expect(state.changesSince(KEY, 0).stateChanges.events.map((e) => e.sequence)).toEqual([1, 2, 3])
+      expect(codeOf(() => state.watch('agent:main:main', KEY))).toBe('ERR_FILE_SHARED')
+    } finally {
+      fs.closeSync(fd)
+    }
+    expect(state.record(input('d'))?.sequence).toBe(4)
+    expect(await state.recordAsync(input('e'))).toMatchObject({ sequence: 5 })
+    expect(state.watch('agent:main:main', KEY)).toBe(true)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(errors.map((e) => [e.code, e.during])).toEqual([
+      ['ERR_FILE_SHARED', 'record'],
+      ['ERR_FILE_SHARED', 'task:file-guard'],
+    ])
+    state.close()
+    expect(sequences(file)).toEqual([1, 2, 3, 4, 5])
   })
 })

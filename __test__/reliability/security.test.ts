@@ -4,8 +4,8 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 
-import { SessionState, decodeNoticeContextKey, type WakeRequest } from '../../lib'
-import { ROOT, delay, tempDir, type CodedError } from './support'
+import { SessionState, decodeNoticeContextKey, inspectDatabase, readEvents, type WakeRequest } from '../../lib'
+import { ROOT, codeOf, delay, tempDir, type CodedError } from './support'
 
 const W = 'agent:main:main'
 let dir = ''
@@ -441,20 +441,30 @@ describe('SQL', () => {
   })
 })
 
-test('the path is a file-system path: a name starting with file: is not read as a URI', () => {
+test('a SQLite file: URI is ERR_INVALID_ARG wherever a location is taken, and nothing is created anywhere', async () => {
   const cwd = process.cwd()
   const here = fs.mkdtempSync(path.join(dir, 'cwd-'))
+  const elsewhere = fs.mkdtempSync(path.join(dir, 'target-'))
   try {
     process.chdir(here)
-    // As a URI this would name ./state.sqlite, opened read-only.
-    const name = 'file:state.sqlite?mode=ro'
-    const s = new SessionState(name)
-    try {
-      expect(s.record({ sessionKey: 'agent:main:x', kind: 'created', actorType: 'system', summary: 'made' })?.sequence).toBe(1)
-    } finally {
-      s.close()
+    for (const name of [
+      // Read as a relative path, this made a file: folder tree in the working directory.
+      `file:${path.join(elsewhere, 'x.sqlite')}?mode=ro`,
+      `file://${path.join(elsewhere, 'y.sqlite')}`,
+      'file:state.sqlite?mode=ro',
+      'FILE:state.sqlite',
+    ]) {
+      expect([name, codeOf(() => new SessionState(name))]).toEqual([name, 'ERR_INVALID_ARG'])
+      const rejected = await SessionState.open(name).then(
+        () => 'opened',
+        (e: { code?: string }) => e.code,
+      )
+      expect([name, rejected]).toEqual([name, 'ERR_INVALID_ARG'])
+      expect([name, codeOf(() => inspectDatabase(name))]).toEqual([name, 'ERR_INVALID_ARG'])
+      expect([name, codeOf(() => readEvents(name, 'agent:main:x'))]).toEqual([name, 'ERR_INVALID_ARG'])
     }
-    expect(fs.readdirSync(here)).toEqual([name])
+    expect(fs.readdirSync(here)).toEqual([])
+    expect(fs.readdirSync(elsewhere)).toEqual([])
   } finally {
     process.chdir(cwd)
   }

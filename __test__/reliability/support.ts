@@ -9,7 +9,7 @@ export const ROOT = path.resolve(__dirname, '..', '..')
 export const FIXTURES = path.join(ROOT, '__test__', 'fixtures')
 
 /** A coded error as thrown or passed to `onError`. */
-export type CodedError = Error & { code: string }
+export type CodedError = Error & { code: string; during?: string }
 
 /** A fresh temp dir; the caller removes it. */
 export function tempDir(prefix: string): string {

@@ -43,7 +43,9 @@ const state = new SessionState('/tmp/state.sqlite', {
     const typed: SessionStateError = err
     // @ts-expect-error a code outside the union
     const bogus: typeof code = 'ERR_BOGUS'
-    return [code, message, typed, bogus]
+    // Which call or background task failed.
+    const during: string | undefined = err.during
+    return [code, message, typed, bogus, during]
   },
   clock: () => Date.now(),
   strict: false,
@@ -82,6 +84,38 @@ if (event) {
 }
 
 state.record({ sessionKey: 'k', kind: EventKinds.GoalChanged, actorType: 'human', summary: 's' })
+
+// A payload typed by an interface (no index signature) is accepted, as a plain object is.
+interface Turn {
+  turns: number
+  channel: string
+}
+const turn: Turn = { turns: 3, channel: 'telegram' }
+state.record({ sessionKey: 'k', kind: 'created', actorType: 'system', summary: 's', payload: turn })
+void state.recordAsync({ sessionKey: 'k', kind: 'created', actorType: 'system', summary: 's', payload: turn })
+// @ts-expect-error a payload is an object, not a string
+state.record({ sessionKey: 'k', kind: 'created', actorType: 'system', summary: 's', payload: 'text' })
+
+// A misspelt known kind does not compile where a read's kind is compared; an unknown kind of a
+// foreign row is reached through `String(kind)`.
+function describeKind(e: ChangeEvent): string {
+  switch (e.kind) {
+    case 'human_direct_message':
+      return 'human'
+    // @ts-expect-error a misspelt known kind
+    case 'goal_chnaged':
+      return 'goal'
+    default:
+      return String(e.kind) === 'a_kind_of_a_later_version' ? 'later' : 'other'
+  }
+}
+// @ts-expect-error a misspelt known kind, compared
+const misspelt = (e: ChangeEvent): boolean => e.kind === 'run_complete'
+void [describeKind, misspelt]
+
+// The CLI's codes are codes of the union too.
+const cliCodes: ErrorCode[] = ['ERR_USAGE', 'ERR_UNEXPECTED', 'ERR_FOREIGN_SCHEMA', 'ERR_HOST_CALLBACK']
+void cliCodes
 try {
   state.watch('agent:main:main', 'agent:main:subagent:c')
 } catch (e) {

@@ -122,6 +122,16 @@ try {
   const events = bare.prepare('SELECT * FROM session_state_events WHERE session_key = ? AND agent_id = ? AND sequence > ? ORDER BY sequence LIMIT ?')
   const earliest = bare.prepare('SELECT min(sequence) AS s FROM session_state_events WHERE session_key = ? AND agent_id = ?')
   const keys = refs.map((r) => r.sessionKey)
+  // Reconcile: a turn reads what arrived since it last looked, right after the records.
+  const RECONCILE = 'agent:main:subagent:reconcile'
+  const seen = { openclaw: 0, addon: 0 }
+  const last = (r) => (r.events ?? r.stateChanges?.events ?? r).at(-1)?.sequence
+  const three = (side) => () => {
+    for (let i = 0; i < 3; i++) {
+      if (side === 'addon') store.record({ ...INPUT_LOG, sessionKey: RECONCILE })
+      else oc.state.recordSessionStateEvent({ ...INPUT_LOG, sessionKey: RECONCILE, agentId: 'main' }, o)
+    }
+  }
   const inList = bare.prepare(`SELECT session_key, agent_id, last_sequence FROM session_state_heads WHERE session_key IN (${keys.map(() => '?').join(',')})`)
   const reads = {
     'changesSince, 200 events': {
@@ -137,15 +147,38 @@ try {
       },
       check: (r) => (r.events ?? r.stateChanges?.events ?? r).length === 200,
     },
+    'reconcile: changesSince of 3 fresh events, each read right after its 3 records (bare: the same SQL)': {
+      before: { openclaw: three('openclaw'), addon: three('addon'), bare: () => {} },
+      openclaw: () => {
+        const r = oc.state.listSessionStateEventsSince(RECONCILE, 'main', seen.openclaw, 200, o)
+        seen.openclaw = last(r) ?? seen.openclaw
+        return r
+      },
+      addon: () => {
+        const r = store.changesSince(RECONCILE, seen.addon)
+        seen.addon = last(r) ?? seen.addon
+        return r
+      },
+      bare: () => {
+        bare.exec('BEGIN')
+        head.get(CHANGES, 'main')
+        const rows = events.all(CHANGES, 'main', 197, 201)
+        earliest.get(CHANGES, 'main')
+        bare.exec('COMMIT')
+        return rows
+      },
+      check: (r) => (r.events ?? r.stateChanges?.events ?? r).length === 3,
+    },
     'stateVersions, 500 keys (bare: one IN query, as OpenClaw)': {
       openclaw: () => oc.state.getSessionStateVersions(refs, o),
       addon: () => store.stateVersions(refs),
       bare: () => inList.all(...keys),
       check: (r) => (r.main ? Object.keys(r.main) : r).length === 500,
     },
-    // The addon keeps the versions it has read until the file changes: here a record of
-    // another session (not timed) comes before every read, on both sides, so every read of
-    // the addon finds its cache emptied and reads the 500 heads from SQLite.
+    // A record of another session (not timed) comes before every read, on both sides. The
+    // addon's record puts its new version in the read cache (semantics.md#reading-memory), so
+    // the read after it finds all 500 there; before the read cache it read the 500 heads
+    // from SQLite each time.
     'stateVersions, 500 keys, each read right after a record (bare: 500 point reads)': {
       before: {
         openclaw: () => oc.state.recordSessionStateEvent({ ...INPUT_LOG, sessionKey: CHANGES, agentId: 'main' }, o),
@@ -175,15 +208,18 @@ try {
   }
   for (const [name, read] of Object.entries(reads)) {
     for (const side of ['openclaw', 'addon', 'bare']) {
+      read.before?.[side]?.()
       if (!read.check(read[side]())) throw new Error(`${name}: ${side} read the wrong rows`)
     }
     const t = { openclaw: [], addon: [], bare: [] }
     const sides = Object.keys(t)
+    const perRound = { openclaw: [], addon: [] }
     for (let r = 0; r < ROUNDS + 1; r++) {
       for (let k = 0; k < sides.length; k++) {
         const side = sides[(r + k) % sides.length]
         const us = batch(20, read[side], read.before?.[side])
         if (r > 0) t[side].push(us)
+        if (r > 0 && side !== 'bare') perRound[side].push(us)
       }
     }
     const m = Object.fromEntries(sides.map((s) => [s, median(t[s])]))
@@ -191,7 +227,15 @@ try {
       `${name}: OpenClaw ${m.openclaw.toFixed(0)} µs, addon ${m.addon.toFixed(0)} µs, bare SQL ${m.bare.toFixed(0)} µs; ` +
         `OpenClaw / addon ${(m.openclaw / m.addon).toFixed(2)}×, OpenClaw / bare SQL ${(m.openclaw / m.bare).toFixed(2)}×`,
     )
+    // Rounds alternate sides, so round r of OpenClaw and of the addon ran back to back.
+    const ratios = perRound.addon.map((a, i) => perRound.openclaw[i] / a).sort((x, y) => x - y)
+    console.log(`  per round OpenClaw / addon: lowest ${ratios[0].toFixed(2)}×, highest ${ratios.at(-1).toFixed(2)}×`)
   }
+  const cache = store.stats().readCache ?? { bytes: 0, hits: 0, misses: 0 }
+  console.log(
+    `addon read cache after the reads: ${(cache.bytes / 1024).toFixed(1)} KiB held (budget ${4096} KiB), ` +
+      `${cache.hits} hits, ${cache.misses} misses`,
+  )
   bare.close()
   store.close()
   prune(oc, dir, createRequire(import.meta.url)('../..').SessionState)

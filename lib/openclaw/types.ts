@@ -60,8 +60,8 @@ export interface SessionStateEventInput {
   runId?: string
   /** One line for people. */
   summary: string
-  /** Metadata, never message content. */
-  payload?: Record<string, unknown>
+  /** Metadata, never message content: a plain object (one typed by an interface too). */
+  payload?: object
   /** When it happened; clamped into the last 24 hours. */
   occurredAt?: number
   /** A second event with the same key changes nothing and returns the first. */
@@ -197,8 +197,8 @@ export interface SessionHumanDirectMessageParams {
   dedupeKey?: string
   /** The channel, for the summary (`human message via <channel>`). */
   channel?: string
-  /** Metadata. */
-  payload?: Record<string, unknown>
+  /** Metadata: a plain object (one typed by an interface too). */
+  payload?: object
   /** When it happened. */
   occurredAt?: number
 }

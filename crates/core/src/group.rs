@@ -54,11 +54,19 @@ impl Recorder {
         let begun = std::time::Instant::now();
         let size = valid.len() as u64;
         let written = (|| {
+            let before = self.db.changes();
             let tx = Tx::immediate(&conn)?;
             let written = write_each(&mut SqliteRows::new(&tx), self.rules(), valid);
             tx.commit()?;
             self.delivery.metrics.since(Hist::Commit, begun);
             self.delivery.metrics.value(Hist::GroupSize, size);
+            let fresh = written.iter().filter_map(|(_, _, r)| match r {
+                Ok(Some(w)) if w.fresh => Some(&w.event),
+                _ => None,
+            });
+            self.db
+                .read_cache()
+                .written(before, self.db.changes(), fresh);
             Ok(written)
         })();
         let written = match written {

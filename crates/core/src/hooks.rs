@@ -8,11 +8,50 @@ use std::sync::Arc;
 use crate::error::Error;
 use crate::wake::WakeSink;
 
+/// The background task a failure reported through [`ErrorSink`] came from
+/// (`SessionStateError.during` names it as `task:<name>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Task {
+    /// The automatic prune (SQLite or PostgreSQL).
+    Prune,
+    /// The background WAL checkpoint.
+    Checkpoint,
+    /// The poll for other processes' notices (SQLite).
+    Poll,
+    /// The upstream monitor's scans.
+    UpstreamMonitor,
+    /// The PostgreSQL listener and its catch-up.
+    CatchUp,
+    /// The guard that restored the store's locks after another library's handle closed.
+    FileGuard,
+}
+
+impl Task {
+    /// The task's stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::Prune => "prune",
+            Task::Checkpoint => "checkpoint",
+            Task::Poll => "poll",
+            Task::UpstreamMonitor => "upstream-monitor",
+            Task::CatchUp => "catch-up",
+            Task::FileGuard => "file-guard",
+        }
+    }
+}
+
 /// Receives failures of work the caller did not wait for (the automatic prune, background
 /// scans). The binding forwards them to the host's `onError`.
 pub trait ErrorSink: Send + Sync + 'static {
     /// Reports one failure.
     fn report(&self, error: Error);
+
+    /// Reports one failure of background task `task`; by default as [`ErrorSink::report`].
+    fn report_task(&self, error: Error, task: Task) {
+        let _ = task;
+        self.report(error);
+    }
 }
 
 /// The clock background work reads (foreground calls pass `now` themselves).
@@ -78,10 +117,10 @@ impl Host {
         }
     }
 
-    /// Reports a failure of background work to the host (dropped without a sink).
-    pub(crate) fn report(&self, error: Error) {
+    /// Reports a failure of background task `task` to the host (dropped without a sink).
+    pub(crate) fn report(&self, error: Error, task: Task) {
         if let Some(sink) = &self.errors {
-            sink.report(error);
+            sink.report_task(error, task);
         }
     }
 

@@ -66,6 +66,7 @@ pub(crate) mod shapes;
 pub(crate) mod sqlite;
 pub(crate) mod store;
 pub(crate) mod sync;
+pub(crate) mod tail;
 pub mod upstream;
 pub(crate) mod wake;
 pub(crate) mod writer;
@@ -87,19 +88,20 @@ pub use cursors::{Cursor, Provenance, WatchOptions};
 pub use error::{with_sources, DbFailure, Error, Result, OPEN_CODES};
 pub use event::{ActorType, EventKind, NotifyKinds, RecordInput, Scopes, StateEvent};
 pub use follow::FollowSignal;
-pub use hooks::{mark_caller_thread, system_now, Clock, ErrorSink, Hooks, NoticeSignal};
+pub use hooks::{mark_caller_thread, system_now, Clock, ErrorSink, Hooks, NoticeSignal, Task};
 pub use keys::{decode_notice_context_key, encode_notice_context_key, MAX_SCOPE_BYTES};
 pub use log::Changes;
 pub use maintenance::SweepReport;
 pub use metrics::{Hist, HistogramTotals, MetricsSnapshot, FAILURE_CODES, HISTOGRAMS, SAMPLE_RING};
 pub use options::{
-    HostName, Options, SchemaName, MAX_HOST_NAME_BYTES, MAX_RETENTION_MS, MAX_SCHEMA_BYTES,
-    MAX_SYNC_INTERVAL_MS, MAX_WAKE_COALESCE_MS,
+    HostName, Options, SchemaName, MAX_HOST_NAME_BYTES, MAX_READ_CACHE_BYTES, MAX_RETENTION_MS,
+    MAX_SCHEMA_BYTES, MAX_SYNC_INTERVAL_MS, MAX_WAKE_COALESCE_MS,
 };
 pub use prune::PruneReport;
 pub use queue::{Notice, QueueSignal, QueuedNotice};
 pub use read_event::{ChangeEvent, ForeignEvent, ForeignFields, ForeignPayload};
 pub use shapes::CursorRow;
 pub use store::{Store, VersionRef};
+pub use tail::DEFAULT_READ_CACHE_BYTES;
 pub use wake::{WakeRequest, WakeSink};
 pub use writer::{Done, Job, Sink, Writer};

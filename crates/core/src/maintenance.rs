@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use crate::cursors;
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
-use crate::hooks::Host;
+use crate::hooks::{Host, Task};
 use crate::metrics::Count;
 use crate::options::Options;
 use crate::prune::{self, PruneReport};
@@ -135,7 +135,7 @@ impl Maintenance {
                 match this.prune_batches(now, true) {
                     // A shared file is reported by the caller's own calls, which it refuses.
                     Ok(_) | Err(Error::Closed | Error::FileShared(_)) => {}
-                    Err(e) => this.host.report(e),
+                    Err(e) => this.host.report(e, Task::Prune),
                 }
                 let mut state = this.auto_prune.lock();
                 match state.again.take() {
@@ -173,7 +173,7 @@ impl Maintenance {
             self.delivery.metrics.add(Count::PrunedEvents, n as u64);
             if let (true, Some(c)) = (background, &self.checkpointer) {
                 if let Err(e) = c.catch_up() {
-                    self.host.report(e);
+                    self.host.report(e, Task::Checkpoint);
                 }
             }
             // A short batch may be the last of the age pass; the row cap still has to run,

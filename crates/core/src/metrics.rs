@@ -85,6 +85,10 @@ pub struct MetricsSnapshot {
     pub prune_deleted_cursors: u64,
     /// Polls for other processes that found the file changed by another connection.
     pub sync_catch_ups: u64,
+    /// `changesSince` calls answered from the read cache's tail (semantics.md#reading-memory).
+    pub read_cache_hits: u64,
+    /// `changesSince` calls the read cache could not answer, read from SQLite.
+    pub read_cache_misses: u64,
     /// The histograms' totals, in the order of [`Hist`].
     pub histograms: [HistogramTotals; HISTOGRAMS],
     /// Notices queued now.
@@ -97,6 +101,8 @@ pub struct MetricsSnapshot {
     pub wal_frames: u64,
     /// Followers open now (semantics.md#follow).
     pub followers_open: u64,
+    /// Bytes the read cache holds now (semantics.md#reading-memory).
+    pub read_cache_bytes: u64,
 }
 
 /// The gauges the store reads from its parts for a snapshot.
@@ -106,6 +112,7 @@ pub(crate) struct Gauges {
     pub(crate) watchers_served: u64,
     pub(crate) wal_frames: u64,
     pub(crate) followers_open: u64,
+    pub(crate) read_cache_bytes: u64,
 }
 
 /// Counter indexes of [`Metrics`].
@@ -119,9 +126,11 @@ pub(crate) enum Count {
     PrunedEvents,
     PrunedCursors,
     CatchUps,
+    ReadCacheHits,
+    ReadCacheMisses,
 }
 
-const COUNTS: usize = 8;
+const COUNTS: usize = 10;
 
 /// A bounded multi-writer ring of samples; one reader at a time drains it.
 struct Ring {
@@ -230,6 +239,12 @@ impl Metrics {
         }
     }
 
+    /// Takes back one from a counter: a wake the JS thread found withdrawn was not called.
+    pub(crate) fn take_back(&self, c: Count) {
+        let _ = self.counts[c as usize]
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+    }
+
     /// One event of `kind` recorded.
     pub(crate) fn recorded(&self, kind: EventKind) {
         self.recorded[kind as usize].fetch_add(1, Ordering::Relaxed);
@@ -291,11 +306,14 @@ impl Metrics {
             prune_deleted_events: c(Count::PrunedEvents),
             prune_deleted_cursors: c(Count::PrunedCursors),
             sync_catch_ups: c(Count::CatchUps),
+            read_cache_hits: c(Count::ReadCacheHits),
+            read_cache_misses: c(Count::ReadCacheMisses),
             histograms: std::array::from_fn(|i| self.hists[i].totals()),
             notices_pending: gauges.notices_pending,
             watchers_served: gauges.watchers_served,
             wal_frames: gauges.wal_frames,
             followers_open: gauges.followers_open,
+            read_cache_bytes: gauges.read_cache_bytes,
             wal_bytes: self
                 .wal
                 .get()

@@ -41,6 +41,11 @@ pub struct Options {
     /// of this name only (docs/postgres.md#differences). Default the machine's hostname.
     /// Refused on a SQLite store unless it is the default.
     pub host_name: HostName,
+    /// The most memory a SQLite store keeps for its reads, in bytes (TypeScript
+    /// `readCacheBytes`, semantics.md#reading-memory): the recent events that answer
+    /// `changesSince` and the versions behind `stateVersions`. Default
+    /// [`crate::DEFAULT_READ_CACHE_BYTES`] (4 MiB); 0 turns the cache off.
+    pub read_cache_bytes: u64,
 }
 
 impl Default for Options {
@@ -58,6 +63,7 @@ impl Default for Options {
             connect_timeout_ms: 10_000,
             statement_timeout_ms: 30_000,
             host_name: HostName::machine(),
+            read_cache_bytes: crate::tail::DEFAULT_READ_CACHE_BYTES,
         }
     }
 }
@@ -68,11 +74,13 @@ pub const MAX_RETENTION_MS: i64 = 9_000_000_000_000;
 pub const MAX_WAKE_COALESCE_MS: u32 = 60_000;
 /// The largest accepted `syncIntervalMs` (one minute).
 pub const MAX_SYNC_INTERVAL_MS: u32 = 60_000;
+/// The largest accepted `readCacheBytes` (1 GiB).
+pub const MAX_READ_CACHE_BYTES: u64 = 1 << 30;
 
 impl Options {
     /// Refuses values outside the documented ranges: `retentionMs` in [1, 9e12],
     /// `maxEvents` in [1, 2^53 - 1], `busyTimeoutMs` in [0, 2^31 - 1], `wakeCoalesceMs` and
-    /// `syncIntervalMs` in [0, 60000].
+    /// `syncIntervalMs` in [0, 60000], `readCacheBytes` in [0, 2^30].
     pub fn validate(&self) -> Result<()> {
         if !(1..=MAX_RETENTION_MS).contains(&self.retention_ms) {
             return Err(Error::invalid(
@@ -95,6 +103,11 @@ impl Options {
         if self.sync_interval_ms > MAX_SYNC_INTERVAL_MS {
             return Err(Error::invalid(
                 "syncIntervalMs must be an integer in [0, 60000]",
+            ));
+        }
+        if self.read_cache_bytes > MAX_READ_CACHE_BYTES {
+            return Err(Error::invalid(
+                "readCacheBytes must be an integer in [0, 2^30]",
             ));
         }
         for (value, name) in [

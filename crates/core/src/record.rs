@@ -66,12 +66,17 @@ impl Recorder {
             }
         }
         let begun = std::time::Instant::now();
+        let before = self.db.changes();
         let tx = Tx::immediate(&conn)?;
         let mut rows = SqliteRows::new(&tx);
         let written = self.write(&mut rows, v, now)?;
         also(&mut rows)?;
         tx.commit()?;
         self.delivery.metrics.since(Hist::Commit, begun);
+        let fresh = written.fresh.then_some(&written.event);
+        self.db
+            .read_cache()
+            .written(before, self.db.changes(), fresh.into_iter());
         let wakes = self.enqueue(&conn, &written);
         drop(conn);
         self.delivery.wake_all(wakes);

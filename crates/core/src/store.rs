@@ -8,8 +8,6 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use crate::cursors::{self, Provenance};
 use crate::delivery::Delivery;
 use crate::error::{Error, Result};
@@ -26,10 +24,9 @@ use crate::record::Recorder;
 use crate::rows::Rows;
 use crate::shapes::CursorRow;
 use crate::sqlite::checkpoint::Checkpointer;
-use crate::sqlite::conn::{Connection, Db};
+use crate::sqlite::conn::{Connection, Db, Rehook, Reopen};
 use crate::sqlite::cursor_rows;
 use crate::sqlite::exclusive::FileGuard;
-use crate::sqlite::heads::HeadCache;
 use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::schema;
 use crate::sqlite::tx::Tx;
@@ -59,7 +56,6 @@ struct Inner {
     monitor: Arc<Monitor>,
     host: Host,
     opts: Options,
-    heads: Mutex<HeadCache>,
     /// The PostgreSQL engine of a store opened on a URL (`store/remote.rs`).
     remote: Option<Arc<crate::postgres::PgStore>>,
 }
@@ -90,10 +86,21 @@ impl Store {
         Self::open_file(path, opts, hooks).map_err(|e| e.at_path(path))
     }
 
-    /// Refuses a `<scheme>://` text that is not a PostgreSQL URL (SQLite's `file:` URIs
-    /// aside): `ERR_INVALID_ARG` naming only the scheme, since the rest may hold a password.
+    /// Refuses a `<scheme>://` text that is not a PostgreSQL URL: `ERR_INVALID_ARG` naming
+    /// only the scheme, since the rest may hold a password. Refuses a SQLite `file:` URI too
+    /// (semantics.md#storage): a store takes a file-system path, and a `file:` name read as a
+    /// relative path would create a `file:` folder tree where the URI meant another file.
     /// Every place that takes a store's location (open, the CLI's inspect and import) asks it.
     pub fn check_location(path: &str) -> Result<()> {
+        if path
+            .get(..5)
+            .is_some_and(|p| p.eq_ignore_ascii_case("file:"))
+        {
+            return Err(Error::invalid(
+                "path is a file: URI, which a store does not take: give the file's path \
+                 (file:/srv/state.sqlite?mode=ro is /srv/state.sqlite)",
+            ));
+        }
         match crate::postgres::conn::foreign_scheme(path) {
             Some(scheme) => Err(Error::invalid(format!(
                 "{scheme}:// names no store: give a file path, or a postgres:// or postgresql:// URL"
@@ -127,7 +134,17 @@ impl Store {
             .filter(|p| !p.is_empty())
             .map(|p| std::path::PathBuf::from(format!("{p}-wal")));
         let host = Host::of(&hooks);
-        let db = Arc::new(Db::new(conn, guard));
+        let reopen = guard.as_ref().map(|_| Reopen {
+            path: path.to_owned(),
+            busy_timeout_ms: opts.busy_timeout_ms,
+            release: checkpointer.iter().map(Checkpointer::release).collect(),
+            rehook: checkpointer.as_ref().map_or_else(
+                || Box::new(|_: &mut _| Ok(())) as Rehook,
+                Checkpointer::rehook,
+            ),
+            errors: hooks.errors.clone(),
+        });
+        let db = Arc::new(Db::new(conn, guard, opts.read_cache_bytes as usize)?);
         let delivery = Arc::new(Delivery::new(
             hooks.wake.clone(),
             opts.wake_coalesce_ms,
@@ -146,6 +163,10 @@ impl Store {
             )?)),
             None => None,
         };
+        if let Some(mut reopen) = reopen {
+            reopen.release.extend(sync.as_ref().map(SyncState::release));
+            db.set_reopen(reopen);
+        }
         let maintenance = Arc::new(Maintenance::new(
             Arc::clone(&db),
             Arc::clone(&delivery),
@@ -171,7 +192,6 @@ impl Store {
                 monitor,
                 host,
                 opts,
-                heads: Mutex::new(HeadCache::default()),
                 remote: None,
             }),
         })
@@ -235,9 +255,9 @@ impl Store {
         self.db().check_open()
     }
 
-    /// Reports a failure of background work to the host.
-    pub fn report(&self, error: Error) {
-        self.inner.host.report(error);
+    /// Reports a failure of background task `task` to the host.
+    pub fn report(&self, error: Error, task: crate::hooks::Task) {
+        self.inner.host.report(error, task);
     }
 
     /// Runs `f` with the connection, or fails with `ERR_CLOSED`.
@@ -246,6 +266,15 @@ impl Store {
             return Err(remote::not_yet("this call"));
         }
         self.db().with(f)
+    }
+
+    /// Runs `f`, which only reads, with the connection: answered while another library of
+    /// this process has the file open (semantics.md#storage).
+    pub(crate) fn read_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+        if self.is_remote() {
+            return Err(remote::not_yet("this call"));
+        }
+        self.db().with_read(f)
     }
 
     /// Records one event (semantics.md#recording). `Ok(None)` means `onlyIfWatched` found nobody watching.
@@ -350,7 +379,7 @@ impl Store {
                 SessionKey::check_named(k, name)?;
             }
         }
-        self.with_conn(|conn| cursor_rows::read(conn, watcher, target))
+        self.read_conn(|conn| cursor_rows::read(conn, watcher, target))
     }
 
     /// Removes the cursor and its pending notice. True if a cursor was removed.
@@ -371,6 +400,20 @@ impl Store {
     /// ([`crate::queue::QueueSignal`]).
     pub fn queue_signal(&self) -> Arc<QueueSignal> {
         self.delivery().signal()
+    }
+
+    /// Asked on the host's thread when a wake for `watcher` reaches it (semantics.md#wake):
+    /// true when the watcher still has queued notices, so the wake goes to the host; false
+    /// when a drain or acknowledge withdrew them meanwhile, and the wake is not counted.
+    /// Runs no SQL.
+    pub fn wake_due(&self, watcher: &str) -> bool {
+        let due = self.delivery().queue().has_any(watcher);
+        if !due {
+            self.delivery()
+                .metrics
+                .take_back(crate::metrics::Count::Wakes);
+        }
+        due
     }
 
     /// True when the watcher has queued notices. Runs no SQL.
@@ -484,10 +527,17 @@ impl Store {
                 )
             }
         };
+        self.sweep_of(only.as_deref(), now)
+    }
+
+    /// [`Store::sweep`] of the watchers in `only` (every watcher when `None`): for a caller
+    /// that asked about [`Store::sweep_candidates`] elsewhere and passes the ones that exist.
+    pub fn sweep_of(&self, only: Option<&[String]>, now: i64) -> Result<SweepReport> {
+        self.check_open()?;
         if let Some(pg) = self.remote() {
-            return pg.sweep(only.as_deref(), now);
+            return pg.sweep(only, now);
         }
-        self.inner.recorder.maintenance.sweep(only.as_deref(), now)
+        self.inner.recorder.maintenance.sweep(only, now)
     }
 
     /// Sets the signal told, on a background thread, when background work (the PostgreSQL

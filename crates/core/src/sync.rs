@@ -31,7 +31,7 @@ use tokio::time::MissedTickBehavior;
 use crate::cursors::{self, Pending};
 use crate::delivery::{wakes_for, Delivery, Wake};
 use crate::error::{Error, Result};
-use crate::hooks::Host;
+use crate::hooks::{Host, Task};
 use crate::keys;
 use crate::lease::{self, LeaseRows};
 use crate::metrics::Count;
@@ -62,13 +62,15 @@ struct Leases {
 
 /// What the poller knows of the file.
 struct Poller {
-    reader: Reader,
+    /// None once released for a reopen of the store's connections; opened again by the next poll.
+    reader: Option<Reader>,
     data_version: i64,
     last_sequence: i64,
 }
 
 /// The cross-process state of one store: the served watchers and the poller.
 pub(crate) struct SyncState {
+    path: String,
     db: Arc<Db>,
     delivery: Arc<Delivery>,
     host: Host,
@@ -101,13 +103,14 @@ impl SyncState {
         let last_sequence = snap.top_sequence()?;
         snap.finish()?;
         Ok(SyncState {
+            path: path.to_owned(),
             db,
             delivery,
             host,
             interval: Duration::from_millis(u64::from(interval_ms)),
             served: Mutex::new(Served::default()),
             poller: Mutex::new(Some(Poller {
-                reader,
+                reader: Some(reader),
                 data_version,
                 last_sequence,
             })),
@@ -328,7 +331,7 @@ impl SyncState {
             return;
         }
         if !self.failing.swap(true, Ordering::AcqRel) {
-            self.host.report(error);
+            self.host.report(error, Task::Poll);
         }
     }
 
@@ -379,7 +382,11 @@ impl SyncState {
         fresh: &[String],
         foreign: bool,
     ) -> Result<(HashMap<(String, String), Option<Pending>>, Option<i64>)> {
-        let tx = p.reader.snapshot()?;
+        let reader = match &mut p.reader {
+            Some(r) => r,
+            slot @ None => slot.insert(Reader::open(&self.path)?),
+        };
+        let tx = reader.snapshot()?;
         let mut rows: HashMap<(String, String), Option<Pending>> = HashMap::new();
         if !foreign {
             for w in fresh {
@@ -517,6 +524,21 @@ impl SyncState {
         }
         leases.renewed_at.store(now, Ordering::Release);
         Ok(())
+    }
+
+    /// Closes the poll's reader if no poll holds it now (never waits); the next poll opens it
+    /// again. For the reopen of the store's connections after another library's handle.
+    pub(crate) fn release(self: &Arc<Self>) -> crate::sqlite::conn::Release {
+        let me = Arc::downgrade(self);
+        Box::new(move || {
+            if let Some(me) = me.upgrade() {
+                if let Some(mut slot) = me.poller.try_lock() {
+                    if let Some(p) = slot.as_mut() {
+                        p.reader = None;
+                    }
+                }
+            }
+        })
     }
 
     /// Stops the poll task and closes the reader. Waits for a poll in progress to finish.

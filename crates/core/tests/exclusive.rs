@@ -1,6 +1,7 @@
 //! One SQLite per file per process (semantics.md#storage): a handle on the store's file that the store's own
-//! SQLite did not open refuses the constructor, and every later call that touches the
-//! database, without changing anything.
+//! SQLite did not open refuses the constructor, and while it is open every later write,
+//! without changing anything; reads are answered. Once it is closed, the store reopens its
+//! connections (its locks taken anew), says so once, and goes on with nothing lost.
 
 mod common;
 
@@ -40,7 +41,7 @@ fn a_foreign_handle_first_refuses_the_store_and_leaves_the_file_alone() {
 }
 
 #[test]
-fn a_handle_that_appears_later_refuses_every_database_call() {
+fn a_handle_that_appears_later_refuses_every_write_answers_reads_and_clears_once_closed() {
     let mut fx = Fixture::file();
     fx.store
         .watch(MAIN, CHILD, Provenance::Explicit, T0)
@@ -71,7 +72,18 @@ fn a_handle_that_appears_later_refuses_every_database_call() {
     assert_eq!(code(s.reset_session(MAIN)), "ERR_FILE_SHARED");
     assert_eq!(code(s.delete_session(CHILD2, None)), "ERR_FILE_SHARED");
     assert_eq!(code(s.sync_now()), "ERR_FILE_SHARED");
-    assert_eq!(code(s.state_version(CHILD, None)), "ERR_FILE_SHARED");
+    // Reads are answered while the handle is open.
+    assert_eq!(s.state_version(CHILD, None).unwrap(), 1);
+    assert_eq!(s.state_version(CHILD2, None).unwrap(), 2);
+    assert_eq!(
+        s.changes_since(CHILD2, 0.0, None, None)
+            .unwrap()
+            .events
+            .iter()
+            .map(|e| e.sequence())
+            .collect::<Vec<_>>(),
+        [2]
+    );
     let link = AdoptInput {
         source: "claude".into(),
         remote_id: Some("remote-1".into()),
@@ -86,24 +98,31 @@ fn a_handle_that_appears_later_refuses_every_database_call() {
     // Answered from memory: the notice is still queued, and nothing was acknowledged.
     assert_eq!(pairs(&s.peek(MAIN).unwrap()), expect_pairs(&[(CHILD, 0)]));
     assert!(s.has_pending(MAIN).unwrap());
-    drop(foreign);
-    // The foreign close dropped this process's locks on the file: still refused.
-    assert_eq!(
-        code(s.record(input(CHILD, "run_completed"), now)),
-        "ERR_FILE_SHARED"
-    );
     // The background work reported nothing; the refused calls said it.
     fx.assert_no_error();
-    fx.reopen();
-    assert_eq!(fx.sequences(), [1, 2]);
-    assert_eq!(fx.lnm(MAIN, CHILD), lnm);
-    assert_eq!(fx.store.state_version(CHILD2, None).unwrap(), 2);
+    drop(foreign);
+    // The foreign close dropped this process's locks on the file: the next call reopens the
+    // store's connections, which takes them anew, and says so once.
     assert_eq!(fx.rec(CHILD, "run_completed", None, now).sequence, 3);
+    let told = fx.errors.recv_timeout(PATIENCE).expect("one report");
+    assert_eq!(told.code(), "ERR_FILE_SHARED");
+    assert_eq!(fx.rec(CHILD2, "run_completed", None, now).sequence, 4);
+    fx.settle();
+    fx.assert_no_error();
+    assert_eq!(fx.lnm(MAIN, CHILD), lnm);
+    assert_eq!(
+        pairs(&fx.store.drain(MAIN, now).unwrap()),
+        expect_pairs(&[(CHILD, 0)])
+    );
+    // Nothing recorded was lost: every event is in the file for a store opened after.
+    fx.reopen();
+    assert_eq!(fx.sequences(), [1, 2, 3, 4]);
+    fx.assert_no_error();
 }
 
 #[test]
-fn a_handle_on_the_wal_or_shm_refuses_the_next_write() {
-    for suffix in ["-wal", "-shm"] {
+fn a_handle_on_the_wal_or_shm_refuses_the_next_write_until_it_is_closed() {
+    for suffix in ["", "-wal", "-shm"] {
         let fx = Fixture::file();
         fx.rec(CHILD, "run_completed", None, T0);
         let mut name = fx.file_path().to_path_buf().into_os_string();
@@ -114,9 +133,41 @@ fn a_handle_on_the_wal_or_shm_refuses_the_next_write() {
             "ERR_FILE_SHARED",
             "{suffix}"
         );
-        drop(foreign);
         assert_eq!(fx.sequences(), [1], "{suffix}");
+        drop(foreign);
+        assert_eq!(
+            fx.rec(CHILD, "run_completed", None, T0).sequence,
+            2,
+            "{suffix}"
+        );
+        let told = fx.errors.recv_timeout(PATIENCE).expect("one report");
+        assert_eq!(told.code(), "ERR_FILE_SHARED", "{suffix}");
+        assert_eq!(fx.sequences(), [1, 2], "{suffix}");
+        fx.assert_no_error();
     }
+}
+
+#[test]
+fn with_another_store_of_the_process_on_the_file_the_locks_cannot_come_back() {
+    let fx = Fixture::file();
+    let other = fx.attach();
+    fx.rec(CHILD, "run_completed", None, T0);
+    let foreign = File::open(fx.file_path()).unwrap();
+    assert_eq!(
+        code(fx.store.record(input(CHILD, "run_completed"), T0)),
+        "ERR_FILE_SHARED"
+    );
+    drop(foreign);
+    // The other store still holds the file: this one stays refused, reads answered.
+    assert_eq!(
+        code(fx.store.record(input(CHILD, "run_completed"), T0)),
+        "ERR_FILE_SHARED"
+    );
+    assert_eq!(fx.store.state_version(CHILD, None).unwrap(), 1);
+    // Once the other store is closed, the locks come back.
+    other.store.close();
+    assert_eq!(fx.rec(CHILD, "run_completed", None, T0).sequence, 2);
+    assert_eq!(fx.sequences(), [1, 2]);
 }
 
 #[test]

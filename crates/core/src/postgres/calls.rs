@@ -195,7 +195,7 @@ impl PgStore {
                     prune::prune(&mut c, &delivery, retention, max_events, now).await
                 };
                 if let Err(e) = run.await {
-                    state.report(e);
+                    state.report(e, crate::hooks::Task::Prune);
                 }
                 match auto.next(state.is_closed()) {
                     Some(next) => now = next,

@@ -32,7 +32,7 @@ use super::listen::{self, Hint};
 use crate::cursors::Pending;
 use crate::delivery::{wakes_for, Delivery, Wake};
 use crate::error::{Error, Result};
-use crate::hooks::Host;
+use crate::hooks::{Host, Task};
 use crate::keys;
 use crate::metrics::Count;
 use crate::options::SchemaName;
@@ -399,9 +399,9 @@ impl State {
     }
 
     /// Reports a failure of background work to the host, unless the store closed.
-    pub(crate) fn report(&self, error: Error) {
+    pub(crate) fn report(&self, error: Error, task: Task) {
         if !self.closed.load(Ordering::Acquire) {
-            self.host.report(error);
+            self.host.report(error, task);
         }
     }
 
@@ -412,7 +412,7 @@ impl State {
 
     fn failed(&self, error: Error) {
         if !self.closed.load(Ordering::Acquire) && !self.failing.swap(true, Ordering::AcqRel) {
-            self.host.report(error);
+            self.host.report(error, Task::CatchUp);
         }
     }
 

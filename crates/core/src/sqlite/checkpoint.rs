@@ -25,6 +25,7 @@ use rusqlite::{Connection, OpenFlags};
 use crate::error::{Error, Result};
 use crate::hooks::ErrorSink;
 use crate::runtime;
+use crate::sqlite::conn::{Rehook, Release};
 use crate::sqlite::exclusive::FileGuard;
 
 /// New WAL frames after which a background checkpoint is due: SQLite's own default for its
@@ -82,28 +83,31 @@ impl Checkpointer {
             errors,
             guard,
         });
-        // The pragma installs SQLite's own WAL hook: it must come before ours, which replaces it.
-        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
-        let hook = Arc::clone(&inner);
-        let mut last = 0;
-        let mut scheduled_at = 0;
-        conn.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages: c_int| {
-            if pages < last {
-                scheduled_at = 0; // the WAL started over
-            }
-            last = pages;
-            hook.frames.store(pages, Ordering::Release);
-            if pages - scheduled_at >= CHECKPOINT_PAGES && hook.schedule() {
-                scheduled_at = pages;
-            }
-            if pages >= WAL_LIMIT_PAGES {
-                // An error here would fail the statement whose commit already happened; the
-                // next commit simply tries again.
-                let _ = wal.checkpoint();
-            }
-            Ok(())
-        }))?;
+        hook(&inner, conn)?;
         Ok(Some(Checkpointer { inner }))
+    }
+
+    /// Installs the hook on a connection the store opened anew (`Db`'s reopen): the
+    /// checkpoints of that connection stay with this checkpointer.
+    pub(crate) fn rehook(&self) -> Rehook {
+        let inner = Arc::downgrade(&self.inner);
+        Box::new(move |conn| match inner.upgrade() {
+            Some(inner) => hook(&inner, conn),
+            None => Ok(()),
+        })
+    }
+
+    /// Closes this checkpointer's connection if no checkpoint holds it now (never waits); the
+    /// next checkpoint opens one again.
+    pub(crate) fn release(&self) -> Release {
+        let inner = Arc::downgrade(&self.inner);
+        Box::new(move || {
+            if let Some(inner) = inner.upgrade() {
+                if let Some(mut conn) = inner.conn.try_lock() {
+                    conn.take();
+                }
+            }
+        })
     }
 
     /// Frames in the WAL after the last commit: how far it has run since it last started over.
@@ -131,6 +135,32 @@ impl Checkpointer {
         let conn = self.inner.conn.lock().take();
         drop(conn);
     }
+}
+
+/// Moves the checkpoints of `conn` to `inner`'s background thread.
+fn hook(inner: &Arc<Inner>, conn: &mut Connection) -> Result<()> {
+    // The pragma installs SQLite's own WAL hook: it must come before ours, which replaces it.
+    conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+    let hook = Arc::clone(inner);
+    let mut last = 0;
+    let mut scheduled_at = 0;
+    conn.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages: c_int| {
+        if pages < last {
+            scheduled_at = 0; // the WAL started over
+        }
+        last = pages;
+        hook.frames.store(pages, Ordering::Release);
+        if pages - scheduled_at >= CHECKPOINT_PAGES && hook.schedule() {
+            scheduled_at = pages;
+        }
+        if pages >= WAL_LIMIT_PAGES {
+            // An error here would fail the statement whose commit already happened; the
+            // next commit simply tries again.
+            let _ = wal.checkpoint();
+        }
+        Ok(())
+    }))?;
+    Ok(())
 }
 
 impl Inner {
@@ -162,7 +192,7 @@ impl Inner {
                     Err(Error::FileShared(_)) => break,
                     Err(e) => {
                         if let Some(sink) = &me.errors {
-                            sink.report(e);
+                            sink.report_task(e, crate::hooks::Task::Checkpoint);
                         }
                         break;
                     }

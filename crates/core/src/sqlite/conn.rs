@@ -1,16 +1,41 @@
 //! The guarded connection: the store's one SQLite connection behind a lock, its open/closed
 //! state, and the check for another SQLite library of this process on the file that runs
 //! before every statement. A closed store answers `Error::Closed` from every path here.
+//!
+//! While another library's handle is on the file, writes are refused and reads answered;
+//! once it is gone, the next call reopens the store's connections, which takes the
+//! process's locks anew (semantics.md#storage, `sqlite::exclusive`).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 /// The SQLite connection, for the façade's SQLite branch (`Store::with_conn`).
 pub(crate) use rusqlite::Connection;
 
 use crate::error::{Error, Result};
-use crate::sqlite::exclusive::FileGuard;
+use crate::hooks::{ErrorSink, Task};
+use crate::sqlite::exclusive::{Admit, FileGuard};
+use crate::sqlite::read_cache::{ChangeCount, ReadCache};
+
+/// Closes one of the store's other connections on the file if it is free now (never waits).
+pub(crate) type Release = Box<dyn Fn() + Send + Sync>;
+/// Installs on a new connection what the store's connection carries (the checkpoint hook).
+pub(crate) type Rehook = Box<dyn Fn(&mut Connection) -> Result<()> + Send + Sync>;
+
+/// How the store's connection is opened anew after a foreign handle dropped its locks.
+pub(crate) struct Reopen {
+    /// The path the store was opened on.
+    pub(crate) path: String,
+    /// Its busy timeout.
+    pub(crate) busy_timeout_ms: u32,
+    /// The store's other connections on the file.
+    pub(crate) release: Vec<Release>,
+    /// What the new connection gets.
+    pub(crate) rehook: Rehook,
+    /// Told once the locks are restored.
+    pub(crate) errors: Option<Arc<dyn ErrorSink>>,
+}
 
 /// The store's connection, locked: derefs to the open [`Connection`].
 pub(crate) type ConnGuard<'a> = MappedMutexGuard<'a, Connection>;
@@ -23,17 +48,54 @@ pub(crate) struct Db {
     closed: AtomicBool,
     /// Another library of this process on the file (None in memory).
     guard: Option<Arc<FileGuard>>,
+    /// How to open the connection anew once a foreign handle is gone (a file store).
+    reopen: OnceLock<Reopen>,
+    /// What the reads keep in memory; locked only while `conn` is.
+    cache: Mutex<ReadCache>,
+    /// The event and head rows `conn` changed.
+    changes: ChangeCount,
 }
 
 impl Db {
-    /// Wraps an open connection and the file's guard.
-    pub(crate) fn new(conn: Connection, guard: Option<Arc<FileGuard>>) -> Self {
-        Db {
+    /// Wraps an open connection and the file's guard, with a read cache of `read_budget`
+    /// bytes at most (semantics.md#reading-memory).
+    pub(crate) fn new(
+        mut conn: Connection,
+        guard: Option<Arc<FileGuard>>,
+        read_budget: usize,
+    ) -> Result<Self> {
+        let changes = ChangeCount::default();
+        changes.install(&mut conn)?;
+        Ok(Db {
             conn: Mutex::new(Some(conn)),
             waiters: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             guard,
-        }
+            reopen: OnceLock::new(),
+            cache: Mutex::new(ReadCache::new(read_budget)),
+            changes,
+        })
+    }
+
+    /// The read cache. Lock it only while holding the connection's lock, so what it holds and
+    /// the connection's state move together.
+    pub(crate) fn read_cache(&self) -> MutexGuard<'_, ReadCache> {
+        self.cache.lock()
+    }
+
+    /// The bytes the read cache holds now, without the connection's lock.
+    pub(crate) fn read_cache_bytes(&self) -> usize {
+        self.cache.lock().bytes()
+    }
+
+    /// The event and head rows the connection has changed so far (see `read_cache.rs`).
+    pub(crate) fn changes(&self) -> u64 {
+        self.changes.get()
+    }
+
+    /// Sets how the connection is opened anew (once, by the store's open).
+    pub(crate) fn set_reopen(&self, reopen: Reopen) {
+        let _ = self.reopen.set(reopen);
     }
 
     /// True once [`Db::close`] ran.
@@ -68,9 +130,20 @@ impl Db {
         }
     }
 
-    /// Locks the connection, or fails with `Error::Closed` (closed) or `Error::FileShared`.
+    /// Locks the connection for a call that may write, or fails with `Error::Closed` (closed)
+    /// or `Error::FileShared` (another library of this process has the file open).
     pub(crate) fn lock(&self) -> Result<ConnGuard<'_>> {
-        let guard = match self.conn.try_lock() {
+        self.lock_for(true)
+    }
+
+    /// Locks the connection for a call that only reads: answered while another library of
+    /// this process has the file open.
+    pub(crate) fn read(&self) -> Result<ConnGuard<'_>> {
+        self.lock_for(false)
+    }
+
+    fn lock_for(&self, write: bool) -> Result<ConnGuard<'_>> {
+        let mut guard = match self.conn.try_lock() {
             Some(g) => g,
             None => {
                 // Counted, so background work between two transactions lets this caller in
@@ -81,11 +154,63 @@ impl Db {
                 g
             }
         };
-        let conn = MutexGuard::try_map(guard, Option::as_mut).map_err(|_| Error::Closed)?;
+        self.check_open()?;
         // Every call that touches the database comes here, right before its SQL: a handle of
         // another library that appeared since the last call is found before the write.
-        self.check_guard()?;
-        Ok(conn)
+        if let Some(g) = &self.guard {
+            let lost = guard.is_none() && self.reopen.get().is_some();
+            let reopen = lost || g.admit(write)? == Admit::Reopen;
+            if reopen {
+                self.reopen(&mut guard, g)?;
+                if write && g.is_refused() {
+                    return Err(g.check().err().unwrap_or(Error::Closed));
+                }
+            }
+        }
+        MutexGuard::try_map(guard, Option::as_mut).map_err(|_| Error::Closed)
+    }
+
+    /// Closes the store's connections on the file and opens its own anew. The locks come back
+    /// only when nothing of this process's SQLite was left on the file in between; otherwise
+    /// the file stays refused (the connection is open again for reads) and the next call
+    /// tries again.
+    fn reopen(&self, slot: &mut Option<Connection>, g: &FileGuard) -> Result<()> {
+        let Some(r) = self.reopen.get() else {
+            return Ok(());
+        };
+        for release in &r.release {
+            release();
+        }
+        if let Some(old) = slot.take() {
+            // Its view of the WAL may be of files the other library deleted: no checkpoint.
+            let _ = old.set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                true,
+            );
+            drop(old);
+        }
+        let released = g.released();
+        let mut conn = crate::sqlite::schema::connect(&r.path, r.busy_timeout_ms)?;
+        (r.rehook)(&mut conn)?;
+        // A new connection counts its data_version anew: nothing kept proves current any more.
+        self.changes.install(&mut conn)?;
+        self.cache.lock().reset();
+        *slot = Some(conn);
+        if released {
+            g.restored();
+            if let Some(sink) = &r.errors {
+                sink.report_task(
+                    Error::FileShared(format!(
+                        "{}: the other handle on the file is closed; the store reopened its \
+                         connections, which took this process's locks anew, and goes on \
+                         (nothing it recorded was lost)",
+                        g.shown()
+                    )),
+                    Task::FileGuard,
+                );
+            }
+        }
+        Ok(())
     }
 
     /// The connection if it is free right now: `None` when another caller holds it, `Some(None)`
@@ -98,6 +223,12 @@ impl Db {
     /// Runs `f` with the connection, or fails as [`Db::lock`] does.
     pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
         let mut conn = self.lock()?;
+        f(&mut conn)
+    }
+
+    /// Runs `f`, which only reads, with the connection, or fails as [`Db::read`] does.
+    pub(crate) fn with_read<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+        let mut conn = self.read()?;
         f(&mut conn)
     }
 
@@ -121,7 +252,7 @@ mod tests {
 
     #[test]
     fn a_closed_connection_answers_closed() -> Result<()> {
-        let db = Db::new(schema::open(":memory:", 0)?, None);
+        let db = Db::new(schema::open(":memory:", 0)?, None, 0)?;
         assert!(db.with(|c| Ok(c.is_autocommit()))?);
         assert!(matches!(db.try_lock(), Some(Some(_))));
         assert!(db.mark_closed());

@@ -8,6 +8,7 @@ use crate::log::{Changes, Head};
 use crate::sqlite::inert;
 use crate::sqlite::read_event;
 use crate::sqlite::tx::Tx;
+use crate::tail::Bounds;
 
 /// The columns of an event row, in the order [`inert::event_of`] reads them.
 pub(crate) const EVENT_COLUMNS: &str = "sequence, session_key, agent_id, kind, actor_type, \
@@ -44,6 +45,18 @@ pub(crate) fn changes_since(
     after: i64,
     limit: u32,
 ) -> Result<Changes> {
+    Ok(read_changes(conn, session_key, agent_id, after, limit)?.0)
+}
+
+/// [`changes_since`], with what the session's head and rows said beside the events (for the
+/// tail, `crate::tail`): `None` when a row of the range could not be answered.
+pub(crate) fn read_changes(
+    conn: &Connection,
+    session_key: &str,
+    agent_id: &str,
+    after: i64,
+    limit: u32,
+) -> Result<(Changes, Option<Bounds>)> {
     let tx = Tx::read(conn)?;
     let head = head(&tx, session_key, agent_id)?;
     let sql = format!(
@@ -74,7 +87,11 @@ pub(crate) fn changes_since(
         // SQLite orders integers before text: the minimum is an integer whenever one is stored.
         .query_row(params![session_key, agent_id], |r| Ok(inert::integer(r.get_ref(0)?)))?;
     tx.commit()?;
-    Ok(Changes {
+    let bounds = (!unanswerable).then_some(Bounds {
+        pruned_max: head.pruned_max_sequence,
+        earliest,
+    });
+    let changes = Changes {
         state_version: head.last_sequence,
         events,
         truncated,
@@ -84,7 +101,8 @@ pub(crate) fn changes_since(
             0
         }),
         history_gap: after < head.pruned_max_sequence || unanswerable,
-    })
+    };
+    Ok((changes, bounds))
 }
 
 /// Deletes the events and head of `(session_key, agent_id)`.

@@ -27,6 +27,7 @@ pub(crate) mod links;
 pub(crate) mod log;
 pub(crate) mod poll;
 pub(crate) mod prune;
+pub(crate) mod read_cache;
 pub(crate) mod read_event;
 pub(crate) mod reread;
 pub(crate) mod rows;

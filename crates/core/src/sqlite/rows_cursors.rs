@@ -2,7 +2,7 @@
 //! unwatch, the deletes, the sweep's re-freeze, expiry), called by [`super::rows::SqliteRows`]
 //! inside the caller's transaction. Inert rows (semantics.md#storage) are filtered here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use rusqlite::types::ValueRef;
@@ -32,15 +32,53 @@ pub(crate) fn scope_col(v: rusqlite::types::ValueRef<'_>) -> Option<Arc<str>> {
 
 /// Watchers with material history past their acknowledged position (sweep candidates).
 pub(crate) fn watchers_behind(conn: &Connection) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare_cached(concat!(
-        "SELECT DISTINCT watcher_session_key FROM session_watch_cursors \
-         WHERE material_sequence > last_seen_sequence AND ",
-        live_cursor!(),
-        within_head!(),
-        " ORDER BY 1"
-    ))?;
-    let rows = stmt.query_map([], |r| r.get(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    // The rows are checked here, as the sweep's re-freeze checks them, with each target's head
+    // read once: in SQL the head was read again for every row, which made this read cost
+    // several times the sweep it precedes.
+    const BEHIND: &str = "SELECT watcher_session_key, target_session_key, last_seen_sequence, \
+         notified_sequence, material_sequence, provenance, updated_at \
+         FROM session_watch_cursors WHERE material_sequence > last_seen_sequence";
+    let mut heads: HashMap<Box<[u8]>, Option<i64>, foldhash::fast::RandomState> =
+        HashMap::default();
+    let mut found = std::collections::BTreeSet::new();
+    let mut last: Option<Box<[u8]>> = None;
+    let mut select = conn.prepare_cached(BEHIND)?;
+    let mut rows = select.query([])?;
+    while let Some(r) = rows.next()? {
+        let (watcher, target) = (r.get_ref(0)?, r.get_ref(1)?);
+        let (ValueRef::Text(w), ValueRef::Text(t)) = (watcher, target) else {
+            continue;
+        };
+        if w == t || last.as_deref() == Some(w) {
+            continue;
+        }
+        let head = match heads.get(t) {
+            Some(head) => *head,
+            None => {
+                let head = match inert::text(target) {
+                    Some(key) if keys::is_watchable(key) => {
+                        Some(match SessionKey::classify(key).agent() {
+                            Some(agent) => super::log::head(conn, key, agent)?.last_sequence,
+                            None => 0,
+                        })
+                    }
+                    _ => None,
+                };
+                heads.insert(t.into(), head);
+                head
+            }
+        };
+        let Some(head) = head else { continue };
+        let positions = [r.get_ref(2)?, r.get_ref(3)?, r.get_ref(4)?];
+        if !inert::live_fields(positions, r.get_ref(5)?, r.get_ref(6)?, head) {
+            continue;
+        }
+        if let Some(key) = inert::text(watcher).filter(|k| keys::is_watchable(k)) {
+            found.insert(key.to_owned());
+            last = Some(w.into());
+        }
+    }
+    Ok(found.into_iter().collect())
 }
 
 /// A target key as a sweep found it: its shared string and head, or `None` when no cursor on
@@ -56,6 +94,9 @@ type LiveTarget = Option<(Arc<str>, i64)>;
 /// gateway that restarts with many notices already frozen re-queues them without rewriting
 /// the table.
 pub(crate) fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec<Pending>> {
+    // Up to this many watchers, each one's rows are read through the key's index; past it,
+    // all rows once.
+    const WATCHER_QUERIES: usize = 64;
     const COLUMNS: &str = "SELECT rowid, watcher_session_key, target_session_key, \
          last_seen_sequence, notified_sequence, material_sequence, provenance, updated_at, \
          watcher_store_path FROM session_watch_cursors WHERE material_sequence > last_seen_sequence";
@@ -144,6 +185,19 @@ pub(crate) fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec
             let mut rows = select.query([])?;
             while let Some(r) = rows.next()? {
                 visit(r)?;
+            }
+        }
+        Some(watchers) if watchers.len() > WATCHER_QUERIES => {
+            // Many watchers: one pass over the rows, each watcher looked up in a set, costs
+            // less than a query per watcher.
+            let set: HashSet<&[u8], foldhash::fast::RandomState> =
+                watchers.iter().map(|w| w.as_bytes()).collect();
+            let mut select = conn.prepare_cached(COLUMNS)?;
+            let mut rows = select.query([])?;
+            while let Some(r) = rows.next()? {
+                if matches!(r.get_ref(1)?, ValueRef::Text(w) if set.contains(w)) {
+                    visit(r)?;
+                }
             }
         }
         Some(watchers) => {

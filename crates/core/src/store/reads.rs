@@ -4,7 +4,7 @@
 use crate::error::Result;
 use crate::keys;
 use crate::log::{self, Changes};
-use crate::metrics::Hist;
+use crate::metrics::{Count, Hist};
 use crate::sqlite;
 use crate::sqlite::heads;
 use crate::sqlite::tx::Tx;
@@ -19,7 +19,7 @@ impl Store {
         }
         self.check_open()?;
         let agent = keys::resolve_agent(session_key, agent_id)?;
-        self.with_conn(|conn| Ok(sqlite::log::head(conn, session_key, &agent)?.last_sequence))
+        self.read_conn(|conn| Ok(sqlite::log::head(conn, session_key, &agent)?.last_sequence))
     }
 
     /// The state versions of many sessions, in the order given, leaving out those at 0.
@@ -47,9 +47,18 @@ impl Store {
         }
         self.check_open()?;
         let resolved = keys::resolve_refs(refs)?;
-        let found = self.with_conn(|conn| {
+        let db = self.db();
+        let found = self.read_conn(|conn| {
             let tx = Tx::read(conn)?;
-            let found = heads::versions(&tx, &mut self.inner.heads.lock(), &resolved)?;
+            let mut cache = db.read_cache();
+            let found = if cache.enabled() {
+                // The transaction's first read: the snapshot starts with the stamp.
+                cache.refresh(&tx, db.changes())?;
+                heads::versions(&tx, Some(&mut cache.heads), &resolved)?
+            } else {
+                heads::versions(&tx, None, &resolved)?
+            };
+            drop(cache);
             tx.commit()?;
             Ok(found)
         })?;
@@ -75,8 +84,25 @@ impl Store {
         let after = log::check_after(after)?;
         let limit = log::clamp_limit(limit)?;
         let start = std::time::Instant::now();
-        let r = self
-            .with_conn(|conn| sqlite::log::changes_since(conn, session_key, &agent, after, limit));
+        let db = self.db();
+        let r = self.read_conn(|conn| {
+            let mut cache = db.read_cache();
+            if !cache.enabled() {
+                return sqlite::log::changes_since(conn, session_key, &agent, after, limit);
+            }
+            cache.refresh(conn, db.changes())?;
+            let metrics = &self.delivery().metrics;
+            if let Some(c) = cache.tail.answer(session_key, &agent, after, limit) {
+                metrics.add(Count::ReadCacheHits, 1);
+                return Ok(c);
+            }
+            metrics.add(Count::ReadCacheMisses, 1);
+            let (c, bounds) = sqlite::log::read_changes(conn, session_key, &agent, after, limit)?;
+            if let Some(bounds) = bounds {
+                cache.tail.fill(session_key, &agent, after, &c, bounds);
+            }
+            Ok(c)
+        });
         self.delivery().metrics.since(Hist::ChangesSince, start);
         r
     }

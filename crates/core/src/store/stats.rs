@@ -22,6 +22,11 @@ impl Store {
             watchers_served: r.sync.as_ref().map_or(0, |s| s.served_count() as u64),
             wal_frames: r.maintenance.wal_frames(),
             followers_open: self.delivery().follows.open(),
+            read_cache_bytes: if self.is_remote() {
+                0
+            } else {
+                self.db().read_cache_bytes() as u64
+            },
         })
     }
 

@@ -20,7 +20,7 @@ use super::normalize::is_self_echo;
 use super::scanner::LineScanner;
 use crate::error::{Error, Result};
 use crate::event::{RecordInput, StateEvent};
-use crate::hooks::Host;
+use crate::hooks::{Host, Task};
 use crate::keys;
 use crate::runtime;
 
@@ -324,7 +324,7 @@ impl Monitor {
                 Ok(Some(e)) => out.push(e),
                 Ok(None) => {}
                 Err(e @ (Error::Closed | Error::FileShared(_))) => return Err(e),
-                Err(e) => self.host.report(e),
+                Err(e) => self.host.report(e, Task::UpstreamMonitor),
             }
         }
         Ok(out)
@@ -367,13 +367,16 @@ impl Monitor {
                     }
                 }
                 Ok(_) => {}
-                Err(e) => self.host.report(Error::UpstreamParse(format!(
-                    "{}: bytes {}..{} of {}: {e}",
-                    keys::json_string(&link.session_key),
-                    base + line.start,
-                    base + line.end,
-                    path
-                ))),
+                Err(e) => self.host.report(
+                    Error::UpstreamParse(format!(
+                        "{}: bytes {}..{} of {}: {e}",
+                        keys::json_string(&link.session_key),
+                        base + line.start,
+                        base + line.end,
+                        path
+                    )),
+                    Task::UpstreamMonitor,
+                ),
             }
         }
         let committed = base + scanner.committed();
@@ -441,7 +444,7 @@ impl Monitor {
                     Ok(Err(Error::Closed)) => break,
                     // A shared file is reported by the host's own calls, which it refuses.
                     Ok(Err(Error::FileShared(_))) => {}
-                    Ok(Err(e)) => monitor.host.report(e),
+                    Ok(Err(e)) => monitor.host.report(e, Task::UpstreamMonitor),
                     _ => {}
                 }
             }

@@ -26,10 +26,15 @@
 //!   and nothing is lost: no detection there. Other unix systems: no detection.
 //!
 //! Once a foreign handle was seen on a file while this process's SQLite had it open, the
-//! process's locks on it cannot be trusted again (the other library's open resets the
-//! `-shm`; its close drops this process's locks and may delete the `-wal` and `-shm` the
-//! store still has open). That file stays refused until every store of the process on it is
-//! closed; a store opened after that starts clean.
+//! process's locks on it cannot be trusted (the other library's open resets the `-shm`; its
+//! close drops this process's locks and may delete the `-wal` and `-shm` the store still has
+//! open). While the handle is open the store refuses writes and answers reads
+//! ([`FileGuard::admit`]); once it is gone, the store closes every connection it has on the
+//! file and opens its own again, which takes the locks anew ([`crate::sqlite::conn::Db`]).
+//! SQLite keeps one lock record per file for all connections of the process, so the locks
+//! only come back when no connection of this process's SQLite is left on the file at that
+//! moment: with another store of the process on the same file, the file stays refused until
+//! that one is closed (a store opened after that starts clean).
 
 #![allow(unsafe_code)]
 
@@ -307,10 +312,22 @@ pub fn check(family: &Family) -> Result<Option<Scan>> {
     Ok(Some(found))
 }
 
-/// The guard of one open store: a scan at open, then one whenever the trigger fired.
+/// What the store's own connection does after [`FileGuard::admit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admit {
+    /// Go on with the call.
+    Go,
+    /// The foreign handle is gone: reopen the store's connections before the call.
+    Reopen,
+}
+
+/// The guard of one open store: a scan at open, then one whenever the trigger fired, and on
+/// every call while a foreign handle is (or was) open.
 pub struct FileGuard {
     family: Family,
     trigger: os::Trigger,
+    /// Why the file is refused: a foreign handle is open, or was and the store has not taken
+    /// its locks anew yet.
     refused: Mutex<Option<String>>,
     refused_flag: AtomicBool,
     scans: AtomicU64,
@@ -333,15 +350,18 @@ impl FileGuard {
         })
     }
 
-    /// Called before every database call of the store: `ERR_FILE_SHARED` once a foreign
-    /// handle was seen (for good: see the module docs). Without an open since the last check
-    /// this is one non-blocking `read` on Linux.
-    pub fn check(&self) -> Result<()> {
-        if self.refused_flag.load(Ordering::Acquire) {
-            return Err(Error::FileShared(
-                self.refused.lock().clone().unwrap_or_default(),
-            ));
-        }
+    fn refusal(&self) -> Error {
+        Error::FileShared(self.refused.lock().clone().unwrap_or_default())
+    }
+
+    fn refuse(&self, e: &Error) {
+        *self.refused.lock() = Some(e.to_string());
+        self.refused_flag.store(true, Ordering::Release);
+    }
+
+    /// A scan when the trigger fired; `ERR_FILE_SHARED` (and the file refused) when it finds
+    /// a foreign handle.
+    fn scan_if_fired(&self) -> Result<()> {
         if !enabled() || !self.trigger.fired() {
             return Ok(());
         }
@@ -349,14 +369,99 @@ impl FileGuard {
         match check(&self.family) {
             Ok(_) => Ok(()),
             Err(e) => {
-                *self.refused.lock() = Some(e.to_string());
-                self.refused_flag.store(true, Ordering::Release);
+                self.refuse(&e);
                 Err(e)
             }
         }
     }
 
-    /// How many scans [`FileGuard::check`] ran (the one at open not counted).
+    /// Called before the work of the store's other connections (the checkpoint, the poll):
+    /// `ERR_FILE_SHARED` while the file is refused. Without an open since the last check this
+    /// is one non-blocking `read` on Linux.
+    pub fn check(&self) -> Result<()> {
+        if self.refused_flag.load(Ordering::Acquire) {
+            return Err(self.refusal());
+        }
+        self.scan_if_fired()
+    }
+
+    /// Called before every call on the store's own connection. While a foreign handle is
+    /// open, a `write` is refused with `ERR_FILE_SHARED` and a read goes on; once the file is
+    /// refused and the handle is gone, [`Admit::Reopen`].
+    pub fn admit(&self, write: bool) -> Result<Admit> {
+        if !self.refused_flag.load(Ordering::Acquire) {
+            return match self.scan_if_fired() {
+                Err(e) if write => Err(e),
+                _ => Ok(Admit::Go),
+            };
+        }
+        self.scans.fetch_add(1, Ordering::Relaxed);
+        match scan(&self.family).and_then(|s| s.foreign) {
+            Some(fd) => {
+                let e = self.family.shared_error(&format!(
+                    "is open through another library of this process (file descriptor {fd})"
+                ));
+                self.refuse(&e);
+                if write {
+                    Err(e)
+                } else {
+                    Ok(Admit::Go)
+                }
+            }
+            None => Ok(Admit::Reopen),
+        }
+    }
+
+    /// After the store closed its connections on the file: true when none of this process's
+    /// SQLite is left on it, so connections opened now take the locks anew. Otherwise the
+    /// file stays refused, saying why.
+    pub fn released(&self) -> bool {
+        match scan(&self.family) {
+            Some(Scan {
+                foreign: None,
+                ours: true,
+            }) => {
+                self.refuse(&self.family.shared_error(
+                    "was opened through another library of this process, which dropped this \
+                     process's locks on it; another store of this process still has it open, \
+                     so they cannot be taken anew: close the other stores on it",
+                ));
+                false
+            }
+            Some(Scan {
+                foreign: Some(fd), ..
+            }) => {
+                self.refuse(&self.family.shared_error(&format!(
+                    "is open through another library of this process (file descriptor {fd})"
+                )));
+                false
+            }
+            _ => true,
+        }
+    }
+
+    /// The store's connections were opened anew with nothing else of this process on the
+    /// file: its locks are its own again.
+    pub fn restored(&self) {
+        if let Some(db) = os::file_id(&self.family.files[0]) {
+            TAINTED.lock().remove(&db);
+        }
+        *self.refused.lock() = None;
+        self.refused_flag.store(false, Ordering::Release);
+    }
+
+    /// True while the file is refused.
+    pub fn is_refused(&self) -> bool {
+        self.refused_flag.load(Ordering::Acquire)
+    }
+
+    /// The database path as the store was given it.
+    pub fn shown(&self) -> &str {
+        &self.family.shown
+    }
+
+    /// How many scans [`FileGuard::check`] and [`FileGuard::admit`] ran (the one at open not
+    /// counted).
     #[cfg(any(test, feature = "test-hooks"))]
     pub fn scans(&self) -> u64 {
         self.scans.load(Ordering::Relaxed)

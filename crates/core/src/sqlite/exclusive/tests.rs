@@ -147,8 +147,34 @@ fn only_an_open_of_one_of_the_files_makes_the_guard_scan() -> Result<()> {
     assert_eq!(guard.check().unwrap_err().code(), "ERR_FILE_SHARED");
     assert_eq!(guard.scans(), 2);
     drop(foreign);
-    // Refused for good, without scanning again.
+    // The store's other connections stay refused, without scanning again, until its own
+    // connection has taken the locks anew.
     assert_eq!(guard.check().unwrap_err().code(), "ERR_FILE_SHARED");
     assert_eq!(guard.scans(), 2);
+    Ok(())
+}
+
+#[test]
+fn admit_refuses_writes_while_the_handle_is_open_then_asks_for_the_reopen() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (db, _) = family(&dir, "state.sqlite");
+    File::create(&db)?;
+    let guard = FileGuard::open(&db)?;
+    assert_eq!(guard.admit(true)?, Admit::Go);
+    let foreign = File::open(&db)?;
+    assert_eq!(guard.admit(true).unwrap_err().code(), "ERR_FILE_SHARED");
+    assert!(guard.is_refused());
+    // A read goes on while the handle is open.
+    assert_eq!(guard.admit(false)?, Admit::Go);
+    assert_eq!(guard.admit(true).unwrap_err().code(), "ERR_FILE_SHARED");
+    drop(foreign);
+    // Gone: the store's connection reopens, after which the guard is clear.
+    assert_eq!(guard.admit(true)?, Admit::Reopen);
+    assert_eq!(guard.admit(false)?, Admit::Reopen);
+    assert!(guard.released());
+    guard.restored();
+    assert!(!guard.is_refused());
+    assert_eq!(guard.admit(true)?, Admit::Go);
+    guard.check()?;
     Ok(())
 }
