@@ -17,6 +17,11 @@ use crate::shapes::CursorRow;
 use crate::upstream::link_store::LinkStore;
 use crate::upstream::LinkRow;
 
+/// Given how many jobs wait in the Promise API's queue, the failure a new job settles with at
+/// once instead of waiting (a PostgreSQL store whose connection is down, `maxWaitingCalls`).
+/// Defined here, below the writer, since an engine makes it.
+pub type Gate = std::sync::Arc<dyn Fn(usize) -> Option<Error> + Send + Sync>;
+
 /// The answer of a call `engine` does not serve: `ERR_INVALID_ARG` "`call` is not on
 /// `engine` yet".
 pub(crate) fn unsupported(engine: &str, call: &str) -> Error {
@@ -135,6 +140,12 @@ pub(crate) trait Engine: LinkStore {
     /// The bytes the engine's read cache holds (the `read_cache.size` gauge); 0 without one.
     fn read_cache_bytes(&self) -> u64 {
         0
+    }
+
+    /// For the Promise API's queue: the failure a new call settles with at once, given how
+    /// many calls wait (docs/postgres.md#faults); `None` for an engine that never refuses one.
+    fn waiting_gate(&self) -> Option<Gate> {
+        None
     }
 
     /// The link row of a session and agent (OpenClaw's link-row API).

@@ -186,6 +186,13 @@ impl Store {
         self.inner.host.report(error, task);
     }
 
+    /// For the Promise API's queue: given how many calls wait in it, the failure a new call
+    /// settles with at once, while a PostgreSQL store's connection is down and
+    /// `maxWaitingCalls` calls wait already (docs/postgres.md#faults); `None` on a file.
+    pub(crate) fn waiting_gate(&self) -> Option<crate::engine::Gate> {
+        self.engine().waiting_gate()
+    }
+
     /// Records one event (semantics.md#recording). `Ok(None)` means `onlyIfWatched` found nobody watching.
     pub fn record(&self, input: RecordInput, now: i64) -> Result<Option<StateEvent>> {
         self.engine().record(input, now)

@@ -131,6 +131,10 @@ impl Engine for PgStore {
         self.notices().kick();
     }
 
+    fn waiting_gate(&self) -> Option<crate::engine::Gate> {
+        Some(PgStore::waiting_gate(self))
+    }
+
     fn served_count(&self) -> u64 {
         // The gauge counts the watchers of the cross-process poll, which this engine has not.
         0
