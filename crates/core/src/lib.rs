@@ -52,7 +52,6 @@ pub use sqlite::inspect;
 pub mod keys;
 pub(crate) mod lease;
 pub(crate) mod log;
-pub(crate) mod maintenance;
 pub(crate) mod metrics;
 pub(crate) mod options;
 pub(crate) mod postgres;
@@ -66,7 +65,6 @@ pub(crate) mod runtime;
 pub(crate) mod shapes;
 pub(crate) mod sqlite;
 pub(crate) mod store;
-pub(crate) mod sync;
 pub(crate) mod tail;
 pub mod upstream;
 pub(crate) mod wake;
@@ -92,13 +90,13 @@ pub use follow::FollowSignal;
 pub use hooks::{mark_caller_thread, system_now, Clock, ErrorSink, Hooks, NoticeSignal, Task};
 pub use keys::{decode_notice_context_key, encode_notice_context_key, MAX_SCOPE_BYTES};
 pub use log::Changes;
-pub use maintenance::SweepReport;
 pub use metrics::{Hist, HistogramTotals, MetricsSnapshot, FAILURE_CODES, HISTOGRAMS, SAMPLE_RING};
 pub use options::{
     HostName, Options, SchemaName, MAX_HOST_NAME_BYTES, MAX_READ_CACHE_BYTES, MAX_RETENTION_MS,
     MAX_SCHEMA_BYTES, MAX_SYNC_INTERVAL_MS, MAX_WAKE_COALESCE_MS,
 };
 pub use prune::PruneReport;
+pub use prune::SweepReport;
 pub use queue::{Notice, QueueSignal, QueuedNotice};
 pub use read_event::{ChangeEvent, ForeignEvent, ForeignFields, ForeignPayload};
 pub use shapes::CursorRow;

@@ -5,6 +5,18 @@
 
 use crate::error::Result;
 
+/// An hour: a record prunes when this long has passed since the last prune (semantics.md#recording).
+pub(crate) const AUTO_PRUNE_INTERVAL_MS: i64 = 60 * 60 * 1000;
+
+/// The outcome of a sweep.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Cursors whose notice is pending after the sweep.
+    pub notices: u64,
+    /// The prune that followed.
+    pub prune: PruneReport,
+}
+
 /// Rows the automatic (background) prune deletes per write transaction. A batch touches an
 /// index page of nearly every session it deletes from, so its cost grows with its size: at
 /// this size one takes 3–5 ms, and the JS thread, which waits for at most one batch, never

@@ -8,13 +8,13 @@ use crate::delivery::{Delivery, Wake};
 use crate::error::Result;
 use crate::event::{self, EventKind, NotifyKinds, RecordInput, StateEvent, ValidEvent};
 use crate::keys;
-use crate::maintenance::Maintenance;
 use crate::metrics::{Count, Hist};
 use crate::rows::{Inserted, Rows};
 use crate::sqlite::conn::{ConnGuard, Db};
+use crate::sqlite::maintenance::Maintenance;
 use crate::sqlite::rows::SqliteRows;
+use crate::sqlite::sync::SyncState;
 use crate::sqlite::tx::Tx;
-use crate::sync::SyncState;
 
 /// The parts of a store a write goes through. Cheap to clone: clones share everything.
 #[derive(Clone)]

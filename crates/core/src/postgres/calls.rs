@@ -7,8 +7,7 @@ use super::catchup::Notices;
 use super::{block_on, cursors, delivery, prune, PgStore};
 use crate::cursors::WatchOptions;
 use crate::error::Result;
-use crate::maintenance::SweepReport;
-use crate::prune::PruneReport;
+use crate::prune::{PruneReport, SweepReport};
 use crate::queue::Notice;
 
 impl PgStore {

@@ -12,8 +12,7 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::event::{RecordInput, StateEvent};
 use crate::log::Changes;
-use crate::maintenance::SweepReport;
-use crate::prune::PruneReport;
+use crate::prune::{PruneReport, SweepReport};
 use crate::queue::Notice;
 use crate::shapes::CursorRow;
 

@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::cursors::{db, Cached};
 use crate::delivery::Delivery;
 use crate::error::Result;
-use crate::maintenance::AUTO_PRUNE_INTERVAL_MS;
 use crate::metrics::Count;
 use crate::prune::PruneReport;
+use crate::prune::AUTO_PRUNE_INTERVAL_MS;
 use parking_lot::Mutex;
 
 /// The automatic prune's hour (semantics.md#recording-auto-prune), as on SQLite: a record

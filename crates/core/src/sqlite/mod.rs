@@ -26,6 +26,7 @@ pub(crate) mod lease;
 pub(crate) mod link_rows;
 pub(crate) mod links;
 pub(crate) mod log;
+pub(crate) mod maintenance;
 pub(crate) mod poll;
 pub(crate) mod prune;
 pub(crate) mod read_cache;
@@ -37,6 +38,7 @@ mod rows_cursors;
 pub mod schema;
 #[cfg(not(feature = "test-hooks"))]
 pub(crate) mod schema;
+pub(crate) mod sync;
 #[cfg(feature = "test-hooks")]
 pub mod tx;
 #[cfg(not(feature = "test-hooks"))]

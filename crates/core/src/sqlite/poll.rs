@@ -1,4 +1,4 @@
-//! SQLite's side of notices across processes ([`crate::sync`] holds the rules): the
+//! SQLite's side of notices across processes ([`crate::sqlite::sync`] holds the rules): the
 //! `data_version` check on the store's own connection, and the read-only connection the poll
 //! reads what moved through, one snapshot per poll.
 

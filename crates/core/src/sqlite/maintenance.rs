@@ -12,25 +12,13 @@ use crate::error::{Error, Result};
 use crate::hooks::{Host, Task};
 use crate::metrics::Count;
 use crate::options::Options;
-use crate::prune::{self, PruneReport};
+use crate::prune::{self, PruneReport, SweepReport, AUTO_PRUNE_INTERVAL_MS};
 use crate::rows::Expired;
 use crate::runtime;
 use crate::sqlite::checkpoint::Checkpointer;
 use crate::sqlite::conn::Db;
 use crate::sqlite::rows::SqliteRows;
 use crate::sqlite::tx::Tx;
-
-/// An hour: a record prunes when this long has passed since the last prune (semantics.md#recording).
-pub(crate) const AUTO_PRUNE_INTERVAL_MS: i64 = 60 * 60 * 1000;
-
-/// The outcome of a sweep.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SweepReport {
-    /// Cursors whose notice is pending after the sweep.
-    pub notices: u64,
-    /// The prune that followed.
-    pub prune: PruneReport,
-}
 
 /// When the last prune ran, and a clock reading for one more run requested while one ran.
 #[derive(Default)]
