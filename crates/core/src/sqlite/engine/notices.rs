@@ -12,14 +12,12 @@ use crate::sqlite::tx::Tx;
 use super::SqliteEngine;
 
 impl SqliteEngine {
-    /// Hands out the watcher's queued notices, acknowledged (semantics.md#cursors): the cursor rows decide, in one
-    /// write transaction, and notices that reopened meanwhile are queued again. With nothing
-    /// queued it runs no SQL. On failure the notices taken stay queued. When nothing is left
-    /// queued for the watcher, its scheduled wake is withdrawn.
+    /// Hands out the watcher's queued notices, acknowledged (semantics.md#cursors): the
+    /// cursor rows decide, in one write transaction, and notices that reopened meanwhile are
+    /// queued again (the façade answers an empty drain from the queue without asking). On
+    /// failure the notices taken stay queued. When nothing is left queued for the watcher,
+    /// its scheduled wake is withdrawn.
     pub(super) fn drain(&self, watcher: &str, now: i64) -> Result<Vec<Notice>> {
-        if !self.delivery().queue().has_any(watcher) {
-            return Ok(Vec::new());
-        }
         let conn = self.db().lock()?;
         let queued = self.delivery().queue().take(watcher);
         let outcome = (|| {
