@@ -117,7 +117,10 @@ test('each synchronous method that may need the database throws ERR_ASYNC_ONLY w
   everyRefused(s, queued)
   // record and adopt throw it even without `strict`: nothing is reported to onError.
   expect(errors).toEqual([])
-  expect(await rows(schema)).toEqual(before)
+  // A lease's expiry moves with the listener's renewals (under load one may fall inside the
+  // loop): the leases are compared without it, every other row as it was.
+  const leases = (r: Record<string, string[]>) => ({ ...r, session_awareness_served: r.session_awareness_served.map((x) => x.replace(/,\d+\)$/, ')')) })
+  expect(leases(await rows(schema))).toEqual(leases(before))
   // The Promise API goes on as if nothing had been called.
   expect((await s.recordAsync(human(CHILD)))?.sequence).toBe(3)
   expect((await s.drainAsync(MAIN)).map((n) => [n.targetKey, n.changesSince])).toEqual([[CHILD, 0]])
