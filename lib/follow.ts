@@ -47,8 +47,11 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value:
  * @internal
  */
 export interface Entry {
+  /** How many times the addon signalled the session. */
   touches: number
+  /** Its followers registered in the addon. */
   followers: number
+  /** Its followers waiting for the next signal. */
   waiting: Set<Follower>
 }
 
@@ -74,6 +77,10 @@ export class Hub {
   readonly active = new Set<Follower>()
   #closed = false
 
+  /**
+   * @param native - the store whose follow signal the hub takes
+   * @param gate - the store's close gate, which closes the hub with the store
+   */
   constructor(native: NativeSessionState, gate: Gate) {
     this.#native = native
     // The addon holds this callback strongly and the hub weakly: the hub never keeps the
@@ -83,6 +90,7 @@ export class Hub {
     gate.closers.push(() => self.deref()?.close())
   }
 
+  /** True once the store closed: no follower waits any more. */
   get closed(): boolean {
     return this.#closed
   }
@@ -199,6 +207,7 @@ export class Follower implements AsyncIterableIterator<FollowBatch> {
     return Promise.resolve(DONE)
   }
 
+  /** The follower itself: `for await (const batch of state.follow(key))`. */
   [Symbol.asyncIterator](): this {
     return this
   }
