@@ -529,6 +529,10 @@ export interface NativeOptions {
   connectTimeoutMs?: number
   /** A PostgreSQL store's statement timeout (ms); default 30,000. */
   statementTimeoutMs?: number
+  /** A PostgreSQL store's reconnect window (ms); default 30,000. */
+  reconnectWindowMs?: number
+  /** A PostgreSQL store's cap on the calls waiting for the server; default 10,000. */
+  maxWaitingCalls?: number
   /**
    * A PostgreSQL store's host name (the host that scans the transcripts it adopts);
    * default the machine's hostname.

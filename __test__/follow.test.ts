@@ -298,16 +298,28 @@ function runNode(script: string, file: string): Promise<{ code: number | null; o
   })
 }
 
-test('Node exits: with a follower waiting and nothing else to do, and after a follower ended', async () => {
+test('a pending next() keeps Node alive until the follower ends; then Node exits', async () => {
   const file = fx.file()
+  // The abort's timer is unref'd: it fires only because the pending next() keeps Node alive.
   const waiting = `
     const { SessionState } = require('.')
     const state = new SessionState(process.argv[1])
     state.record({ sessionKey: '${K}', kind: 'goal_changed', actorType: 'agent', summary: 'x' })
-    const f = state.follow('${K}')
-    f.next().then((r) => { console.log('first', r.value.events.length); return f.next() }).then(() => console.log('never'))
+    const ac = new AbortController()
+    const f = state.follow('${K}', { signal: ac.signal })
+    f.next().then((r) => { console.log('first', r.value.events.length); return f.next() }).then((r) => console.log('done', r.done))
+    setTimeout(() => ac.abort(), 300).unref()
   `
-  expect(await runNode(waiting, file)).toEqual({ code: 0, out: 'first 1\n' })
+  expect(await runNode(waiting, file)).toEqual({ code: 0, out: 'first 1\ndone true\n' })
+  // A record made while the follower waits reaches it before Node could exit.
+  const live = `
+    const { SessionState } = require('.')
+    const state = new SessionState(process.argv[1])
+    const f = state.follow('${K}', { after: 1 })
+    f.next().then((r) => { console.log('live', r.value.events.map((e) => e.summary).join()); return f.return() })
+    setImmediate(() => state.record({ sessionKey: '${K}', kind: 'goal_changed', actorType: 'agent', summary: 'y' }))
+  `
+  expect(await runNode(live, file)).toEqual({ code: 0, out: 'live y\n' })
   const ended = `
     const { SessionState } = require('.')
     const state = new SessionState(process.argv[1])
@@ -316,5 +328,6 @@ test('Node exits: with a follower waiting and nothing else to do, and after a fo
       console.log('ended', state.stats().followersOpen)
     })()
   `
-  expect(await runNode(ended, file)).toEqual({ code: 0, out: 'batch 1\nended 0\n' })
+  // The two rows the scripts above recorded, in one batch.
+  expect(await runNode(ended, file)).toEqual({ code: 0, out: 'batch 2\nended 0\n' })
 })

@@ -5,11 +5,13 @@
 //   at a time (the follower waiting each time):
 //   - in the same process, from just before `record` (sync) or `recordAsync` to the batch;
 //   - another process on the same file (bench/follow-writer.js): from just before its
-//     `recordAsync` to this process's batch, at `syncIntervalMs` 100 (the default) and 20;
+//     `recordAsync` to this process's batch, at `syncIntervalMs` 100 (the default) and 20,
+//     each commit at a random phase of the poll;
 //   - another host on PostgreSQL (a writer process with a store of its own on a throwaway
 //     cluster): a session whose records open a notice for a watcher this store serves (the
-//     hint; the follower's gateway drains it, as a woken gateway does) and one nobody watches
-//     (the periodic catch-up, `syncIntervalMs` 100).
+//     follower's gateway drains it, as a woken gateway does), one nobody watches (the hint of
+//     a session another host follows), and a writer that sends no hint (`syncIntervalMs` 0:
+//     the periodic catch-up every 100 ms, commits at a random phase of it).
 //   Times are `performance.timeOrigin + performance.now()`, each read in its own process on
 //   one machine.
 // - Events per second one follower keeps up with: 64 `recordAsync` in flight on one session
@@ -38,6 +40,7 @@ const arg = (name, fallback) => {
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 };
 const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -132,6 +135,9 @@ async function otherProcess(samples, syncIntervalMs) {
     await f.next();
     const lat = [];
     for (let n = 0; n < samples; n++) {
+      // At a random phase of the poll: a commit made right after the batch of the previous
+      // one would always wait a whole interval.
+      await sleep(Math.random() * syncIntervalMs);
       const p = arrival(f.next());
       const [{ t0 }, { at }] = await Promise.all([w.call('record', { session: K, n }), p]);
       lat.push(at - t0);
@@ -144,21 +150,29 @@ async function otherProcess(samples, syncIntervalMs) {
   }
 }
 
-/** Another host on PostgreSQL writes; this store follows (`hinted`: its records open a notice here). */
-async function otherHost(url, samples, hinted, schema) {
+/**
+ * Another host on PostgreSQL writes; this store follows. `how`: `watched` (its records open a
+ * notice for a watcher this store serves: the notice hint names the session too), `unwatched`
+ * (the hint of a session another host follows), `no-hint` (the writer sends no hint,
+ * `syncIntervalMs: 0`: the periodic catch-up, every 100 ms).
+ */
+async function otherHost(url, samples, how, schema) {
   const options = { schema, syncIntervalMs: 100 };
   const state = await SessionState.open(url, { ...options, serveWatchers: [MAIN] });
-  const w = await writer(url, options);
+  const w = await writer(url, how === 'no-hint' ? { schema, syncIntervalMs: 0 } : options);
   const f = state.follow(K);
-  const watchers = hinted ? [MAIN] : undefined;
+  const watchers = how === 'watched' ? [MAIN] : undefined;
   try {
+    // The writer hears the follower's announcement (or its answer to the writer's question).
+    await sleep(300);
     await w.call('record', { session: K, n: -1, watchers });
     await f.next();
     const lat = [];
     for (let n = 0; n < samples; n++) {
       // The served watcher takes its notice, as a woken gateway does: the next record opens
       // a new one, and its hint.
-      if (hinted) await state.drainAsync(MAIN);
+      if (how === 'watched') await state.drainAsync(MAIN);
+      if (how === 'no-hint') await sleep(Math.random() * 100);
       const p = arrival(f.next());
       const [{ t0 }, { at }] = await Promise.all([w.call('record', { session: K, n, watchers }), p]);
       lat.push(at - t0);
@@ -197,7 +211,7 @@ async function throughput(count, following) {
 }
 
 /** Heap growth (bytes, after a full GC) over `count` records of ~1 KiB, with a stalled follower or none. */
-async function stalledHeap(count, stalled) {
+async function stalledHeap(count, stalled = true) {
   const state = new SessionState(freshFile());
   const f = stalled ? state.follow(K) : null;
   const first = f ? f.next() : null;
@@ -241,13 +255,16 @@ async function main() {
       add('other process, syncIntervalMs 100', await otherProcess(samples, 100));
       add('other process, syncIntervalMs 20', await otherProcess(samples, 20));
       if (cluster) {
-        add('other host, hinted (watched session)', await otherHost(cluster.url, samples, true, `follow_h${r}`));
-        add('other host, catch-up (unwatched), syncIntervalMs 100', await otherHost(cluster.url, samples, false, `follow_c${r}`));
+        add('other host, watched session (notice hint)', await otherHost(cluster.url, samples, 'watched', `follow_w${r}`));
+        add('other host, unwatched session (follow hint)', await otherHost(cluster.url, samples, 'unwatched', `follow_u${r}`));
+        add('other host, writer sends no hint (catch-up, syncIntervalMs 100)', await otherHost(cluster.url, samples, 'no-hint', `follow_n${r}`));
       }
       add('events/s, one follower', await throughput(20000, true));
       add('events/s, no follower', await throughput(20000, false));
       add('heap growth, stalled follower', await stalledHeap(20000, true));
       add('heap growth, no follower', await stalledHeap(20000, false));
+      add('heap growth, stalled follower, 5,000 records', await stalledHeap(5000, true));
+      add('heap growth, stalled follower, 80,000 records', await stalledHeap(80000, true));
     }
   } finally {
     if (cluster) await cluster.stop();
@@ -261,7 +278,7 @@ async function main() {
       const p99 = median(vs.map((xs) => pct(xs, 0.99)));
       console.log(`| latency ${name} | p50 ${p50.toFixed(2)} ms, p99 ${p99.toFixed(2)} ms (rounds: ${vs.map(q).join('; ')}) |`);
     } else if (name.startsWith('heap')) {
-      console.log(`| ${name} (20,000 records of ~1 KiB) | ${(median(vs) / 1024).toFixed(0)} KiB (rounds: ${vs.map((v) => (v / 1024).toFixed(0)).join(', ')}) |`);
+      console.log(`| ${name}${name.includes('records') ? '' : ' (20,000 records of ~1 KiB)'} | ${(median(vs) / 1024).toFixed(0)} KiB (rounds: ${vs.map((v) => (v / 1024).toFixed(0)).join(', ')}) |`);
     } else {
       console.log(`| ${name} | ${median(vs).toFixed(0)} (rounds: ${vs.map((v) => v.toFixed(0)).join(', ')}) |`);
     }

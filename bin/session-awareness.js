@@ -336,8 +336,6 @@ async function followEvents(db, sessionKey, since, flags) {
   const onSignal = () => stop.abort()
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
-  // The follower never keeps Node alive; the command does, until it is interrupted.
-  const alive = setInterval(() => {}, 1 << 30)
   try {
     for await (const batch of state.follow(sessionKey, { after: since, agentId: flags.agent, signal: stop.signal })) {
       const lines = []
@@ -352,7 +350,6 @@ async function followEvents(db, sessionKey, since, flags) {
       process.stdout.write(`${lines.join('\n')}\n`)
     }
   } finally {
-    clearInterval(alive)
     process.off('SIGINT', onSignal)
     process.off('SIGTERM', onSignal)
     await state.closeAsync()

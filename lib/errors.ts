@@ -25,6 +25,13 @@ export type ErrorCode =
    */
   | 'ERR_DB'
   /**
+   * PostgreSQL: a record's group was sent with its `COMMIT` and the connection was lost before
+   * the answer, and the server did not come back within `reconnectWindowMs` to say whether it
+   * committed. The event may be stored or not: a retry without a `dedupeKey` may store it
+   * twice. Best-effort as ever: the record resolves `null` and reports this code.
+   */
+  | 'ERR_OUTCOME_UNKNOWN'
+  /**
    * Another SQLite library (or other code) of this process has the database file, its `-wal`,
    * `-shm` or `-journal` open: the two would break each other's locks and lose events. Give the
    * store its own file, or open the shared one from another process. Nothing was done.
@@ -77,6 +84,7 @@ export const ERROR_CODES = [
   'ERR_CLOSED',
   'ERR_ASYNC_ONLY',
   'ERR_DB',
+  'ERR_OUTCOME_UNKNOWN',
   'ERR_FILE_SHARED',
   'ERR_FOREIGN_SCHEMA',
   'ERR_NOT_SQLITE',

@@ -47,11 +47,11 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value:
  * @internal
  */
 export interface Entry {
-  /** How many times the addon signalled the session. */
+  /** How often the addon said the session was touched. */
   touches: number
-  /** Its followers registered in the addon. */
+  /** Its open followers. */
   followers: number
-  /** Its followers waiting for the next signal. */
+  /** Its followers waiting for a touch. */
   waiting: Set<Follower>
 }
 
@@ -76,10 +76,12 @@ export class Hub {
   /** The followers with a `next()` pending: a close settles them. */
   readonly active = new Set<Follower>()
   #closed = false
+  // Held while a `next()` is pending: like a socket read, it keeps Node alive.
+  #alive: ReturnType<typeof setInterval> | undefined
 
   /**
-   * @param native - the store whose follow signal the hub takes
-   * @param gate - the store's close gate, which closes the hub with the store
+   * @param native - the store
+   * @param gate - the store's gate: its close ends every follower
    */
   constructor(native: NativeSessionState, gate: Gate) {
     this.#native = native
@@ -90,7 +92,7 @@ export class Hub {
     gate.closers.push(() => self.deref()?.close())
   }
 
-  /** True once the store closed: no follower waits any more. */
+  /** True once the store began closing. */
   get closed(): boolean {
     return this.#closed
   }
@@ -140,6 +142,20 @@ export class Hub {
     }
   }
 
+  /**
+   * A follower's `next()` is pending (`true`) or settled: while any is pending, Node stays
+   * alive.
+   */
+  pending(f: Follower, on: boolean): void {
+    if (on) this.active.add(f)
+    else this.active.delete(f)
+    if (this.active.size > 0) this.#alive ??= setInterval(() => {}, 1 << 30)
+    else if (this.#alive !== undefined) {
+      clearInterval(this.#alive)
+      this.#alive = undefined
+    }
+  }
+
   /** The store is closing: every follower ends. */
   close(): void {
     this.#closed = true
@@ -153,7 +169,7 @@ const hubs = new WeakMap<NativeSessionState, Hub>()
  * A live follower of one session (semantics.md#follow): an async iterator of
  * {@link FollowBatch}es, for `for await`. `break`, `return()`, an aborted `signal` and the
  * store's `close()` or `closeAsync()` end it (`done`); a failing read rejects that `next()` and
- * ends it. It never keeps Node alive.
+ * ends it. A pending `next()` keeps Node alive, as a socket read does; nothing else does.
  */
 export class Follower implements AsyncIterableIterator<FollowBatch> {
   readonly #state: SessionState
@@ -207,7 +223,7 @@ export class Follower implements AsyncIterableIterator<FollowBatch> {
     return Promise.resolve(DONE)
   }
 
-  /** The follower itself: `for await (const batch of state.follow(key))`. */
+  /** The follower itself: it is its own async iterator. */
   [Symbol.asyncIterator](): this {
     return this
   }
@@ -222,7 +238,7 @@ export class Follower implements AsyncIterableIterator<FollowBatch> {
     this.#signal?.removeEventListener('abort', this.#onAbort)
     abandoned.unregister(this)
     this.#entry.waiting.delete(this)
-    this.#hub.active.delete(this)
+    this.#hub.pending(this, false)
     this.#hub.release(this.#agent, this.#key)
     this.#wakeUp?.()
     const settle = this.#settle
@@ -246,16 +262,16 @@ export class Follower implements AsyncIterableIterator<FollowBatch> {
         return
       }
       this.#settle = resolve
-      this.#hub.active.add(this)
+      this.#hub.pending(this, true)
       this.#step().then(
         (r) => {
           this.#settle = undefined
-          this.#hub.active.delete(this)
+          this.#hub.pending(this, false)
           resolve(r)
         },
         (e: unknown) => {
           this.#settle = undefined
-          this.#hub.active.delete(this)
+          this.#hub.pending(this, false)
           // A read refused because the store is closing ends the follower like the close.
           const closing = this.#done || this.#hub.closed
           this.end()

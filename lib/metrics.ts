@@ -115,6 +115,7 @@ export const RECORD_FAILURE_CODES = [
   'ERR_FILE_SHARED',
   'ERR_FOREIGN_SCHEMA',
   'ERR_IMPORT_DIVERGED',
+  'ERR_OUTCOME_UNKNOWN',
 ] as const satisfies readonly ErrorCode[]
 
 /** A code `recordFailures` counts. */

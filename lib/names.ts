@@ -28,6 +28,8 @@ export const KNOWN_NAMES = {
     'schema',
     'connectTimeoutMs',
     'statementTimeoutMs',
+    'reconnectWindowMs',
+    'maxWaitingCalls',
     'hostName',
   ],
   /** `record(input)` and `recordAsync(input)`. */

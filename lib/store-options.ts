@@ -107,6 +107,18 @@ export interface SessionStateOptions {
    */
   statementTimeoutMs?: number | null
   /**
+   * A PostgreSQL store only: how long, in ms, calls wait for the server once the store has
+   * lost its connection (a restart, a failover, a cut link), in call order, before they
+   * settle as failed (docs/postgres.md#faults). Default 30,000; 0 does not wait.
+   */
+  reconnectWindowMs?: number | null
+  /**
+   * A PostgreSQL store only: how many Promise API calls may wait for the server at once while
+   * the connection is down; past it a new call settles at once as a failed one (`ERR_DB`).
+   * Default 10,000; an integer in [1, 1,000,000].
+   */
+  maxWaitingCalls?: number | null
+  /**
    * A PostgreSQL store only: this host's name among the gateways that share the schema. The
    * sessions it adopts with a local transcript are scanned only by stores of the same name
    * (the transcript is a file on this machine; docs/postgres.md#differences). Default the
@@ -117,7 +129,14 @@ export interface SessionStateOptions {
 }
 
 /** The options only a PostgreSQL store takes (refused on a file). */
-const POSTGRES_ONLY = ['schema', 'connectTimeoutMs', 'statementTimeoutMs', 'hostName'] as const
+const POSTGRES_ONLY = [
+  'schema',
+  'connectTimeoutMs',
+  'statementTimeoutMs',
+  'reconnectWindowMs',
+  'maxWaitingCalls',
+  'hostName',
+] as const
 
 /**
  * True when `path` is the URL of a PostgreSQL store (`postgres://` or `postgresql://`, the
@@ -203,6 +222,8 @@ export function prepare(path: string, options: SessionStateOptions | null | unde
     schema: a.optStr(o.schema, 'schema'),
     connectTimeoutMs: a.optNum(o.connectTimeoutMs, 'connectTimeoutMs'),
     statementTimeoutMs: a.optNum(o.statementTimeoutMs, 'statementTimeoutMs'),
+    reconnectWindowMs: a.optNum(o.reconnectWindowMs, 'reconnectWindowMs'),
+    maxWaitingCalls: a.optNum(o.maxWaitingCalls, 'maxWaitingCalls'),
     hostName: a.optStr(o.hostName, 'hostName'),
     onError: (err: { code: string; message: string; task?: string | null }) => {
       if (isOpen(gate)) report(fromCode(err.code, err.message, err.task ? `task:${err.task}` : undefined))

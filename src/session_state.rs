@@ -204,6 +204,10 @@ fn store_options(o: &NativeOptions) -> JsResult<Options> {
             .unwrap_or(d.connect_timeout_ms),
         statement_timeout_ms: opt_u32(o.statement_timeout_ms, "statementTimeoutMs")?
             .unwrap_or(d.statement_timeout_ms),
+        reconnect_window_ms: opt_u32(o.reconnect_window_ms, "reconnectWindowMs")?
+            .unwrap_or(d.reconnect_window_ms),
+        max_waiting_calls: opt_u32(o.max_waiting_calls, "maxWaitingCalls")?
+            .unwrap_or(d.max_waiting_calls),
         host_name: match &o.host_name {
             None => d.host_name,
             Some(name) => HostName::parse(name).js()?,

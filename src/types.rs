@@ -43,6 +43,10 @@ pub struct NativeOptions {
     pub connect_timeout_ms: Option<f64>,
     /// A PostgreSQL store's statement timeout (ms); default 30,000.
     pub statement_timeout_ms: Option<f64>,
+    /// A PostgreSQL store's reconnect window (ms); default 30,000.
+    pub reconnect_window_ms: Option<f64>,
+    /// A PostgreSQL store's cap on the calls waiting for the server; default 10,000.
+    pub max_waiting_calls: Option<f64>,
     /// A PostgreSQL store's host name (the host that scans the transcripts it adopts);
     /// default the machine's hostname.
     pub host_name: Option<String>,

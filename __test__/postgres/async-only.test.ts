@@ -150,8 +150,15 @@ test('the constructor on a URL is ERR_ASYNC_ONLY; SessionState.open opens it', a
   expect((await s.recordAsync(human(CHILD)))?.sequence).toBe(1)
 })
 
-test('schema, connectTimeoutMs, statementTimeoutMs and hostName are options of a PostgreSQL store, refused on a file', async () => {
-  for (const [name, value] of [['schema', 'x'], ['connectTimeoutMs', 1000], ['statementTimeoutMs', 1000], ['hostName', 'gw-1']] as const) {
+test('schema, the timeouts, the reconnect window, maxWaitingCalls and hostName are options of a PostgreSQL store, refused on a file', async () => {
+  for (const [name, value] of [
+    ['schema', 'x'],
+    ['connectTimeoutMs', 1000],
+    ['statementTimeoutMs', 1000],
+    ['reconnectWindowMs', 30000],
+    ['maxWaitingCalls', 10000],
+    ['hostName', 'gw-1'],
+  ] as const) {
     const e = (() => {
       try {
         new SessionState(fx.file(), { [name]: value })
@@ -171,6 +178,10 @@ test('schema, connectTimeoutMs, statementTimeoutMs and hostName are options of a
     { schema: 7 },
     { connectTimeoutMs: -1 },
     { statementTimeoutMs: 1.5 },
+    { reconnectWindowMs: -1 },
+    { reconnectWindowMs: 2 ** 31 },
+    { maxWaitingCalls: 0 },
+    { maxWaitingCalls: 1_000_001 },
     { hostName: '' },
     { hostName: 'a\u0000b' },
     { hostName: 'h'.repeat(256) },

@@ -375,9 +375,16 @@ test('a cut link: calls in flight settle, nothing resolved is lost, and the stor
 }, 120000)
 
 test('a call in flight on a link cut for longer than its deadline settles while the link is still cut', async () => {
-  // Deadline: statementTimeoutMs plus the connect timeout (at least 5 s): 7 s here. No
-  // listener (syncIntervalMs 0), so the only report is the record's own.
-  const g1 = await gateway(1, { statementTimeoutMs: 2000, connectTimeoutMs: 2000, syncIntervalMs: 0 })
+  // Deadline: statementTimeoutMs plus the connect timeout (at least 5 s): 7 s here, and no
+  // wait for the server past it (reconnectWindowMs 0; the window is tested in
+  // crates/core/tests/pg_faults.rs). No listener (syncIntervalMs 0), so the only report is
+  // the record's own.
+  const g1 = await gateway(1, {
+    statementTimeoutMs: 2000,
+    connectTimeoutMs: 2000,
+    reconnectWindowMs: 0,
+    syncIntervalMs: 0,
+  })
   const s = child('cut-long')
   const first = await g1.call<Event>('record', { input: input(s, 'before') })
   // The store's first record starts its automatic prune in the background, which waits for

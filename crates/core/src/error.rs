@@ -44,6 +44,11 @@ pub enum Error {
     /// A synchronous method of a PostgreSQL store that needs the database: it is served by the
     /// Promise API only (its `…Async` twin); nothing was done. The text names the method.
     AsyncOnly(String),
+    /// A PostgreSQL store sent a group's `COMMIT` and lost the connection before the answer,
+    /// and the server was not back within `reconnectWindowMs` to say whether it committed
+    /// (docs/postgres.md#faults): the events may be stored or not, so a retry without a
+    /// `dedupeKey` may store one twice.
+    OutcomeUnknown(String),
     /// The PostgreSQL URL reaches the server through a pooler in transaction or statement
     /// mode (docs/postgres.md#poolers), which keeps neither the store's LISTEN nor its
     /// prepared statements; refused at open. The text names the mode and what to configure.
@@ -68,6 +73,9 @@ pub enum DbFailure {
     /// The connection to a database server failed or was lost (refused, timed out, the
     /// backend terminated, TLS or authentication failed).
     Connection,
+    /// The server refused the login itself (SQLSTATE class 28: authentication; 3D000: no such
+    /// database): waiting for it does not help, so no call waits for a reconnect.
+    Login,
     /// Any other failure.
     Other,
 }
@@ -108,6 +116,7 @@ impl Error {
             Error::ForeignSchema(_) => "ERR_FOREIGN_SCHEMA",
             Error::ImportDiverged(_) => "ERR_IMPORT_DIVERGED",
             Error::AsyncOnly(_) => "ERR_ASYNC_ONLY",
+            Error::OutcomeUnknown(_) => "ERR_OUTCOME_UNKNOWN",
             Error::PoolerMode(_) => "ERR_POOLER_MODE",
         }
     }
@@ -176,6 +185,7 @@ impl fmt::Display for Error {
                 f,
                 "{method} needs the database and a PostgreSQL store serves it only through the Promise API"
             ),
+            Error::OutcomeUnknown(msg) => write!(f, "outcome unknown: {msg}"),
         }
     }
 }
@@ -220,6 +230,10 @@ mod tests {
         );
         assert_eq!(Error::FileShared("x".into()).code(), "ERR_FILE_SHARED");
         assert_eq!(Error::AsyncOnly("watch".into()).code(), "ERR_ASYNC_ONLY");
+        assert_eq!(
+            Error::OutcomeUnknown("x".into()).code(),
+            "ERR_OUTCOME_UNKNOWN"
+        );
         assert_eq!(Error::PoolerMode("x".into()).code(), "ERR_POOLER_MODE");
         assert_eq!(Error::db(DbFailure::Connection, "x").code(), "ERR_DB");
     }

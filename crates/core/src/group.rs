@@ -172,6 +172,7 @@ pub(crate) fn copy(e: &Error) -> Error {
         Error::ImportDiverged(m) => Error::ImportDiverged(m.clone()),
         Error::SourceChanged(m) => Error::SourceChanged(m.clone()),
         Error::AsyncOnly(m) => Error::AsyncOnly(m.clone()),
+        Error::OutcomeUnknown(m) => Error::OutcomeUnknown(m.clone()),
         Error::PoolerMode(m) => Error::PoolerMode(m.clone()),
     }
 }

@@ -104,4 +104,4 @@ pub use shapes::CursorRow;
 pub use store::{Store, VersionRef};
 pub use tail::DEFAULT_READ_CACHE_BYTES;
 pub use wake::{WakeRequest, WakeSink};
-pub use writer::{Done, Job, Sink, Writer};
+pub use writer::{Done, Gate, Job, Sink, Writer};

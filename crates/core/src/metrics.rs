@@ -18,7 +18,7 @@ use crate::error::Error;
 use crate::event::EventKind;
 
 /// The error codes `record.failures` counts by, in the order of [`MetricsSnapshot::record_failures`].
-pub const FAILURE_CODES: [&str; 8] = [
+pub const FAILURE_CODES: [&str; 9] = [
     "ERR_INVALID_ARG",
     "ERR_CLOSED",
     "ERR_DB",
@@ -27,6 +27,7 @@ pub const FAILURE_CODES: [&str; 8] = [
     "ERR_FILE_SHARED",
     "ERR_FOREIGN_SCHEMA",
     "ERR_IMPORT_DIVERGED",
+    "ERR_OUTCOME_UNKNOWN",
 ];
 
 /// The histograms a store keeps, in the order of [`MetricsSnapshot::histograms`] and of the
@@ -68,7 +69,7 @@ pub struct MetricsSnapshot {
     /// Events recorded (new rows, not dedupe hits), by kind in the order of [`EventKind::ALL`].
     pub events_recorded: [u64; 9],
     /// Records that failed in the store, by code in the order of [`FAILURE_CODES`].
-    pub record_failures: [u64; 8],
+    pub record_failures: [u64; 9],
     /// Notices opened by a material event (the cursor had nothing pending).
     pub notices_opened_new: u64,
     /// Notices reopened by a drain or an acknowledge (material events arrived meanwhile).
@@ -221,7 +222,7 @@ impl Histogram {
 #[derive(Default)]
 pub(crate) struct Metrics {
     recorded: [AtomicU64; 9],
-    failures: [AtomicU64; 8],
+    failures: [AtomicU64; 9],
     counts: [AtomicU64; COUNTS],
     hists: [Histogram; HISTOGRAMS],
     wal: OnceLock<PathBuf>,
@@ -337,7 +338,7 @@ mod tests {
         m.failed(&Error::invalid("x"));
         m.failed(&Error::Io(std::io::Error::other("x")));
         let s = m.snapshot(Gauges::default());
-        assert_eq!(s.record_failures, [1, 1, 1, 0, 0, 0, 0, 0]);
+        assert_eq!(s.record_failures, [1, 1, 1, 0, 0, 0, 0, 0, 0]);
     }
 
     #[test]

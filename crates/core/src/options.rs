@@ -36,6 +36,14 @@ pub struct Options {
     /// The server-side `statement_timeout` of a PostgreSQL store's connection (TypeScript
     /// `statementTimeoutMs`). Default 30 s; 0 turns it off.
     pub statement_timeout_ms: u32,
+    /// How long a PostgreSQL store's calls wait for the server to come back once the
+    /// connection is lost (TypeScript `reconnectWindowMs`, docs/postgres.md#faults). Default
+    /// 30 s; 0 waits not at all (a call settles at once, as before the window existed).
+    pub reconnect_window_ms: u32,
+    /// How many Promise API calls of a PostgreSQL store may wait for the server at once
+    /// (TypeScript `maxWaitingCalls`); past it, a new call settles at once as a failed one.
+    /// Default 10,000.
+    pub max_waiting_calls: u32,
     /// This host's name among the hosts that share a PostgreSQL schema (TypeScript
     /// `hostName`): the sessions it adopts with a local transcript are scanned by the stores
     /// of this name only (docs/postgres.md#differences). Default the machine's hostname.
@@ -62,6 +70,8 @@ impl Default for Options {
             pg_schema: SchemaName::default(),
             connect_timeout_ms: 10_000,
             statement_timeout_ms: 30_000,
+            reconnect_window_ms: 30_000,
+            max_waiting_calls: 10_000,
             host_name: HostName::machine(),
             read_cache_bytes: crate::tail::DEFAULT_READ_CACHE_BYTES,
         }
@@ -74,6 +84,8 @@ pub const MAX_RETENTION_MS: i64 = 9_000_000_000_000;
 pub const MAX_WAKE_COALESCE_MS: u32 = 60_000;
 /// The largest accepted `syncIntervalMs` (one minute).
 pub const MAX_SYNC_INTERVAL_MS: u32 = 60_000;
+/// The largest accepted `maxWaitingCalls`.
+pub const MAX_WAITING_CALLS: u32 = 1_000_000;
 /// The largest accepted `readCacheBytes` (1 GiB).
 pub const MAX_READ_CACHE_BYTES: u64 = 1 << 30;
 
@@ -113,12 +125,18 @@ impl Options {
         for (value, name) in [
             (self.connect_timeout_ms, "connectTimeoutMs"),
             (self.statement_timeout_ms, "statementTimeoutMs"),
+            (self.reconnect_window_ms, "reconnectWindowMs"),
         ] {
             if value > i32::MAX as u32 {
                 return Err(Error::invalid(format!(
                     "{name} must be an integer in [0, 2^31 - 1]"
                 )));
             }
+        }
+        if !(1..=MAX_WAITING_CALLS).contains(&self.max_waiting_calls) {
+            return Err(Error::invalid(
+                "maxWaitingCalls must be an integer in [1, 1000000]",
+            ));
         }
         Ok(())
     }
@@ -136,6 +154,14 @@ impl Options {
             (
                 self.statement_timeout_ms != d.statement_timeout_ms,
                 "statementTimeoutMs",
+            ),
+            (
+                self.reconnect_window_ms != d.reconnect_window_ms,
+                "reconnectWindowMs",
+            ),
+            (
+                self.max_waiting_calls != d.max_waiting_calls,
+                "maxWaitingCalls",
             ),
             (self.host_name != d.host_name, "hostName"),
         ] {

@@ -36,6 +36,10 @@ pub enum Done<O> {
     Lost(Error),
 }
 
+/// Given how many jobs wait in the queue, the failure a new job settles with at once instead
+/// of waiting (a PostgreSQL store whose connection is down, `maxWaitingCalls`).
+pub type Gate = Arc<dyn Fn(usize) -> Option<Error> + Send + Sync>;
+
 /// Where the results of each batch go, in call order. Called on the writer thread: it must
 /// not wait for the thread that pushes jobs.
 pub type Sink<O> = Box<dyn FnMut(Vec<Done<O>>) + Send>;
@@ -62,6 +66,7 @@ struct Shared<O> {
 pub struct Writer<O: Send + 'static> {
     shared: Arc<Shared<O>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    gate: Option<Gate>,
 }
 
 impl<O: Send + 'static> Writer<O> {
@@ -77,6 +82,7 @@ impl<O: Send + 'static> Writer<O> {
             idle: Condvar::new(),
         });
         let theirs = Arc::clone(&shared);
+        let gate = store.waiting_gate();
         let thread = std::thread::Builder::new()
             .name("session-awareness-writer".into())
             .spawn(move || run(&theirs, &store, sink))
@@ -84,14 +90,20 @@ impl<O: Send + 'static> Writer<O> {
         Ok(Writer {
             shared,
             thread: Mutex::new(Some(thread)),
+            gate,
         })
     }
 
-    /// Queues `job` behind every job queued before it. `Error::Closed` once stopped.
+    /// Queues `job` behind every job queued before it. `Error::Closed` once stopped; the
+    /// gate's failure (`ERR_DB`) when a PostgreSQL store's connection is down and
+    /// `maxWaitingCalls` jobs wait already.
     pub fn push(&self, job: Job<O>) -> Result<()> {
         let mut s = self.shared.state.lock();
         if s.stopped {
             return Err(Error::Closed);
+        }
+        if let Some(refused) = self.gate.as_ref().and_then(|g| g(s.jobs.len())) {
+            return Err(refused);
         }
         s.jobs.push((job, Instant::now()));
         if s.jobs.len() == 1 && !s.busy {

@@ -158,6 +158,24 @@ pub(crate) enum Fallback {
     Again(crate::error::Error),
     /// Before anything was sent, or the connection is gone: the group fails with this.
     Fail(crate::error::Error),
+    /// `COMMIT` was sent and the connection lost before its answer: the group may have
+    /// committed with these results (`in_doubt.rs`).
+    Doubt(Vec<WrittenItem>, crate::error::Error),
+}
+
+/// [`commit_with`] for a group that wrote `written`: a connection lost on the way leaves the
+/// group in doubt, any other failure is the server's refusal.
+pub(crate) fn commit_or_doubt(
+    rows: &mut PgRows<'_>,
+    client: &Client,
+    tail: Option<(Tail, Prepared)>,
+    written: Vec<WrittenItem>,
+) -> std::result::Result<(Vec<WrittenItem>, Option<Told>), Fallback> {
+    match commit_with(rows, client, COMMIT, tail) {
+        Ok(told) => Ok((written, told)),
+        Err(e) if crate::postgres::outage::waits_for(&e) => Err(Fallback::Doubt(written, e)),
+        Err(e) => Err(Fallback::Again(e)),
+    }
 }
 
 /// Writes the group in two round trips (three when `onlyIfWatched` may skip) and commits,
@@ -480,6 +498,5 @@ pub(crate) fn write(
     }
     // After a failed statement the server answers COMMIT with a rollback: the failure is the
     // answer, and nothing of the group stays.
-    let told = commit_with(&mut rows, client, COMMIT, tail).map_err(again)?;
-    Ok((written, told))
+    commit_or_doubt(&mut rows, client, tail, written)
 }

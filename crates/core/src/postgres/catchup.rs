@@ -494,20 +494,9 @@ impl State {
 
     /// The hint of a payload, or none for this store's own.
     fn hint_of(&self, payload: &str) -> Option<Hint> {
-        if let Some((from, a)) = follow::announced(payload) {
-            // The sessions another host follows: its hints are not catch-ups.
-            if from.as_deref() != Some(self.instance.as_str()) {
-                self.elsewhere.heard(a, crate::lease::now() + self.lease_ms);
-            }
-            return None;
-        }
-        if let Some(from) = follow::asked(payload) {
-            // A host connected: the sessions followed here are announced at this turn.
-            if from.as_deref() == Some(self.instance.as_str()) || !self.delivery.follows.any() {
-                return None;
-            }
-            self.elsewhere.ask();
-            return Some(Hint::Watchers(Vec::new()));
+        let here = (self.instance.as_str(), self.lease_ms);
+        if let Some(h) = follow::hint_of(payload, &self.delivery.follows, &self.elsewhere, here) {
+            return h;
         }
         match listen::parse(payload) {
             (Some(from), _) if from == self.instance => None,
@@ -519,7 +508,11 @@ impl State {
     /// the watchers served since the last one.
     async fn turn(&self, c: &mut Cached<'_>, hint: &Hint) -> Result<()> {
         self.renew(c).await?;
-        self.follow_heads(c).await?;
+        let follows = &self.delivery.follows;
+        let at = (self.instance.as_str(), self.lease_ms);
+        if let Some(e) = follow::turn(c, follows, &self.elsewhere, at).await? {
+            self.failed(e);
+        }
         let watchers: Vec<String> = {
             let mut s = self.served.lock();
             let fresh = std::mem::take(&mut s.fresh);
@@ -542,31 +535,6 @@ impl State {
             return Ok(());
         }
         self.catch_up(c, watchers).await
-    }
-
-    /// Reads the heads of the sessions followed here and tells their followers of those
-    /// that moved (semantics.md#follow). Nothing when nobody follows.
-    async fn follow_heads(&self, c: &mut Cached<'_>) -> Result<()> {
-        let follows = &self.delivery.follows;
-        if !follows.any() {
-            return Ok(());
-        }
-        let sessions = follows.sessions();
-        let mut keys: Vec<String> = sessions.iter().map(|s| s.1.clone()).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        let now = crate::lease::now();
-        if self.elsewhere.announce_due(&keys, now, self.lease_ms / 3) {
-            let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-            let payload = follow::announcement(&self.instance, &refs);
-            if let Err(e) = notify(c, self.schema.as_str(), &payload).await {
-                self.failed(e);
-            }
-        }
-        let heads = follow::heads(c, &sessions).await?;
-        follows.heads(&heads);
-        follows.tell();
-        Ok(())
     }
 
     /// Reads the pending cursors of `watchers` and brings their part of the queue in line:

@@ -15,9 +15,14 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::{DbFailure, Error, Result};
 use crate::options::{Options, SchemaName};
+use crate::postgres::backend::Backend;
 use crate::postgres::cursors::Cached;
+use crate::postgres::outage::{self, failure_of, Faults, Outage};
 use crate::postgres::percent::{find_ignore_case, percent_decode, percent_encode};
 use crate::postgres::tls::{self, SslChoice};
+
+/// A new connection: its client, the task that runs it, and the server process behind it.
+type Connected = (Client, AbortHandle, Option<Backend>);
 
 /// Where a listener's connection hands the payloads of its notifications.
 type Hints = tokio::sync::mpsc::UnboundedSender<String>;
@@ -188,7 +193,7 @@ impl Target {
 
     /// A new client; its connection runs on the core runtime until it ends. Bounded by the
     /// connect timeout as a whole (TCP, TLS, authentication and the session's settings).
-    pub(crate) async fn connect(&self) -> Result<(Client, AbortHandle)> {
+    pub(crate) async fn connect(&self) -> Result<Connected> {
         self.connect_bounded(None).await
     }
 
@@ -212,11 +217,11 @@ impl Target {
         &self,
     ) -> Result<(Client, tokio::sync::mpsc::UnboundedReceiver<String>)> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        let (client, _) = self.connect_bounded(Some(tx)).await?;
+        let (client, _, _) = self.connect_bounded(Some(tx)).await?;
         Ok((client, rx))
     }
 
-    async fn connect_bounded(&self, hints: Option<Hints>) -> Result<(Client, AbortHandle)> {
+    async fn connect_bounded(&self, hints: Option<Hints>) -> Result<Connected> {
         let attempt = self.connect_unbounded(hints);
         match self.connect_timeout {
             Some(t) => tokio::time::timeout(t, attempt).await.map_err(|_| {
@@ -233,7 +238,7 @@ impl Target {
         }
     }
 
-    async fn connect_unbounded(&self, hints: Option<Hints>) -> Result<(Client, AbortHandle)> {
+    async fn connect_unbounded(&self, hints: Option<Hints>) -> Result<Connected> {
         let (client, task) = match (self.ssl, &self.tls) {
             (SslChoice::Disable, _) | (_, None) => {
                 self.connect_with(SslMode::Disable, &hints).await?
@@ -247,13 +252,14 @@ impl Target {
             (SslChoice::Prefer, Some(_)) => self.connect_with(SslMode::Prefer, &hints).await?,
             (_, Some(_)) => self.connect_with(SslMode::Require, &hints).await?,
         };
-        // SETs, not startup options: poolers refuse unknown startup parameters.
+        // SETs, not startup options: poolers refuse unknown startup parameters. The backend's
+        // identity in the same round trip (`backend.rs`).
         let sql = crate::postgres::settings::session_sql(self.statement_timeout_ms);
-        client
-            .batch_execute(&sql)
+        let answer = client
+            .simple_query(&format!("{sql}; {}", Backend::QUERY))
             .await
             .map_err(|e| self.error(&e))?;
-        Ok((client, task))
+        Ok((client, task, Backend::of(&answer)))
     }
 
     async fn connect_with(
@@ -302,24 +308,6 @@ where
         }),
     };
     task.abort_handle()
-}
-
-/// The kind of a client's error: SQLSTATE classes of a server error, a lost or refused
-/// connection otherwise.
-fn failure_of(e: &tokio_postgres::Error) -> DbFailure {
-    let Some(db) = e.as_db_error() else {
-        return DbFailure::Connection;
-    };
-    let code = db.code().code();
-    match code {
-        "40001" | "40P01" | "55P03" | "57014" => DbFailure::Busy,
-        "53100" => DbFailure::Full,
-        "25006" => DbFailure::ReadOnly,
-        "XX001" | "XX002" => DbFailure::Corrupt,
-        "57P01" | "57P02" | "57P03" => DbFailure::Connection,
-        _ if code.starts_with("08") || code.starts_with("28") => DbFailure::Connection,
-        _ => DbFailure::Other,
-    }
 }
 
 /// `text` with every password hidden: the userinfo password of a URL (`://user:…@`), the
@@ -382,9 +370,23 @@ pub(crate) struct Session {
     in_tx: bool,
     /// The task that runs the connection: ended by a call's deadline.
     conn: AbortHandle,
+    /// The server process behind it, when the server said.
+    backend: Option<Backend>,
 }
 
 impl Session {
+    /// A connected session: `client`, the task `conn` that runs its connection, and the
+    /// server process behind it.
+    pub(crate) fn new(client: Client, conn: AbortHandle, backend: Option<Backend>) -> Self {
+        Session {
+            client,
+            statements: HashMap::new(),
+            in_tx: false,
+            conn,
+            backend,
+        }
+    }
+
     /// The client, the statement cache and the open-transaction mark, borrowed apart.
     pub(crate) fn parts(
         &mut self,
@@ -402,6 +404,8 @@ pub(crate) struct Pg {
     target: Target,
     schema: SchemaName,
     session: Mutex<Option<Session>>,
+    /// What it keeps across a lost connection (`outage.rs`).
+    faults: Faults,
 }
 
 /// The connection, locked for one call.
@@ -422,12 +426,18 @@ impl Drop for SessionGuard<'_> {
 
 impl Pg {
     /// A connection to `target`'s database, for the tables in `schema`; connects on first use.
-    pub(crate) fn new(target: Target, schema: SchemaName) -> Self {
+    pub(crate) fn new(target: Target, schema: SchemaName, outage: Outage) -> Self {
         Pg {
             target,
             schema,
             session: Mutex::new(None),
+            faults: Faults::new(outage),
         }
+    }
+
+    /// What it keeps across a lost connection: the outage, the sequence floor, a lost backend.
+    pub(crate) fn faults(&self) -> &Faults {
+        &self.faults
     }
 
     /// Where it connects.
@@ -444,14 +454,10 @@ impl Pg {
     pub(crate) async fn lock(&self) -> Result<SessionGuard<'_>> {
         let mut guard = self.session.lock().await;
         if guard.as_ref().is_none_or(|s| s.client.is_closed()) {
-            *guard = None;
-            let (client, conn) = self.target.connect().await?;
-            *guard = Some(Session {
-                client,
-                statements: HashMap::new(),
-                in_tx: false,
-                conn,
-            });
+            if guard.take().is_some() {
+                self.faults.outage.lost();
+            }
+            *guard = Some(outage::reconnect(self).await?);
         }
         let watchdog = match (self.target.call_deadline(), guard.as_ref()) {
             (Some(after), Some(s)) => {
@@ -518,11 +524,22 @@ impl SessionGuard<'_> {
         Ok(Cached::new(&s.client, &mut s.statements, schema))
     }
 
-    /// Drops the client when its connection has ended, so the next call connects again.
+    /// Drops the client when its connection has ended, so the next call connects again (and
+    /// the outage's window starts).
     pub(crate) fn forget_if_closed(&mut self) {
         if self.guard.as_ref().is_some_and(|s| s.client.is_closed()) {
-            *self.guard = None;
+            self.drop_lost(false);
         }
+    }
+
+    /// Drops the client of a call that lost its connection (a connection-class failure, even
+    /// when the socket has not closed yet: the server is ending it), and starts the outage's
+    /// window. `mid_transaction`: its backend is kept, to be ended once connected again.
+    pub(crate) fn drop_lost(&mut self, mid_transaction: bool) {
+        if let Some(s) = self.guard.take().filter(|_| mid_transaction) {
+            self.pg.faults.orphaned(s.backend);
+        }
+        self.pg.faults.outage.lost();
     }
 }
 

@@ -15,12 +15,67 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use parking_lot::Mutex;
 
 use super::cursors::{db, Cached};
-use super::listen::{self, MAX_PAYLOAD};
-use crate::error::Result;
+use super::listen::{self, Hint, MAX_PAYLOAD};
+use super::tail::notify;
+use crate::error::{Error, Result};
+use crate::follow::Follows;
 
 const HEADS: &str = "SELECT t.a, t.k, h.last_sequence FROM unnest($1::text[], $2::text[]) \
      AS t(a, k) JOIN __SCHEMA__.session_state_heads h \
      ON h.session_key = t.k AND h.agent_id = t.a";
+
+/// The followers' part of a turn of the listener's task: the announcement when due, then the
+/// heads of the sessions followed here, whose followers are told of those that moved. `at`:
+/// this store's instance and lease length. Returns a failed announcement (best effort).
+pub(crate) async fn turn(
+    c: &mut Cached<'_>,
+    follows: &Follows,
+    elsewhere: &Elsewhere,
+    (instance, lease_ms): (&str, i64),
+) -> Result<Option<Error>> {
+    if !follows.any() {
+        return Ok(None);
+    }
+    let sessions = follows.sessions();
+    let mut keys: Vec<String> = sessions.iter().map(|s| s.1.clone()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut failed = None;
+    if elsewhere.announce_due(&keys, crate::lease::now(), lease_ms / 3) {
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let payload = announcement(instance, &refs);
+        let schema = c.schema();
+        failed = notify(c, schema.as_str(), &payload).await.err();
+    }
+    let heads = heads(c, &sessions).await?;
+    follows.heads(&heads);
+    follows.tell();
+    Ok(failed)
+}
+
+/// What the listener does with a followers' payload: `Some(None)` for an announcement (kept
+/// for a lease length, `here`: this store's instance and lease length; its own ignored),
+/// `Some(Some(hint))` for another host's question when sessions are followed here (the turn
+/// it asks for announces them), `None` for any other payload.
+pub(crate) fn hint_of(
+    payload: &str,
+    follows: &Follows,
+    elsewhere: &Elsewhere,
+    (instance, lease_ms): (&str, i64),
+) -> Option<Option<Hint>> {
+    if let Some((from, a)) = announced(payload) {
+        if from.as_deref() != Some(instance) {
+            elsewhere.heard(a, crate::lease::now() + lease_ms);
+        }
+        return Some(None);
+    }
+    let from = asked(payload)?;
+    if from.as_deref() == Some(instance) || !follows.any() {
+        return Some(None);
+    }
+    elsewhere.ask();
+    Some(Some(Hint::Watchers(Vec::new())))
+}
 
 /// The heads of `sessions` (agent, key), (agent, key, head); sessions without one left out.
 pub(crate) async fn heads(

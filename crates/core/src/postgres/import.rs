@@ -55,7 +55,13 @@ pub fn import(
         pg_schema: SchemaName::parse(schema)?,
         ..Options::default()
     };
-    let pg = Arc::new(Pg::new(Target::parse(url, &options)?, options.pg_schema));
+    // The import waits for no outage: run it again.
+    let outage = crate::postgres::outage::Outage::new(0, 1);
+    let pg = Arc::new(Pg::new(
+        Target::parse(url, &options)?,
+        options.pg_schema,
+        outage,
+    ));
     let mut attempt = 1;
     loop {
         match attempt_import(source, &pg, opts, progress) {

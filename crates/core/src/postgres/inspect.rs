@@ -40,7 +40,9 @@ fn connect(url: &str, schema: &str) -> Result<Arc<Pg>> {
         ..Options::default()
     };
     let target = Target::parse(url, &opts)?;
-    Ok(Arc::new(Pg::new(target, opts.pg_schema)))
+    // A tool's read waits for no outage.
+    let outage = crate::postgres::outage::Outage::new(0, 1);
+    Ok(Arc::new(Pg::new(target, opts.pg_schema, outage)))
 }
 
 /// Opens one read-only snapshot on `c`: every later statement of the report reads it.

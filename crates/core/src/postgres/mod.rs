@@ -11,18 +11,22 @@ use crate::delivery::Delivery;
 use crate::error::{DbFailure, Error, Result};
 use crate::options::Options;
 
+mod backend;
 mod batch;
 pub(crate) mod calls;
 pub(crate) mod catchup;
 pub(crate) mod conn;
 pub(crate) mod cursors;
 pub(crate) mod delivery;
+pub(crate) mod floor;
 pub(crate) mod follow;
 pub mod import;
+mod in_doubt;
 pub mod inspect;
 pub(crate) mod lease;
 mod links;
 pub(crate) mod listen;
+pub(crate) mod outage;
 mod overlay;
 pub(crate) mod percent;
 pub(crate) mod pooler;
@@ -65,7 +69,8 @@ impl PgStore {
         host: crate::hooks::Host,
     ) -> Result<Self> {
         let target = Target::parse(url, opts)?;
-        let pg = Arc::new(Pg::new(target, opts.pg_schema));
+        let outage = outage::Outage::new(opts.reconnect_window_ms, opts.max_waiting_calls);
+        let pg = Arc::new(Pg::new(target, opts.pg_schema, outage));
         let notices = catchup::Notices::new(
             opts.pg_schema,
             opts.sync_interval_ms,
@@ -93,6 +98,24 @@ impl PgStore {
             Box::pin(async move { pg.target().connect_listener().await })
         }));
         Ok(store)
+    }
+
+    /// The gate of the Promise API's queue while the connection is down: past
+    /// `maxWaitingCalls` waiting calls, a new one settles at once with `ERR_DB`.
+    pub(crate) fn waiting_gate(&self) -> crate::writer::Gate {
+        let pg = Arc::clone(&self.pg);
+        Arc::new(move |queued| {
+            let o = &pg.faults().outage;
+            (o.is_down() && queued >= o.cap()).then(|| {
+                Error::db(
+                    DbFailure::Connection,
+                    format!(
+                        "the PostgreSQL server is unreachable and {queued} calls wait for it \
+                         already (maxWaitingCalls)"
+                    ),
+                )
+            })
+        })
     }
 
     /// `ERR_CLOSED` once [`PgStore::close`] ran.

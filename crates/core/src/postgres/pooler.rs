@@ -63,7 +63,7 @@ async fn pid(c: &Client, target: &Target) -> Result<i32> {
 /// Runs the check on `pg`'s connection and a second connection of its own.
 pub(crate) async fn detect(pg: &Pg) -> Result<Pooling> {
     let target = pg.target();
-    let (second, _) = target.connect().await?;
+    let (second, _, _) = target.connect().await?;
     let mut guard = pg.lock().await?;
     let first = guard.client()?;
     for _ in 0..ROUNDS {

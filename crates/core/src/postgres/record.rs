@@ -14,6 +14,8 @@ use crate::event::{self, RecordInput, StateEvent, ValidEvent};
 use crate::group::{self, copy};
 use crate::metrics::{Count, Hist};
 use crate::postgres::batch::{self, Extra, Fallback, TailOf, DROP_EMPTY_HEADS, LOCK_HEADS};
+use crate::postgres::in_doubt::InDoubt;
+use crate::postgres::outage::waits_for;
 use crate::postgres::overlay::heads_of;
 use crate::postgres::rows::{block, Also, PgRows, BEGIN};
 use crate::postgres::tail::{Prepared, Told};
@@ -27,6 +29,28 @@ fn wrote_one(written: &[group::WrittenItem]) -> bool {
 
 const COMMIT: &str = "COMMIT";
 const ROLLBACK: &str = "ROLLBACK";
+
+/// How one attempt at a group's transaction ended.
+enum Attempt {
+    /// Committed (or found committed), with what it wrote and what the tail was told.
+    Done(Vec<group::WrittenItem>, Option<Told>),
+    /// Failed for good: the group settles with this.
+    Failed(Error),
+    /// The connection was lost: the group is written again once connected (or looked up
+    /// first, when it is in doubt).
+    Lost(Error, Option<InDoubt>),
+}
+
+/// The failure a group settles with: a group in doubt says that the outcome is unknown.
+fn settle(e: Error, doubt: Option<&InDoubt>) -> Error {
+    match doubt {
+        None => e,
+        Some(_) => Error::OutcomeUnknown(format!(
+            "COMMIT was sent and the connection lost before its answer; the server was not \
+             back within reconnectWindowMs to say whether it committed ({e})"
+        )),
+    }
+}
 
 impl PgStore {
     /// [`crate::Store::record`]: a group of one.
@@ -128,6 +152,7 @@ impl PgStore {
         for (i, now, r) in written {
             out[i] = match r {
                 Ok(Some(w)) => {
+                    self.pg.faults().floor.saw(w.event.sequence);
                     self.enqueue(&w);
                     if w.fresh {
                         prune_at = Some(now);
@@ -152,14 +177,44 @@ impl PgStore {
         out
     }
 
-    /// One transaction: the fast path ([`batch::write`]), or, when the server refused a row
-    /// or a host raced it, the group again event by event ([`write_each_alone`]); with the
-    /// commit, the hint and the lease read of the notices it opened, and what they were told.
+    /// The group's transaction, again after a lost connection once connected (the writer
+    /// thread waits for the server, `outage.rs`), found out rather than redone when its
+    /// `COMMIT` was in doubt (`in_doubt.rs`); with the commit, the hint and the lease read of
+    /// the notices it opened, and what they were told.
     fn write_group(
         &self,
         valid: Vec<(usize, ValidEvent, i64)>,
         also: Also<'_>,
     ) -> Result<(Vec<group::WrittenItem>, Option<Told>)> {
+        let mut doubt = None;
+        let mut first_loss: Option<std::time::Instant> = None;
+        loop {
+            match self.write_group_once(valid.clone(), also, doubt.take()) {
+                Attempt::Done(written, told) => return Ok((written, told)),
+                Attempt::Failed(e) => return Err(e),
+                Attempt::Lost(e, d) => {
+                    // A server that takes connections and keeps losing them: the window bounds
+                    // this call's attempts too.
+                    let outage = &self.pg.faults().outage;
+                    let since = *first_loss.get_or_insert_with(std::time::Instant::now);
+                    if !outage.rides() || since.elapsed() >= outage.window() {
+                        return Err(settle(e, d.as_ref()));
+                    }
+                    doubt = d;
+                }
+            }
+        }
+    }
+
+    /// One attempt at the group's transaction: the fast path ([`batch::write`]), or, when the
+    /// server refused a row or a host raced it, the group again event by event
+    /// ([`write_each_alone`]). A group in `doubt` is looked up first.
+    fn write_group_once(
+        &self,
+        valid: Vec<(usize, ValidEvent, i64)>,
+        also: Also<'_>,
+        doubt: Option<InDoubt>,
+    ) -> Attempt {
         let rules = self.rules;
         let tail = |written: &[group::WrittenItem]| {
             let mut pending = Vec::new();
@@ -185,14 +240,47 @@ impl PgStore {
         let pg = Arc::clone(&self.pg);
         let target = pg.target();
         let schema = pg.schema();
-        let mut guard = block(pg.lock())?;
-        let session = guard.session()?;
-        let (client, statements, in_tx) = session.parts();
+        // Waits through an outage, up to the window.
+        let mut guard = match block(pg.lock()) {
+            Ok(g) => g,
+            Err(e) => return Attempt::Failed(settle(e, doubt.as_ref())),
+        };
+        let session = match guard.session() {
+            Ok(s) => s,
+            Err(e) => return Attempt::Failed(e),
+        };
+        let (client, _, in_tx) = session.parts();
+        if let Some(orphan) = pg.faults().take_orphan() {
+            // A transaction a lost connection left open holds the heads' locks until the
+            // server notices the loss (hours, on a cut link): end it. Best effort: the look-up
+            // and the write wait for those locks in any case.
+            let _ = block(orphan.terminate(client));
+        }
         if *in_tx {
             // A call that unwound mid-transaction left it open: end it before anything else.
-            block(client.batch_execute("ROLLBACK")).map_err(|e| target.error(&e))?;
+            if let Err(e) = block(client.batch_execute("ROLLBACK")) {
+                return Attempt::Failed(target.error(&e));
+            }
             *in_tx = false;
         }
+        if let Some(d) = doubt {
+            match block(d.committed(client, schema)) {
+                Ok(true) => return Attempt::Done(d.written, None),
+                Ok(false) => {}
+                Err(e) => {
+                    let e = target.error(&e);
+                    if waits_for(&e) {
+                        guard.drop_lost(false);
+                        return Attempt::Lost(e, Some(d));
+                    }
+                    return Attempt::Failed(settle(e, Some(&d)));
+                }
+            }
+        }
+        let Ok(session) = guard.session() else {
+            return Attempt::Failed(Error::db(DbFailure::Connection, "not connected"));
+        };
+        let (client, statements, in_tx) = session.parts();
         let client: &tokio_postgres::Client = client;
         *in_tx = true;
         let fast = batch::write(
@@ -206,7 +294,6 @@ impl PgStore {
         );
         let result = match fast {
             Ok(w) => Ok(w),
-            Err(Fallback::Fail(e)) => Err(e),
             Err(Fallback::Again(e)) => {
                 let _ = block(client.batch_execute("ROLLBACK"));
                 // Waiting longer (a lock, the statement timeout) or a lost connection would
@@ -219,7 +306,7 @@ impl PgStore {
                     }
                 );
                 if client.is_closed() || !retry {
-                    Err(e)
+                    Err(Fallback::Fail(e))
                 } else {
                     write_each_alone(
                         client,
@@ -232,17 +319,30 @@ impl PgStore {
                     )
                 }
             }
+            Err(other) => Err(other),
         };
         if result.is_err() {
-            // Whatever was sent, nothing of the group stays.
+            // Whatever was sent, nothing of the group stays (unless its COMMIT went through).
             let _ = block(client.batch_execute("ROLLBACK"));
         }
         *in_tx = false;
-        if result.is_err() {
-            // The connection may be gone: the next call starts afresh.
-            guard.forget_if_closed();
+        match result {
+            Ok((written, told)) => Attempt::Done(written, told),
+            Err(Fallback::Doubt(written, e)) => {
+                guard.drop_lost(true);
+                Attempt::Lost(e, Some(InDoubt::new(written)))
+            }
+            Err(Fallback::Fail(e) | Fallback::Again(e)) => {
+                // The connection may be gone: the next attempt (or call) starts afresh.
+                if waits_for(&e) {
+                    guard.drop_lost(true);
+                    Attempt::Lost(e, None)
+                } else {
+                    guard.forget_if_closed();
+                    Attempt::Failed(e)
+                }
+            }
         }
-        result
     }
 
     /// Brings the queue in line with a committed event: a reseeded cursor loses its notice
@@ -286,18 +386,20 @@ fn write_each_alone(
     rules: WriteRules,
     valid: Vec<(usize, ValidEvent, i64)>,
     Extra { also, tail_of }: Extra<'_>,
-) -> Result<(Vec<group::WrittenItem>, Option<Told>)> {
+) -> std::result::Result<(Vec<group::WrittenItem>, Option<Told>), Fallback> {
     let single = valid.len() == 1;
     let (keys, agents): (Vec<String>, Vec<String>) = heads_of(valid.iter().map(|(_, v, _)| v))
         .into_iter()
         .unzip();
     let now = valid.iter().map(|(_, _, now)| *now).max().unwrap_or(0);
     let mut rows = PgRows::new(client, statements, schema, target, single);
-    let lock = rows.prepared(LOCK_HEADS)?;
+    let lock = rows.prepared(LOCK_HEADS).map_err(Fallback::Fail)?;
     let prepared = tail_of.map(|_| Prepared::on_rows(&mut rows));
     // BEGIN and the head locks in one round trip.
     rows.hold_simple(BEGIN);
-    let locked = rows.send(client.query(&lock, &[&keys, &agents, &now]))?;
+    let locked = rows
+        .send(client.query(&lock, &[&keys, &agents, &now]))
+        .map_err(Fallback::Fail)?;
     let created = locked
         .iter()
         .any(|r| r.try_get::<_, bool>(2).unwrap_or(false));
@@ -306,7 +408,8 @@ fn write_each_alone(
         rows.hold(
             DROP_EMPTY_HEADS,
             vec![Box::new(keys.clone()), Box::new(agents.clone())],
-        )?;
+        )
+        .map_err(Fallback::Fail)?;
     }
     // A group of one has no savepoint: its failure rolls the transaction back.
     let (sql, tail) = if single && written.iter().any(|(_, _, r)| r.is_err()) {
@@ -315,10 +418,16 @@ fn write_each_alone(
         (COMMIT, tail_of.and_then(|f| f(&written)).zip(prepared))
     };
     if let Some(also) = also.filter(|_| wrote_one(&written)) {
-        also(&mut rows)?;
+        also(&mut rows).map_err(Fallback::Fail)?;
     }
-    let told = batch::commit_with(&mut rows, client, sql, tail)?;
-    Ok((written, told))
+    if sql == ROLLBACK {
+        let told = batch::commit_with(&mut rows, client, sql, tail).map_err(Fallback::Fail)?;
+        return Ok((written, told));
+    }
+    match batch::commit_or_doubt(&mut rows, client, tail, written) {
+        Err(Fallback::Again(e)) => Err(Fallback::Fail(e)),
+        other => other,
+    }
 }
 
 /// PostgreSQL's `text` cannot hold U+0000 (docs/postgres.md#differences): a record with one in

@@ -53,4 +53,11 @@ impl Store {
     pub fn is_remote(&self) -> bool {
         self.inner.remote.is_some()
     }
+
+    /// For the Promise API's queue: given how many calls wait in it, the failure a new call
+    /// settles with at once, while a PostgreSQL store's connection is down and
+    /// `maxWaitingCalls` calls wait already (docs/postgres.md#faults); `None` on a file.
+    pub(crate) fn waiting_gate(&self) -> Option<crate::writer::Gate> {
+        self.remote().map(PgStore::waiting_gate)
+    }
 }

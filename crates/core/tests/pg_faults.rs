@@ -1,0 +1,452 @@
+//! Faults of the PostgreSQL server while a gateway records through the Promise API's writer
+//! (docs/postgres.md#faults): 64 records in flight on 8 sessions, each matched afterwards to
+//! its row by the `id` of its payload. A restart with `-m immediate`, a link frozen past the
+//! call deadline, twenty `COMMIT`s whose answer is lost (the server committed, or did not),
+//! an outage longer than `reconnectWindowMs`, and the deadline of a call on a frozen link.
+//! Each test prints its tally (ok / null / unknown / rejected / lost / duplicated); run with
+//! `--nocapture` to see it. Never skipped: without PostgreSQL's binaries they fail.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use session_awareness_core::{Done, Hooks, Job, Options, RecordInput, Store, Writer};
+use session_awareness_pg_test::Cluster;
+
+mod fault_proxy;
+mod pg_harness;
+use fault_proxy::{CommitCut, Proxy};
+use pg_harness::{cluster, url};
+
+const SESSIONS: u64 = 8;
+const IN_FLIGHT: usize = 64;
+/// Records made after the fault is over, all of which must be stored.
+const AFTER: u64 = 256;
+/// The longest wait between two reconnection attempts (`postgres/outage.rs`).
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+type Out = session_awareness_core::Result<()>;
+
+/// What became of every record of a run.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Tally {
+    /// Resolved with its event, and its row is there once.
+    ok: usize,
+    /// Resolved `null` (`ERR_DB`).
+    null: usize,
+    /// Resolved `null` with `ERR_OUTCOME_UNKNOWN`.
+    unknown: usize,
+    /// Refused before it was queued (`maxWaitingCalls`).
+    rejected: usize,
+    /// Resolved with its event and not in the table, or another sequence there.
+    lost: usize,
+    /// In the table more than once.
+    duplicated: usize,
+    /// Resolved `null` with `ERR_DB` and in the table all the same.
+    null_but_stored: usize,
+}
+
+fn input(id: u64) -> RecordInput {
+    RecordInput {
+        session_key: format!("agent:main:subagent:f{}", id % SESSIONS),
+        kind: "human_direct_message".into(),
+        actor_type: "human".into(),
+        summary: format!("r{id}"),
+        payload: Some(serde_json::json!({ "id": id })),
+        ..Default::default()
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// The writer of one store, kept at [`IN_FLIGHT`] records.
+struct Driver {
+    writer: Writer<Out>,
+    done: Receiver<Done<Out>>,
+    /// The ids of the queued jobs, in call order (`None`: a task).
+    queued: VecDeque<Option<u64>>,
+    next: u64,
+    /// Each record's answer: its sequence, or its code.
+    answers: HashMap<u64, std::result::Result<i64, String>>,
+    /// The answers of the tasks, in order.
+    tasks: Vec<std::result::Result<(), String>>,
+}
+
+impl Driver {
+    fn new(store: &Store) -> Driver {
+        let (tx, rx) = channel();
+        let sink = Box::new(move |done: Vec<Done<Out>>| {
+            for d in done {
+                let _ = tx.send(d);
+            }
+        });
+        Driver {
+            writer: Writer::start(store.clone(), sink).unwrap(),
+            done: rx,
+            queued: VecDeque::new(),
+            next: 0,
+            answers: HashMap::new(),
+            tasks: Vec::new(),
+        }
+    }
+
+    fn push_record(&mut self) {
+        let id = self.next;
+        self.next += 1;
+        match self.writer.push(Job::Record(Box::new(input(id)), now_ms())) {
+            Ok(()) => self.queued.push_back(Some(id)),
+            Err(e) => {
+                self.answers
+                    .insert(id, Err(format!("rejected:{}", e.code())));
+            }
+        }
+    }
+
+    /// Queues a read of one session (a call that is not a record).
+    fn push_task(&mut self) {
+        let job = Job::Task(Box::new(|s: &Store| {
+            s.changes_since("agent:main:subagent:f0", 0.0, None, None)
+                .map(|_| ())
+        }));
+        match self.writer.push(job) {
+            Ok(()) => self.queued.push_back(None),
+            Err(e) => self.tasks.push(Err(format!("rejected:{}", e.code()))),
+        }
+    }
+
+    /// Keeps [`IN_FLIGHT`] records queued until `fault` has ended and [`AFTER`] more were
+    /// made, a task queued whenever `task` is raised; then waits for every answer.
+    fn run(&mut self, fault: &AtomicBool, task: &AtomicBool) {
+        let mut ended_at = None;
+        loop {
+            if ended_at.is_none() && fault.load(Ordering::Acquire) {
+                ended_at = Some(self.next);
+            }
+            let more = ended_at.is_none_or(|at| self.next < at + AFTER);
+            if task.swap(false, Ordering::AcqRel) {
+                self.push_task();
+            }
+            while more && self.queued.len() < IN_FLIGHT {
+                let before = self.queued.len();
+                self.push_record();
+                if self.queued.len() == before {
+                    // Refused at once: do not spin on a full gate.
+                    thread::sleep(Duration::from_millis(2));
+                    break;
+                }
+            }
+            let Some(id) = self.queued.pop_front() else {
+                if more {
+                    continue;
+                }
+                return;
+            };
+            let d = self
+                .done
+                .recv_timeout(Duration::from_secs(120))
+                .expect("an answer within 2 minutes");
+            match (id, d) {
+                (Some(id), Done::Recorded(r)) => {
+                    let a = match r {
+                        Ok(Some(e)) => Ok(e.sequence),
+                        Ok(None) => Err("none".into()),
+                        Err(e) => Err(e.code().to_owned()),
+                    };
+                    self.answers.insert(id, a);
+                }
+                (None, Done::Ran(r)) => self.tasks.push(r.map_err(|e| e.code().to_owned())),
+                (_, Done::Lost(e)) => panic!("a job panicked: {e}"),
+                (id, _) => panic!("answers out of call order at {id:?}"),
+            }
+        }
+    }
+
+    /// The tally of the run against the rows of `schema` on `c`.
+    fn tally(&self, c: &Cluster, schema: &str) -> Tally {
+        let rows = c
+            .sql(&format!(
+                "SELECT payload_json::json->>'id', count(*), min(sequence) \
+                 FROM {schema}.session_state_events GROUP BY 1"
+            ))
+            .unwrap();
+        let mut stored: HashMap<u64, (usize, i64)> = HashMap::new();
+        for line in rows.lines().filter(|l| !l.is_empty()) {
+            let f: Vec<&str> = line.split('|').collect();
+            stored.insert(
+                f[0].parse().unwrap(),
+                (f[1].parse().unwrap(), f[2].parse().unwrap()),
+            );
+        }
+        let mut t = Tally::default();
+        for (id, a) in &self.answers {
+            let row = stored.get(id);
+            match a {
+                Ok(seq) if row.is_some_and(|(_, s)| s == seq) => t.ok += 1,
+                Ok(_) => t.lost += 1,
+                Err(code) if code.starts_with("rejected:") => t.rejected += 1,
+                Err(code) if code == "ERR_OUTCOME_UNKNOWN" => t.unknown += 1,
+                Err(_) => {
+                    t.null += 1;
+                    if row.is_some() {
+                        t.null_but_stored += 1;
+                    }
+                }
+            }
+        }
+        t.duplicated = stored.values().filter(|(n, _)| *n > 1).count();
+        t
+    }
+}
+
+/// The options of a store under a fault: short timeouts, so the tests stay short.
+fn options(window_ms: u32) -> Options {
+    Options {
+        statement_timeout_ms: 2_000,
+        connect_timeout_ms: 2_000,
+        reconnect_window_ms: window_ms,
+        ..Options::default()
+    }
+}
+
+/// `c`'s URL through `proxy`.
+fn through(c: &Cluster, proxy: &Proxy) -> String {
+    url(c).replace(&format!(":{}/", c.port()), &format!(":{}/", proxy.port()))
+}
+
+/// Runs the driver on `store` while `fault` runs on a thread of its own; the tally.
+fn under(store: &Store, c: &Cluster, fault: impl FnOnce(&AtomicBool) + Send) -> Tally {
+    let ended = AtomicBool::new(false);
+    let task = AtomicBool::new(false);
+    let mut driver = Driver::new(store);
+    thread::scope(|s| {
+        s.spawn(|| {
+            fault(&task);
+            ended.store(true, Ordering::Release);
+        });
+        driver.run(&ended, &task);
+    });
+    driver.writer.join();
+    driver.tally(c, "session_awareness")
+}
+
+#[test]
+fn a_restart_with_immediate_shutdown_drops_nothing() {
+    let mut c = cluster("faults-restart");
+    let store = Store::open(&url(&c), options(30_000), Hooks::default()).unwrap();
+    let ended = Arc::new(AtomicBool::new(false));
+    let task = AtomicBool::new(false);
+    let mut driver = Driver::new(&store);
+    thread::scope(|s| {
+        s.spawn(|| {
+            thread::sleep(Duration::from_millis(800));
+            c.restart_immediate().unwrap();
+            ended.store(true, Ordering::Release);
+        });
+        driver.run(&ended, &task);
+    });
+    driver.writer.join();
+    let t = driver.tally(&c, "session_awareness");
+    eprintln!("fault restart -m immediate: {t:?}");
+    assert!(t.ok as u64 > AFTER, "{t:?}");
+    assert_eq!(
+        (t.null, t.unknown, t.rejected, t.lost, t.duplicated),
+        (0, 0, 0, 0, 0),
+        "{t:?}"
+    );
+}
+
+#[test]
+fn a_link_frozen_past_the_call_deadline_drops_nothing() {
+    let c = cluster("faults-frozen");
+    let proxy = Proxy::start(c.port());
+    // Deadline 2 s + 5 s = 7 s: the calls in flight end their connection at 7 s and wait for
+    // the link; the window (20 s from the loss) outlasts the 15 s freeze.
+    let store = Store::open(&through(&c, &proxy), options(20_000), Hooks::default()).unwrap();
+    let t = under(&store, &c, |_| {
+        thread::sleep(Duration::from_millis(800));
+        proxy.freeze(true);
+        thread::sleep(Duration::from_secs(15));
+        proxy.freeze(false);
+    });
+    eprintln!("fault link frozen 15 s: {t:?}");
+    assert!(t.ok as u64 > AFTER, "{t:?}");
+    assert_eq!(
+        (t.null, t.unknown, t.rejected, t.lost, t.duplicated),
+        (0, 0, 0, 0, 0),
+        "{t:?}"
+    );
+}
+
+#[test]
+fn twenty_commits_whose_answer_is_lost_are_found_out_not_redone() {
+    let c = cluster("faults-commit");
+    let proxy = Proxy::start(c.port());
+    // No listener: every COMMIT on the link is a group's.
+    let o = Options {
+        sync_interval_ms: 0,
+        ..options(10_000)
+    };
+    let store = Store::open(&through(&c, &proxy), o, Hooks::default()).unwrap();
+    let t = under(&store, &c, |_| {
+        for i in 0..20 {
+            // Half the server commits (the answer is lost), half it never sees the COMMIT.
+            let how = match i % 2 {
+                0 => CommitCut::After,
+                _ => CommitCut::Before,
+            };
+            proxy.cut_at_next_commit(how);
+            let start = Instant::now();
+            while proxy.commit_cuts() < i + 1 {
+                assert!(start.elapsed() < Duration::from_secs(30), "cut {i}");
+                thread::sleep(Duration::from_millis(2));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    });
+    eprintln!("fault 20 COMMITs with their answer lost: {t:?}");
+    assert_eq!(proxy.commit_cuts(), 20);
+    assert!(t.ok as u64 > AFTER, "{t:?}");
+    assert_eq!(
+        (t.null, t.unknown, t.rejected, t.lost, t.duplicated),
+        (0, 0, 0, 0, 0),
+        "{t:?}"
+    );
+}
+
+#[test]
+fn an_outage_longer_than_the_window_settles_every_call_and_later_calls_succeed() {
+    let c = cluster("faults-outage");
+    let proxy = Proxy::start(c.port());
+    let o = Options {
+        max_waiting_calls: 16,
+        ..options(1_500)
+    };
+    let store = Store::open(&through(&c, &proxy), o, Hooks::default()).unwrap();
+    let outage = Duration::from_secs(5);
+    let ended = AtomicBool::new(false);
+    let task = AtomicBool::new(false);
+    let mut driver = Driver::new(&store);
+    let mut after_window = None;
+    thread::scope(|s| {
+        s.spawn(|| {
+            thread::sleep(Duration::from_millis(800));
+            proxy.down(true);
+            let down = Instant::now();
+            // A call that is not a record, within the window and past it.
+            thread::sleep(Duration::from_millis(300));
+            task.store(true, Ordering::Release);
+            thread::sleep(Duration::from_millis(2_500));
+            task.store(true, Ordering::Release);
+            after_window = Some(down.elapsed());
+            thread::sleep(outage.saturating_sub(down.elapsed()));
+            proxy.down(false);
+            // Past the window a call makes a reconnection attempt only when one is due (the
+            // backoff reaches 5 s): the records after that are all stored.
+            thread::sleep(BACKOFF_MAX + Duration::from_millis(500));
+            ended.store(true, Ordering::Release);
+        });
+        driver.run(&ended, &task);
+    });
+    driver.writer.join();
+    let t = driver.tally(&c, "session_awareness");
+    eprintln!("fault outage 5 s, window 1.5 s: {t:?}");
+    // Every call settled (the run returned); the records answered null are not stored, the
+    // calls past the cap were refused at once, and every record made after the outage is in.
+    assert!(t.null > 0, "{t:?}");
+    assert!(t.rejected > 0, "{t:?}");
+    assert_eq!(
+        (t.lost, t.duplicated, t.null_but_stored),
+        (0, 0, 0),
+        "{t:?}"
+    );
+    let last = driver.next;
+    for id in last - AFTER / 2..last {
+        assert!(
+            matches!(driver.answers.get(&id), Some(Ok(_))),
+            "record {id} after the outage: {:?}",
+            driver.answers.get(&id)
+        );
+    }
+    // The tasks: failed with ERR_DB (waited within the window, refused or failed past it).
+    assert_eq!(driver.tasks.len(), 2, "{:?}", driver.tasks);
+    for r in &driver.tasks {
+        assert!(
+            matches!(
+                r.as_ref().map_err(String::as_str),
+                Err("ERR_DB" | "rejected:ERR_DB")
+            ),
+            "{r:?}"
+        );
+    }
+    assert!(after_window.unwrap() < outage);
+    // And a read now succeeds.
+    store
+        .changes_since("agent:main:subagent:f0", 0.0, None, None)
+        .unwrap();
+}
+
+#[test]
+fn a_call_on_a_frozen_link_settles_at_its_deadline() {
+    let c = cluster("faults-deadline");
+    let proxy = Proxy::start(c.port());
+    let o = Options {
+        sync_interval_ms: 0,
+        ..options(0)
+    };
+    let store = Store::open(&through(&c, &proxy), o, Hooks::default()).unwrap();
+    store.record(input(0), now_ms()).unwrap();
+    proxy.freeze(true);
+    let start = Instant::now();
+    let e = store.record(input(1), now_ms()).unwrap_err();
+    let took = start.elapsed();
+    proxy.freeze(false);
+    assert_eq!(e.code(), "ERR_DB");
+    // statementTimeoutMs 2 s + max(connectTimeoutMs, 5 s): 7 s, and no wait for a reconnect
+    // with reconnectWindowMs 0 (docs/postgres.md#faults).
+    assert!(
+        took >= Duration::from_secs(7) && took < Duration::from_millis(7_900),
+        "{took:?}"
+    );
+    // The link is back: the next call connects again.
+    store.record(input(2), now_ms()).unwrap();
+}
+
+#[test]
+fn after_a_lost_connection_the_store_never_hands_out_a_sequence_again() {
+    let c = cluster("faults-floor");
+    let store = Store::open(&url(&c), options(10_000), Hooks::default()).unwrap();
+    let handed: Vec<i64> = (0..10)
+        .map(|i| store.record(input(i), now_ms()).unwrap().unwrap().sequence)
+        .collect();
+    let top = *handed.iter().max().unwrap();
+    // What a promoted asynchronous standby looks like: the last events never reached it, and
+    // its identity is behind what the old primary handed out.
+    c.sql(&format!(
+        "DELETE FROM session_awareness.session_state_events WHERE sequence > 5; \
+         UPDATE session_awareness.session_state_heads SET last_sequence = least(last_sequence, 5); \
+         ALTER TABLE session_awareness.session_state_events ALTER COLUMN sequence RESTART WITH 6; \
+         SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+         WHERE application_name = 'session-awareness'; -- {top}"
+    ))
+    .unwrap();
+    let next = store.record(input(10), now_ms()).unwrap().unwrap().sequence;
+    assert!(next > top, "{next} after {handed:?}");
+    // Negative control: a store that never handed a number out draws the lost ones again.
+    c.sql(
+        "ALTER TABLE session_awareness.session_state_events ALTER COLUMN sequence RESTART WITH 6",
+    )
+    .unwrap();
+    let other = Store::open(&url(&c), options(10_000), Hooks::default()).unwrap();
+    assert_eq!(
+        other.record(input(11), now_ms()).unwrap().unwrap().sequence,
+        6
+    );
+}
