@@ -117,7 +117,13 @@ test('each synchronous method that may need the database throws ERR_ASYNC_ONLY w
   everyRefused(s, queued)
   // record and adopt throw it even without `strict`: nothing is reported to onError.
   expect(errors).toEqual([])
-  expect(await rows(schema)).toEqual(before)
+  // The listener's task may renew MAIN's lease meanwhile (its own work, on its own
+  // connection): every row is as it was but the lease's expiry.
+  const unexpired = (r: Record<string, string[]>): Record<string, string[]> => ({
+    ...r,
+    session_awareness_served: (r.session_awareness_served ?? []).map((l) => l.replace(/,\d+\)$/, ')')),
+  })
+  expect(unexpired(await rows(schema))).toEqual(unexpired(before))
   // The Promise API goes on as if nothing had been called.
   expect((await s.recordAsync(human(CHILD)))?.sequence).toBe(3)
   expect((await s.drainAsync(MAIN)).map((n) => [n.targetKey, n.changesSince])).toEqual([[CHILD, 0]])

@@ -154,7 +154,11 @@ impl Db {
                 g
             }
         };
-        self.check_open()?;
+        if self.is_closed() {
+            // A closing store still uses its connection (the poll releases its leases) until
+            // `take` removes it; nothing is reopened once closed.
+            return MutexGuard::try_map(guard, Option::as_mut).map_err(|_| Error::Closed);
+        }
         // Every call that touches the database comes here, right before its SQL: a handle of
         // another library that appeared since the last call is found before the write.
         if let Some(g) = &self.guard {
