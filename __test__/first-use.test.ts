@@ -209,7 +209,7 @@ describe('documents', () => {
     s.changesSince(CHILD, 0)
     const { resourceMetrics } = await reader.collect()
     const names = resourceMetrics.scopeMetrics.flatMap((m) => m.metrics.map((x) => x.descriptor.name)).sort()
-    expect(names).toHaveLength(19)
+    expect(names).toHaveLength(20)
     const doc = read('docs/metrics.md')
     for (const name of names) expect([name, doc.includes(`| \`${name}\``)]).toEqual([name, true])
     expect(doc).not.toMatch(/will be added|will be whether/)

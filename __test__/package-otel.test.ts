@@ -125,7 +125,7 @@ void [options, state]
 
 const EACH = {
   drained: 1,
-  instruments: 19,
+  instruments: 20,
   recorded: [1, 1, 1, 0],
   delivered: 1,
   opened: 1,

@@ -324,15 +324,20 @@ fn the_hint_goes_out_once_per_commit_after_it() {
         .build()
         .unwrap();
     let mut hints = listener(&rt, &s);
-    let mut next = || {
+    let mut next = || loop {
         let (payload, seen) = rt
             .block_on(async { tokio::time::timeout(PATIENCE, hints.recv()).await })
             .expect("a hint within the patience")
             .unwrap();
         let v: serde_json::Value = serde_json::from_str(&payload).unwrap();
         assert!(v["i"].is_string(), "{payload}");
+        // A host's listener that (re)connects asks who follows what (`"q":"f"`,
+        // postgres/follow.rs): not a record's hint, and its timing is the listener's.
+        if v["q"] == "f" {
+            continue;
+        }
         assert_eq!(v["w"], serde_json::json!([W]), "{payload}");
-        seen
+        return seen;
     };
     // One record at a time: its hint arrives once its event is visible to everyone.
     for (k, target) in t[..3].iter().enumerate() {
@@ -366,7 +371,11 @@ fn the_hint_goes_out_once_per_commit_after_it() {
         .unwrap()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    assert!(hints.try_recv().is_err(), "no other hint");
+    let others: Vec<String> = std::iter::from_fn(|| hints.try_recv().ok())
+        .map(|(payload, _)| payload)
+        .filter(|p| !p.contains(r#""q":"f""#))
+        .collect();
+    assert_eq!(others, Vec::<String>::new(), "no other hint");
     a.close();
 }
 
