@@ -108,8 +108,13 @@ describe('SQL', () => {
   const KNOWN_LISTS = ['EXTRA_COLUMNS', 'OPENCLAW_COLUMNS']
   /** The only type whose values are spliced into SQL text: the PostgreSQL store's checked schema name. */
   const KNOWN_TYPES = ['SchemaName']
-  /** The methods that take SQL text, in rusqlite and tokio-postgres. */
-  const TAKES_SQL = 'prepare|prepare_cached|execute_batch|execute|query_row|batch_execute|query|query_one|query_opt'
+  /**
+   * The methods that take SQL text, in rusqlite and tokio-postgres (the simple query protocol's
+   * `simple_query` and the typed and raw variants too: each one sends its text as it is).
+   */
+  const TAKES_SQL =
+    'prepare|prepare_cached|prepare_typed|execute_batch|execute|execute_raw|query_row|batch_execute|' +
+    'simple_query|query|query_one|query_opt|query_raw|query_typed|query_typed_raw'
 
   interface Literal {
     file: string
@@ -316,35 +321,42 @@ describe('SQL', () => {
     expect([...spliced].sort()).toEqual([...KNOWN_FRAGMENTS, ...KNOWN_LISTS, ...KNOWN_TYPES].sort())
   })
 
+  /** The calls of `src` that hand a method taking SQL text anything but text this review checks. */
+  function uncheckedCalls(src: string): string[] {
+    const bad: string[] = []
+    for (const m of src.matchAll(new RegExp(`\\.(${TAKES_SQL})\\(\\s*`, 'g'))) {
+      const arg = src.slice(m.index! + m[0].length, m.index! + m[0].length + 60)
+      // A literal, a params list (a prepared statement's execute/query_row), or `sql`.
+      if (/^("|r#*"|params!|\[|\(\)|&?sql\b|&format!\(|concat!\()/.test(arg)) continue
+      // A join of constants and literals.
+      const at = m.index! + m[0].length + (arg.startsWith('&') ? 1 : 0)
+      if (constantJoins(src).some((j) => j.start === at)) continue
+      // A string constant of the same file.
+      const name = /^([A-Z][A-Z0-9_]*)\b/.exec(arg)?.[1]
+      if (name !== undefined && new RegExp(`const ${name}: &str =`).test(src)) continue
+      // A prepared statement of the PostgreSQL store (a tokio-postgres `Statement`): a
+      // variable bound from the statement cache's `prepared(CONST)` / `prepare(CONST)`, or
+      // one the cache hands back (`Held::Prepared(st, …)`); the cache prepares `&sql` only.
+      // Or one prepared from text this review checks where it is prepared (`prepare(&sql)`,
+      // `prepare(&format!(…))`, as for any method that takes SQL text).
+      const handle = /^&?([a-z_][a-z0-9_]*)\s*[,)]/.exec(arg)?.[1]
+      if (
+        handle !== undefined &&
+        (new RegExp(`let ${handle} = [^;]*\\.prepared?\\([A-Z][A-Z0-9_]*\\)`).test(src) ||
+          new RegExp(`let ${handle} = [^;]*\\.prepare\\(\\s*&(sql\\b|format!\\()`).test(src) ||
+          new RegExp(`Held::Prepared\\(${handle},`).test(src))
+      )
+        continue
+      bad.push(`.${m[1]}(${arg}`)
+    }
+    return bad
+  }
+
   test('every statement takes SQL text from a literal, a checked format! or a variable holding one', () => {
     const bad: string[] = []
     for (const f of files) {
       const src = productCode(f)
-      for (const m of src.matchAll(new RegExp(`\\.(${TAKES_SQL})\\(\\s*`, 'g'))) {
-        const arg = src.slice(m.index! + m[0].length, m.index! + m[0].length + 60)
-        // A literal, a params list (a prepared statement's execute/query_row), or `sql`.
-        if (/^("|r#*"|params!|\[|\(\)|&?sql\b|&format!\(|concat!\()/.test(arg)) continue
-        // A join of constants and literals.
-        const at = m.index! + m[0].length + (arg.startsWith('&') ? 1 : 0)
-        if (constantJoins(src).some((j) => j.start === at)) continue
-        // A string constant of the same file.
-        const name = /^([A-Z][A-Z0-9_]*)\b/.exec(arg)?.[1]
-        if (name !== undefined && new RegExp(`const ${name}: &str =`).test(src)) continue
-        // A prepared statement of the PostgreSQL store (a tokio-postgres `Statement`): a
-        // variable bound from the statement cache's `prepared(CONST)` / `prepare(CONST)`, or
-        // one the cache hands back (`Held::Prepared(st, …)`); the cache prepares `&sql` only.
-        // Or one prepared from text this review checks where it is prepared (`prepare(&sql)`,
-        // `prepare(&format!(…))`, as for any method that takes SQL text).
-        const handle = /^&?([a-z_][a-z0-9_]*)\s*[,)]/.exec(arg)?.[1]
-        if (
-          handle !== undefined &&
-          (new RegExp(`let ${handle} = [^;]*\\.prepared?\\([A-Z][A-Z0-9_]*\\)`).test(src) ||
-            new RegExp(`let ${handle} = [^;]*\\.prepare\\(\\s*&(sql\\b|format!\\()`).test(src) ||
-            new RegExp(`Held::Prepared\\(${handle},`).test(src))
-        )
-          continue
-        bad.push(`${path.relative(ROOT, f)}: .${m[1]}(${arg}`)
-      }
+      for (const call of uncheckedCalls(src)) bad.push(`${path.relative(ROOT, f)}: ${call}`)
       for (const m of src.matchAll(/let sql(?::\s*\w+)? =\s*/g)) {
         const rest = src.slice(m.index! + m[0].length)
         if (rest.startsWith('format!(')) continue
@@ -399,6 +411,24 @@ describe('SQL', () => {
     // A constant is looked up beyond its file only where the file imports it.
     expect(declaredFor('use crate::sqlite::rows::EVENT_COLUMNS;', 'EVENT_COLUMNS').length).toBeGreaterThan(1)
     expect(declaredFor('fn f() {}', 'EVENT_COLUMNS')).toEqual(['fn f() {}'])
+    // Every method that sends SQL text is read, the simple query protocol's too.
+    const calls = [
+      'const Q: &str = "SELECT 1";',
+      'fn g(c: &Client, t: u32) {',
+      '  c.simple_query("SELECT 2");',
+      '  c.simple_query(Q);',
+      '  c.simple_query(&text);',
+      '  c.query_typed(&built, &[]);',
+      '  let sql = Q.replace("__SCHEMA__", s); let st = c.prepare(&sql); c.query(&st, &[]);',
+      '  let other = Q.replace("__SCHEMA__", s); let h = c.prepare(&other); c.query(&h, &[]);',
+      '}',
+    ].join('\n')
+    expect(uncheckedCalls(calls)).toEqual([
+      expect.stringMatching(/^\.simple_query\(&text\)/),
+      expect.stringMatching(/^\.query_typed\(&built,/),
+      expect.stringMatching(/^\.prepare\(&other\)/),
+      expect.stringMatching(/^\.query\(&h,/),
+    ])
   })
 
   test('hostile text in every field is stored and read back exactly, and the tables survive', () => {

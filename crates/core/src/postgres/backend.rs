@@ -13,19 +13,14 @@ pub(crate) struct Backend {
 }
 
 impl Backend {
-    /// Asks the server for the identity of the backend that answers.
-    pub(crate) const QUERY: &'static str =
-        "SELECT pg_backend_pid()::text, (SELECT backend_start::text \
-         FROM pg_stat_activity WHERE pid = pg_backend_pid())";
-
-    pub(crate) fn of(answer: &[tokio_postgres::SimpleQueryMessage]) -> Option<Backend> {
-        // The last row of the answer: the settings before it answer rows of their own.
-        answer.iter().rev().find_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(r) if r.len() == 2 => Some(Backend {
-                pid: r.get(0)?.parse().ok()?,
-                start: r.get(1)?.to_owned(),
-            }),
-            _ => None,
+    /// The backend that answered the connection's settings
+    /// ([`crate::postgres::settings::SESSION`]): its pid and start time, the row's last two
+    /// columns.
+    pub(crate) fn of(row: &tokio_postgres::Row) -> Option<Backend> {
+        let n = row.len();
+        Some(Backend {
+            pid: row.try_get(n.checked_sub(2)?).ok()?,
+            start: row.try_get::<_, Option<String>>(n - 1).ok()??,
         })
     }
 

@@ -254,11 +254,11 @@ impl Target {
             (SslChoice::Prefer, Some(_)) => self.connect_with(SslMode::Prefer, &hints).await?,
             (_, Some(_)) => self.connect_with(SslMode::Require, &hints).await?,
         };
-        // SETs, not startup options: poolers refuse unknown startup parameters. The backend's
-        // identity in the same round trip (`backend.rs`).
-        let sql = crate::postgres::settings::session_sql(self.statement_timeout_ms);
+        // Settings made by a statement, not startup options: poolers refuse unknown startup
+        // parameters. The backend's identity in the same round trip (`backend.rs`).
+        let timeout = i64::from(self.statement_timeout_ms);
         let answer = client
-            .simple_query(&format!("{sql}; {}", Backend::QUERY))
+            .query_one(crate::postgres::settings::SESSION, &[&timeout])
             .await
             .map_err(|e| self.error(&e))?;
         Ok((client, task, Backend::of(&answer)))

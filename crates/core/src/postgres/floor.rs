@@ -12,10 +12,13 @@ use tokio_postgres::Client;
 
 use crate::options::SchemaName;
 
-/// Raises the identity `__SEQ__` to `$1` when it is below (the next number drawn is above
-/// it); never lowers it, which would hand out again what other hosts drew meanwhile.
-const RAISE: &str =
-    "SELECT setval($2::text::regclass, $1::bigint) FROM __SEQ__ WHERE last_value < $1";
+/// Raises the identity sequence of the events table `$2` (`schema.session_state_events`) to
+/// `$1` when it is below (the next number drawn is above it); never lowers it, which would
+/// hand out again what other hosts drew meanwhile. A sequence that has handed out nothing yet
+/// (its last value NULL) counts as 0.
+const RAISE: &str = "SELECT pg_catalog.setval(q, $1::bigint) \
+     FROM (SELECT pg_catalog.pg_get_serial_sequence($2::text, 'sequence')::regclass AS q) s \
+     WHERE COALESCE(pg_catalog.pg_sequence_last_value(q), 0) < $1::bigint";
 
 /// The highest sequence this store has answered with.
 #[derive(Default)]
@@ -43,17 +46,7 @@ impl Floor {
         if floor == 0 {
             return Ok(());
         }
-        let seq = client
-            .query_one(
-                "SELECT pg_get_serial_sequence($1, 'sequence')",
-                &[&format!("{}.session_state_events", schema.as_str())],
-            )
-            .await?
-            .try_get::<_, String>(0)?;
-        let sql = RAISE.replace("__SEQ__", &seq);
-        client
-            .execute(sql.as_str(), &[&floor, &seq])
-            .await
-            .map(|_| ())
+        let table = format!("{}.session_state_events", schema.as_str());
+        client.execute(RAISE, &[&floor, &table]).await.map(|_| ())
     }
 }

@@ -70,13 +70,15 @@ impl InDoubt {
         if self.sequences.is_empty() {
             return Ok(false);
         }
-        let lock = LOCK_HEADS.replace("__SCHEMA__", schema.as_str());
-        let found = FOUND.replace("__SCHEMA__", schema.as_str());
         let now = 0_i64;
         // Prepared first, so that the look-up is one pipeline the server runs in order (an
         // unprepared query would send its execution after the ROLLBACK); nothing of it stays
         // (a head the lock created goes with the rollback).
-        let (lock, found) = join(client.prepare(&lock), client.prepare(&found)).await;
+        let sql = LOCK_HEADS.replace("__SCHEMA__", schema.as_str());
+        let lock = client.prepare(&sql);
+        let sql = FOUND.replace("__SCHEMA__", schema.as_str());
+        let found = client.prepare(&sql);
+        let (lock, found) = join(lock, found).await;
         let (lock, found) = (lock?, found?);
         let (begun, locked, answer, rolled_back) = join4(
             client.batch_execute("BEGIN"),

@@ -46,7 +46,7 @@ fn settle(e: Error, doubt: Option<&InDoubt>) -> Error {
     match doubt {
         None => e,
         Some(_) => Error::OutcomeUnknown(format!(
-            "COMMIT was sent and the connection lost before its answer; the server was not \
+            "the commit was sent and the connection lost before its answer; the server was not \
              back within reconnectWindowMs to say whether it committed ({e})"
         )),
     }

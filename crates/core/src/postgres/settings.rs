@@ -5,7 +5,9 @@
 use tokio_postgres::config::Host;
 use tokio_postgres::Config;
 
-/// The statements run on each new connection, before anything else:
+/// The settings of each new connection, made before anything else in one statement, with the
+/// store's statement timeout (`$1`, in ms, 0 for none) bound as a parameter; each `set_config`
+/// is for the session (`false`), as a `SET` is:
 ///
 /// - `statement_timeout`: the store's own (`statementTimeoutMs`, 0 for none), over a server or
 ///   role default, shorter or longer.
@@ -16,17 +18,20 @@ use tokio_postgres::Config;
 /// - `search_path`: `pg_catalog, pg_temp`. The store names its schema in every statement; a
 ///   default path that puts another schema first (with a table or a function of the same
 ///   name as one the store uses) can then change nothing.
-pub(crate) fn session_sql(statement_timeout_ms: u32) -> String {
-    format!(
-        "SET statement_timeout = {statement_timeout_ms}; \
-         SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', \
-           (CASE WHEN v = 0 OR ({statement_timeout_ms} > 0 AND v >= {statement_timeout_ms}) \
-             THEN v ELSE {statement_timeout_ms} END)::text, false) \
-         FROM (SELECT setting::bigint AS v FROM pg_catalog.pg_settings \
-           WHERE name = 'idle_in_transaction_session_timeout') s; \
-         SET search_path = pg_catalog, pg_temp"
-    )
-}
+///
+/// Its row also names the backend that answers (pid and start, `backend.rs`), read by
+/// [`crate::postgres::backend::Backend::of`].
+pub(crate) const SESSION: &str = "SELECT \
+     pg_catalog.set_config('statement_timeout', $1::bigint::text, false), \
+     pg_catalog.set_config('idle_in_transaction_session_timeout', \
+       (CASE WHEN v = 0 OR ($1::bigint > 0 AND v >= $1::bigint) \
+         THEN v ELSE $1::bigint END)::text, false), \
+     pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false), \
+     pg_catalog.pg_backend_pid(), \
+     (SELECT a.backend_start::text FROM pg_catalog.pg_stat_activity a \
+       WHERE a.pid = pg_catalog.pg_backend_pid()) \
+     FROM (SELECT setting::bigint AS v FROM pg_catalog.pg_settings \
+       WHERE name = 'idle_in_transaction_session_timeout') s";
 
 /// `host H, port P, database D` (several hosts: `hosts H1:P1, H2:P2`), for error messages;
 /// never the user's password.
