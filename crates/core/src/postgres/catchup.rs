@@ -544,9 +544,12 @@ impl State {
     /// another host), withdrawing a wake that has nothing left to wake for.
     async fn catch_up(&self, c: &mut Cached<'_>, watchers: Vec<String>) -> Result<()> {
         let _g = self.sync_lock.lock().await;
+        // A notice this store queues while the rows are read (its own record committing
+        // meanwhile) is not in them: only what was queued before the read may leave.
+        let before = self.delivery.queue().pairs();
         let rows = cursors::pending_of(c, &watchers).await?;
         self.catch_ups.fetch_add(1, Ordering::AcqRel);
-        let wakes = self.apply(&watchers, rows);
+        let wakes = self.apply(&watchers, rows, &before);
         self.delivery.wake_all(wakes);
         Ok(())
     }

@@ -14,8 +14,14 @@ use crate::postgres::cursors::Cached;
 
 impl State {
     /// Brings the queue in line with the pending rows read for `watchers` (see
-    /// [`State::catch_up`]); returns the wakes to schedule.
-    pub(super) fn apply(&self, watchers: &[String], rows: Vec<Pending>) -> Vec<Wake> {
+    /// [`State::catch_up`]); returns the wakes to schedule. Only pairs in `before` (queued
+    /// before the rows were read) may leave.
+    pub(super) fn apply(
+        &self,
+        watchers: &[String],
+        rows: Vec<Pending>,
+        before: &[(String, String)],
+    ) -> Vec<Wake> {
         let served = self.served.lock();
         let mut q = self.delivery.queue();
         let wanted: HashSet<&str> = watchers.iter().map(String::as_str).collect();
@@ -23,9 +29,14 @@ impl State {
             .iter()
             .map(|p| (p.watcher.as_str(), &*p.target))
             .collect();
+        let earlier: HashSet<(&str, &str)> = before
+            .iter()
+            .map(|(w, t)| (w.as_str(), t.as_str()))
+            .collect();
         let mut emptied = Vec::new();
         for (w, t) in q.pairs() {
-            if wanted.contains(w.as_str()) && !open.contains(&(w.as_str(), t.as_str())) {
+            let pair = (w.as_str(), t.as_str());
+            if wanted.contains(w.as_str()) && earlier.contains(&pair) && !open.contains(&pair) {
                 q.remove(&w, &t);
                 emptied.push(w);
             }
