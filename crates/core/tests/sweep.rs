@@ -400,7 +400,11 @@ fn a_sweep_wakes_each_watcher_once_even_without_coalescing() {
     }
     fx.reopen();
     // The records' own wakes, from before the restart.
-    while fx.wakes.recv_timeout(std::time::Duration::from_millis(100)).is_ok() {}
+    while fx
+        .wakes
+        .recv_timeout(std::time::Duration::from_millis(100))
+        .is_ok()
+    {}
     let report = fx.store.sweep(None, T0 + 1).unwrap();
     assert_eq!(report.notices, 200);
     let w = fx.next_wake();
