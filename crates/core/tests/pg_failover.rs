@@ -253,6 +253,13 @@ fn failover_to_an_asynchronous_standby_hands_no_sequence_out_twice() {
         head2 < lost_at,
         "the standby had {T2} at {head2}, not behind {lost_at}"
     );
+    // A reader that saw the lost events is told by the head: below its `after`
+    // (docs/semantics.md#reading), as on a SQLite store; the watermark is untouched.
+    let read = a.changes_since(T2, lost_at as f64, None, None).unwrap();
+    assert_eq!(
+        (read.state_version, read.events.len(), read.history_gap),
+        (head2, 0, false)
+    );
     assert!(!a.serves(W2));
     assert_eq!(assert_at_or_below_heads(&a, W2), 1);
     assert_at_or_below_heads(&b, W);
