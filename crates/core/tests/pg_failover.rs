@@ -3,8 +3,9 @@
 //! multi-host URL `postgres://127.0.0.1:P1,127.0.0.1:P2/…?target_session_attrs=read-write`,
 //! keep 64 records in flight on 8 sessions, crash the primary (`-m immediate`) and promote
 //! the standby. Each record is matched afterwards to its row on the new primary by the `id`
-//! of its payload; each test prints its tally (run with `--nocapture`). Never skipped:
-//! without PostgreSQL's binaries they fail.
+//! of its payload; each test prints its tally (run with `--nocapture`). The last two test
+//! the standby the harness builds. Never skipped: without PostgreSQL's binaries (with
+//! `pg_basebackup`) they fail.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -265,4 +266,57 @@ fn failover_to_an_asynchronous_standby_hands_no_sequence_out_twice() {
     assert_at_or_below_heads(&b, W);
     // Records and cross-host notices go on without reopening either store.
     cross_host_notice(&a, &b, 1_000_002);
+}
+
+// The harness itself (crates/pg-test/src/standby.rs), here rather than in its own crate: npm's
+// server binaries, which that crate's tests also run on, ship no `pg_basebackup`.
+
+#[test]
+fn the_harness_synchronous_standby_has_what_was_acknowledged_and_is_promoted() {
+    let mut primary = cluster("standby-sync");
+    let standby = primary.standby("rs_sync", true).unwrap();
+    assert_ne!(standby.port(), primary.port());
+    primary
+        .sql("CREATE TABLE t (n int); INSERT INTO t VALUES (1), (2)")
+        .unwrap();
+    // Acknowledged once the standby has it; replayed a moment later.
+    let start = std::time::Instant::now();
+    while standby.sql("SELECT count(*) FROM t").ok().as_deref() != Some("2") {
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "the standby never replayed the rows"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(standby.sql("INSERT INTO t VALUES (3)").is_err());
+    primary.crash().unwrap();
+    standby.promote().unwrap();
+    standby.sql("INSERT INTO t VALUES (3)").unwrap();
+    assert_eq!(standby.sql("SELECT sum(n) FROM t").unwrap(), "6");
+    let dirs = [primary.data_dir().to_owned(), standby.data_dir().to_owned()];
+    drop((primary, standby));
+    assert!(dirs.iter().all(|d| !d.exists()), "{dirs:?}");
+}
+
+#[test]
+fn the_harness_detached_standby_misses_what_its_primary_commits_afterwards() {
+    let mut primary = cluster("standby-async");
+    let standby = primary.standby("rs_async", false).unwrap();
+    primary
+        .sql("CREATE TABLE t (n int); INSERT INTO t VALUES (1)")
+        .unwrap();
+    let start = std::time::Instant::now();
+    while standby.sql("SELECT count(*) FROM t").ok().as_deref() != Some("1") {
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "the standby never replayed the row"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    standby.detach().unwrap();
+    primary.sql("INSERT INTO t VALUES (2)").unwrap();
+    primary.crash().unwrap();
+    standby.promote().unwrap();
+    assert_eq!(standby.sql("SELECT array_agg(n) FROM t").unwrap(), "{1}");
+    assert!(standby.standby("rs_bad name", false).is_err());
 }

@@ -17,6 +17,10 @@
 //! ([`Cluster::sql`], [`psql`]; Node's `scripts/pg/psql.js` where the bin dir has no psql), so
 //! it adds nothing to the dependency tree. The same cluster
 //! for Node (Jest and scripts) is `scripts/pg/cluster.js`.
+//!
+//! A streaming standby of a cluster, and its promotion at a failover, are
+//! [`Cluster::standby`], [`Cluster::crash`] and [`Cluster::promote`] (`standby.rs`); every
+//! cluster's `pg_hba.conf` lets `pg_basebackup` replicate from 127.0.0.1 for that.
 
 use std::fmt;
 use std::net::TcpListener;

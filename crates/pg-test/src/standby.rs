@@ -3,7 +3,8 @@
 //! synchronous standby of its primary; [`Cluster::crash`] stops a primary as a crash would and
 //! [`Cluster::promote`] makes the standby the primary. [`Cluster::detach`] stops a standby's
 //! replication, so what its primary commits afterwards is lost at a failover: an asynchronous
-//! standby that lags by as much as the test wants.
+//! standby that lags by as much as the test wants. It needs the bin dir's `pg_basebackup`,
+//! which npm's server binaries lack.
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,13 @@ impl Cluster {
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(Error::Failed(format!(
                 "standby name {name:?}: a plain identifier"
+            )));
+        }
+        if !self.bin.join("pg_basebackup").is_file() {
+            return Err(Error::Failed(format!(
+                "no pg_basebackup in {} (npm's server binaries ship none): install the \
+                 system's, e.g. `apt-get install postgresql-15`",
+                self.bin.display()
             )));
         }
         let began = Instant::now();
