@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use session_awareness_core::{Done, Job, Options, RecordInput, Store, Writer};
 use session_awareness_pg_test::Cluster;
@@ -67,6 +67,8 @@ pub struct Driver {
     pub next: u64,
     /// Each record's answer: its sequence, or its code.
     pub answers: HashMap<u64, std::result::Result<i64, String>>,
+    /// When the answers came, in call order.
+    pub answered_at: Vec<Instant>,
     /// The answers of the tasks, in order.
     pub tasks: Vec<std::result::Result<(), String>>,
 }
@@ -85,6 +87,7 @@ impl Driver {
             queued: VecDeque::new(),
             next: 0,
             answers: HashMap::new(),
+            answered_at: Vec::new(),
             tasks: Vec::new(),
         }
     }
@@ -152,6 +155,7 @@ impl Driver {
                         Err(e) => Err(e.code().to_owned()),
                     };
                     self.answers.insert(id, a);
+                    self.answered_at.push(Instant::now());
                 }
                 (None, Done::Ran(r)) => self.tasks.push(r.map_err(|e| e.code().to_owned())),
                 (_, Done::Lost(e)) => panic!("a job panicked: {e}"),
