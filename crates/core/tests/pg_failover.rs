@@ -204,6 +204,7 @@ fn failover_to_an_asynchronous_standby_hands_no_sequence_out_twice() {
     let task = AtomicBool::new(false);
     let mut driver = Driver::new(&a);
     let lost_from = Mutex::new(0);
+    let crashed = Mutex::new(None);
     thread::scope(|s| {
         s.spawn(|| {
             let _ends = Ends(&ended);
@@ -229,14 +230,25 @@ fn failover_to_an_asynchronous_standby_hands_no_sequence_out_twice() {
             }
             a.record(human(T2, 2_000_002), now_ms()).unwrap().unwrap();
             thread::sleep(Duration::from_millis(500));
+            *crashed.lock().unwrap() = Some(Instant::now());
             primary.crash().unwrap();
             standby.promote().unwrap();
         });
         driver.run(&ended, &task);
     });
     driver.writer.join();
-    let t = driver.tally(&standby, "session_awareness");
+    let (t, lost) = driver.tally_with_lost(&standby, "session_awareness");
     eprintln!("fault failover to an asynchronous standby: {t:?}");
+    // Lost: only records answered before the primary crashed (no rejections here, so the
+    // answers' times are in the order of the ids).
+    let crashed = crashed.lock().unwrap().unwrap();
+    assert_eq!(driver.answered_at.len() as u64, driver.next);
+    for id in &lost {
+        assert!(
+            driver.answered_at[*id as usize] < crashed,
+            "record {id} lost, answered after the crash"
+        );
+    }
     // What PostgreSQL lost is lost; nothing is stored twice, and every record made after the
     // failover is stored.
     assert!(

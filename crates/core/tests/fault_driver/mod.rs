@@ -166,6 +166,12 @@ impl Driver {
 
     /// The tally of the run against the rows of `schema` on `c`.
     pub fn tally(&self, c: &Cluster, schema: &str) -> Tally {
+        self.tally_with_lost(c, schema).0
+    }
+
+    /// [`Driver::tally`], and the ids of the records answered with an event that is not
+    /// there, in call order.
+    pub fn tally_with_lost(&self, c: &Cluster, schema: &str) -> (Tally, Vec<u64>) {
         let rows = c
             .sql(&format!(
                 "SELECT payload_json::json->>'id', count(*), min(sequence) \
@@ -181,11 +187,15 @@ impl Driver {
             );
         }
         let mut t = Tally::default();
+        let mut lost = Vec::new();
         for (id, a) in &self.answers {
             let row = stored.get(id);
             match a {
                 Ok(seq) if row.is_some_and(|(_, s)| s == seq) => t.ok += 1,
-                Ok(_) => t.lost += 1,
+                Ok(_) => {
+                    t.lost += 1;
+                    lost.push(*id);
+                }
                 Err(code) if code.starts_with("rejected:") => t.rejected += 1,
                 Err(code) if code == "ERR_OUTCOME_UNKNOWN" => t.unknown += 1,
                 Err(_) => {
@@ -197,7 +207,8 @@ impl Driver {
             }
         }
         t.duplicated = stored.values().filter(|(n, _)| *n > 1).count();
-        t
+        lost.sort_unstable();
+        (t, lost)
     }
 }
 
