@@ -5,20 +5,9 @@
 // the sequence recorded.
 
 const { SessionState } = require('..');
+const { now, send, humanMessage: input } = require('./messages');
 
 const [where, optionsJson] = process.argv.slice(2);
-const now = () => performance.timeOrigin + performance.now();
-const send = (msg) => process.connected && process.send(msg);
-
-const input = (sessionKey, n, watchers) => ({
-  sessionKey,
-  kind: 'human_direct_message',
-  actorType: 'human',
-  actorId: 'telegram:42',
-  summary: `human message via telegram ${n}`,
-  payload: { channel: 'telegram' },
-  ...(watchers ? { watchers } : {}),
-});
 
 async function main() {
   const store = await SessionState.open(where, JSON.parse(optionsJson || '{}'));

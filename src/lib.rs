@@ -9,6 +9,7 @@ mod error;
 mod follow;
 mod import;
 mod inspect;
+mod js_signal;
 mod links;
 mod metrics;
 mod numbers;

@@ -27,6 +27,7 @@ const { Pool } = require('pg');
 
 const { startCluster } = require('../../scripts/pg/cluster');
 const { applySchema } = require('../../scripts/pg/schema');
+const { humanMessage } = require('../messages');
 
 const SCHEMA = 'session_awareness';
 const WATCHER = 'agent:main:main';
@@ -160,15 +161,7 @@ function baseline(pool, s = SCHEMA) {
   };
 }
 
-const input = (sessionKey, n) => ({
-  sessionKey,
-  kind: 'human_direct_message',
-  actorType: 'human',
-  actorId: 'telegram:42',
-  summary: `human message via telegram ${n}`,
-  payload: { channel: 'telegram' },
-  watchers: [WATCHER],
-});
+const input = (sessionKey, n) => humanMessage(sessionKey, n, [WATCHER]);
 
 /** Keeps `k` records in flight until `count` have resolved; resolves to records per second. */
 async function inFlight(impl, count, k, sessions, tag) {

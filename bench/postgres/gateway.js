@@ -6,20 +6,9 @@
 // performance.now()`), every wake likewise ({ type: 'wake', session, reason, at }).
 
 const { SessionState } = require('../..');
+const { now, send, humanMessage: input } = require('../messages');
 
 const [url, optionsJson] = process.argv.slice(2);
-const now = () => performance.timeOrigin + performance.now();
-const send = (msg) => process.connected && process.send(msg);
-
-const input = (sessionKey, n, watchers) => ({
-  sessionKey,
-  kind: 'human_direct_message',
-  actorType: 'human',
-  actorId: 'telegram:42',
-  summary: `human message via telegram ${n}`,
-  payload: { channel: 'telegram' },
-  ...(watchers ? { watchers } : {}),
-});
 
 async function main() {
   const store = await SessionState.open(url, {

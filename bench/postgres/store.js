@@ -26,6 +26,7 @@ const { SessionState } = require('../..');
 const { startCluster } = require('../../scripts/pg/cluster');
 const { applySchema } = require('../../scripts/pg/schema');
 const { baseline } = require('./baseline');
+const { humanMessage } = require('../messages');
 
 const WATCHER = 'agent:main:main';
 const IN_FLIGHT = [1, 8, 64];
@@ -40,15 +41,7 @@ const arg = (name, fallback) => {
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 };
 
-const input = (sessionKey, n, watchers = [WATCHER]) => ({
-  sessionKey,
-  kind: 'human_direct_message',
-  actorType: 'human',
-  actorId: 'telegram:42',
-  summary: `human message via telegram ${n}`,
-  payload: { channel: 'telegram' },
-  watchers,
-});
+const input = (sessionKey, n, watchers = [WATCHER]) => humanMessage(sessionKey, n, watchers);
 
 async function inFlight(record, count, k, sessions, tag) {
   const t0 = process.hrtime.bigint();

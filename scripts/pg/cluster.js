@@ -14,9 +14,9 @@
 const childProcess = require('node:child_process')
 const { randomBytes } = require('node:crypto')
 const fs = require('node:fs')
-const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
+const { freePort, alive, sleep } = require('./proc')
 
 /** The line a machine without PostgreSQL's server binaries gets. */
 const INSTALL_HINT =
@@ -131,37 +131,6 @@ function run(bin, tool, args, netns) {
   }
   return r.stdout
 }
-
-/** A port nobody listens on at this moment. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer()
-    s.unref()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-/** True while `pid` is a process that has not exited (a zombie counts as exited). */
-function alive(pid) {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
-  } catch {
-    if (process.platform === 'linux') return false
-  }
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 async function waitGone(pid, ms) {
   const end = Date.now() + ms

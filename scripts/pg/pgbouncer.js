@@ -9,9 +9,9 @@
 'use strict'
 const childProcess = require('node:child_process')
 const fs = require('node:fs')
-const net = require('node:net')
 const os = require('node:os')
 const path = require('node:path')
+const { freePort, alive, sleep, accepts } = require('./proc')
 
 /** The line a machine without PgBouncer gets. */
 const PGBOUNCER_HINT = 'PgBouncer not found: install it, e.g. `apt-get install pgbouncer`'
@@ -36,38 +36,6 @@ p=$(cat "$2/pgbouncer.pid" 2>/dev/null)
 rm -rf "$2"
 `
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer()
-    s.unref()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-function accepts(port) {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port }, () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-function alive(pid) {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /**
  * Starts PgBouncer in front of `cluster` (the cluster's server on 127.0.0.1 and its port) in

@@ -200,4 +200,11 @@ pub(crate) trait Engine: LinkStore {
     /// True while an automatic prune runs in the background.
     #[cfg(any(test, feature = "test-hooks"))]
     fn is_pruning(&self) -> bool;
+
+    /// Holds the next catch-up of other hosts' notices between its read of the rows and its
+    /// update of the queue (`None` for an engine without one).
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn pause_next_catch_up(&self) -> Option<crate::pause::Pause> {
+        None
+    }
 }

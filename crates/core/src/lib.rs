@@ -54,6 +54,8 @@ pub(crate) mod lease;
 pub(crate) mod log;
 pub(crate) mod metrics;
 pub(crate) mod options;
+#[cfg(any(test, feature = "test-hooks"))]
+pub(crate) mod pause;
 pub(crate) mod postgres;
 pub(crate) mod prune;
 pub(crate) mod queue;
@@ -95,6 +97,8 @@ pub use options::{
     HostName, Options, SchemaName, MAX_HOST_NAME_BYTES, MAX_READ_CACHE_BYTES, MAX_RETENTION_MS,
     MAX_SCHEMA_BYTES, MAX_SYNC_INTERVAL_MS, MAX_WAKE_COALESCE_MS,
 };
+#[cfg(any(test, feature = "test-hooks"))]
+pub use pause::Pause;
 pub use prune::PruneReport;
 pub use prune::SweepReport;
 pub use queue::{Notice, QueueSignal, QueuedNotice};

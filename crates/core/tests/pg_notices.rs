@@ -12,70 +12,14 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use session_awareness_core::{
-    Hooks, Notice, Options, Provenance, QueueSignal, RecordInput, Store, WakeRequest, WakeSink,
-};
+use session_awareness_core::{Hooks, Notice, Options, Provenance, QueueSignal, RecordInput, Store};
 
 mod pg_harness;
+mod pg_hosts;
 mod two_stores;
 use pg_harness::{schema, shared, until, PATIENCE};
+use pg_hosts::{host, leased, served_on_b, two_hosts, Wakes};
 use two_stores::{human, positions, NOW, W};
-
-struct Wakes(Mutex<mpsc::Sender<(WakeRequest, Instant)>>);
-impl WakeSink for Wakes {
-    fn wake(&self, request: WakeRequest) {
-        let _ = self.0.lock().unwrap().send((request, Instant::now()));
-    }
-}
-
-/// A host: a store on `schema` named `app` (its connections' application_name), with its
-/// wakes.
-fn host(schema: &str, app: &str, sync_ms: u32) -> (Store, WakeLog) {
-    let (tx, rx) = mpsc::channel();
-    let hooks = Hooks {
-        wake: Some(Arc::new(Wakes(Mutex::new(tx)))),
-        ..Hooks::default()
-    };
-    let mut opts = Options {
-        sync_interval_ms: sync_ms,
-        wake_coalesce_ms: 0,
-        ..Options::default()
-    };
-    opts.pg_schema = session_awareness_core::SchemaName::parse(schema).unwrap();
-    let url = format!("{}?application_name={app}", shared().url());
-    (Store::open(&url, opts, hooks).unwrap(), rx)
-}
-
-/// The wakes a host was asked for, each with when.
-type WakeLog = mpsc::Receiver<(WakeRequest, Instant)>;
-
-/// A fresh schema and two hosts on it, `<name>-a` and `<name>-b`, each polling every 100 ms.
-fn two_hosts(name: &str) -> (String, (Store, WakeLog), (Store, WakeLog)) {
-    let s = schema("notices");
-    let a = host(&s, &format!("{name}-a"), 100);
-    let b = host(&s, &format!("{name}-b"), 100);
-    (s, a, b)
-}
-
-/// [`two_hosts`], B watching `t` as [`W`] and serving W (its lease written).
-fn served_on_b(name: &str, t: &str) -> ((Store, WakeLog), (Store, WakeLog)) {
-    let (s, a, b) = two_hosts(name);
-    assert!(b.0.watch(W, t, Provenance::Explicit, NOW).unwrap());
-    leased(&s, W, 1);
-    (a, b)
-}
-
-/// Waits until `store`'s leases are in the table (its task wrote them).
-fn leased(schema: &str, watcher: &str, hosts: usize) {
-    until("the lease", || {
-        let n = shared()
-            .sql(&format!(
-                "SELECT count(*) FROM {schema}.session_awareness_served WHERE watcher_key = '{watcher}'"
-            ))
-            .unwrap();
-        n == hosts.to_string()
-    });
-}
 
 /// True when nothing at all is queued in `store`, asked without serving any watcher.
 fn nothing_queued(store: &Store) -> bool {

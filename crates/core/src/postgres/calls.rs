@@ -40,7 +40,7 @@ impl PgStore {
         match done {
             Ok(Some(wakes)) => wakes,
             // No connection for the leases: queued here, as if nobody else served them.
-            _ => self.delivery.enqueue(opened),
+            _ => self.notices.queue_here(opened),
         }
     }
 

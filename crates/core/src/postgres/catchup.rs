@@ -85,6 +85,11 @@ pub(crate) struct State {
     catch_ups: AtomicU64,
     /// The sessions other hosts follow, and what this host announced.
     elsewhere: Elsewhere,
+    // While a catch-up reads the rows: the pairs this store queued meanwhile
+    // (`State::queue_here`), which the catch-up may not take out.
+    reading: Mutex<Option<HashSet<(String, String)>>>,
+    #[cfg(any(test, feature = "test-hooks"))]
+    hold: Mutex<Option<crate::pause::Hold>>,
 }
 
 /// The cross-host state of one PostgreSQL store and its background task.
@@ -120,6 +125,9 @@ impl Notices {
                 connects: AtomicU64::new(0),
                 catch_ups: AtomicU64::new(0),
                 elsewhere: Elsewhere::default(),
+                reading: Mutex::new(None),
+                #[cfg(any(test, feature = "test-hooks"))]
+                hold: Mutex::new(None),
             }),
             task: Mutex::new(None),
         }
@@ -215,7 +223,7 @@ impl Notices {
     /// ([`Notices::tail`], [`Notices::settle`]).
     pub(crate) async fn after_commit(&self, c: &mut Cached<'_>, pending: &[Pending]) -> Vec<Wake> {
         let Some(tail) = self.tail(pending, &[], &[]) else {
-            return self.state.delivery.enqueue(pending);
+            return self.state.queue_here(pending);
         };
         let prepared = Prepared::on(c, tail.asks()).await;
         let told = tail.send(c.client, prepared).await;
@@ -282,7 +290,7 @@ impl Notices {
         }
         let elsewhere = elsewhere.unwrap_or_default();
         if elsewhere.is_empty() {
-            return st.delivery.enqueue(pending);
+            return st.queue_here(pending);
         }
         {
             let mut q = st.delivery.queue();
@@ -297,7 +305,21 @@ impl Notices {
             .filter(|p| !elsewhere.contains(&p.watcher))
             .cloned()
             .collect();
-        st.delivery.enqueue(&here)
+        st.queue_here(&here)
+    }
+
+    /// Queues the committed notices `pending` here, whatever the leases say (no connection
+    /// to read them). Returns the wakes to schedule.
+    pub(crate) fn queue_here(&self, pending: &[Pending]) -> Vec<Wake> {
+        self.state.queue_here(pending)
+    }
+
+    /// Holds the next catch-up between its read and its queue update (a test hook).
+    #[cfg(any(test, feature = "test-hooks"))]
+    pub(crate) fn pause_next(&self) -> crate::pause::Pause {
+        let (pause, hold) = crate::pause::pair();
+        *self.state.hold.lock() = Some(hold);
+        pause
     }
 
     /// Sends the hint naming `watcher` after a drain, acknowledge, re-seeding `watch`,
@@ -548,11 +570,24 @@ impl State {
     async fn catch_up(&self, c: &mut Cached<'_>, watchers: Vec<String>) -> Result<()> {
         let _g = self.sync_lock.lock().await;
         // A notice this store queues while the rows are read (its own record committing
-        // meanwhile) is not in them: only what was queued before the read may leave.
-        let before = self.delivery.queue().pairs();
-        let rows = cursors::pending_of(c, &watchers).await?;
+        // meanwhile) may not be in them: it is noted, and stays.
+        *self.reading.lock() = Some(HashSet::new());
+        let rows = match cursors::pending_of(c, &watchers).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                self.reading.lock().take();
+                return Err(e);
+            }
+        };
+        #[cfg(any(test, feature = "test-hooks"))]
+        let hold = self.hold.lock().take();
+        #[cfg(any(test, feature = "test-hooks"))]
+        let _done = match hold {
+            Some(h) => Some(h.hold().await),
+            None => None,
+        };
         self.catch_ups.fetch_add(1, Ordering::AcqRel);
-        let wakes = self.apply(&watchers, rows, &before);
+        let wakes = self.apply(&watchers, rows);
         self.delivery.wake_all(wakes);
         Ok(())
     }

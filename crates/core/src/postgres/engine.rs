@@ -163,4 +163,9 @@ impl Engine for PgStore {
     fn is_pruning(&self) -> bool {
         PgStore::is_pruning(self)
     }
+
+    #[cfg(any(test, feature = "test-hooks"))]
+    fn pause_next_catch_up(&self) -> Option<crate::pause::Pause> {
+        Some(self.notices().pause_next())
+    }
 }

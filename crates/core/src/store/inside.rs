@@ -39,4 +39,11 @@ impl Store {
     pub fn scheduled_wakes(&self) -> Vec<String> {
         self.delivery().scheduled_wakes()
     }
+
+    /// Holds the next catch-up of other hosts' notices (PostgreSQL) after it read the cursor
+    /// rows and before it brings the queue in line with them, until the returned pause lets
+    /// it go; `None` on SQLite. Lets tests land a call in that gap for certain.
+    pub fn pause_next_catch_up(&self) -> Option<crate::pause::Pause> {
+        self.engine().pause_next_catch_up()
+    }
 }

@@ -13,32 +13,39 @@ use crate::metrics::Count;
 use crate::postgres::cursors::Cached;
 
 impl State {
+    /// Queues the committed notices `pending` here and returns their wakes, noting the pairs
+    /// for a catch-up whose read is in flight: its rows may predate the commit.
+    pub(super) fn queue_here(&self, pending: &[Pending]) -> Vec<Wake> {
+        if let Some(noted) = self.reading.lock().as_mut() {
+            noted.extend(
+                pending
+                    .iter()
+                    .map(|p| (p.watcher.clone(), p.target.to_string())),
+            );
+        }
+        self.delivery.enqueue(pending)
+    }
+
     /// Brings the queue in line with the pending rows read for `watchers` (see
-    /// [`State::catch_up`]); returns the wakes to schedule. Only pairs in `before` (queued
-    /// before the rows were read) may leave.
-    pub(super) fn apply(
-        &self,
-        watchers: &[String],
-        rows: Vec<Pending>,
-        before: &[(String, String)],
-    ) -> Vec<Wake> {
+    /// [`State::catch_up`]); returns the wakes to schedule. A pair this store queued while
+    /// the rows were read ([`State::queue_here`]) does not leave.
+    pub(super) fn apply(&self, watchers: &[String], rows: Vec<Pending>) -> Vec<Wake> {
         let served = self.served.lock();
         let mut q = self.delivery.queue();
+        // Taken under the queue's lock: a record queueing after this point finds the read
+        // over and enters after the update below.
+        let queued_meanwhile = self.reading.lock().take().unwrap_or_default();
         let wanted: HashSet<&str> = watchers.iter().map(String::as_str).collect();
         let open: HashSet<(&str, &str)> = rows
             .iter()
             .map(|p| (p.watcher.as_str(), &*p.target))
             .collect();
-        let earlier: HashSet<(&str, &str)> = before
-            .iter()
-            .map(|(w, t)| (w.as_str(), t.as_str()))
-            .collect();
         let mut emptied = Vec::new();
-        for (w, t) in q.pairs() {
-            let pair = (w.as_str(), t.as_str());
-            if wanted.contains(w.as_str()) && earlier.contains(&pair) && !open.contains(&pair) {
-                q.remove(&w, &t);
-                emptied.push(w);
+        for pair in q.pairs() {
+            let (w, t) = (pair.0.as_str(), pair.1.as_str());
+            if wanted.contains(w) && !open.contains(&(w, t)) && !queued_meanwhile.contains(&pair) {
+                q.remove(w, t);
+                emptied.push(pair.0);
             }
         }
         let mut wakes = Vec::new();
