@@ -8,7 +8,7 @@
 //! store does not serve are queued), off the record path, and runs on every reconnect: a
 //! failover is not told apart from a restart, since the answer would be the same.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::State;
 use crate::cursors::Pending;
@@ -28,7 +28,8 @@ impl State {
     }
 
     /// A notice held for an unserved watcher leaves when the rows have its cursor no longer
-    /// pending, and takes the rows' position when they have it pending at another one.
+    /// pending (unless this store queued it again while the rows were read), and takes the
+    /// rows' position when they have it pending at another one.
     async fn rebuild_unserved(&self, c: &mut Cached<'_>) -> Result<()> {
         let _g = self.sync_lock.lock().await;
         let held: Vec<(String, String)> = {
@@ -45,7 +46,15 @@ impl State {
         let mut watchers: Vec<String> = held.iter().map(|(w, _)| w.clone()).collect();
         watchers.sort_unstable();
         watchers.dedup();
-        let rows = cursors::pending_of(c, &watchers).await?;
+        // As in a catch-up: a pair this store queues while the rows are read stays.
+        *self.reading.lock() = Some(HashSet::new());
+        let rows = match cursors::pending_of(c, &watchers).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                self.reading.lock().take();
+                return Err(e);
+            }
+        };
         let open: HashMap<(&str, &str), &Pending> = rows
             .iter()
             .map(|p| ((p.watcher.as_str(), &*p.target), p))
@@ -54,8 +63,10 @@ impl State {
         let mut wakes: Vec<Wake> = Vec::new();
         {
             let mut q = self.delivery.queue();
-            for (w, t) in &held {
+            let queued_meanwhile = self.reading.lock().take().unwrap_or_default();
+            for pair @ (w, t) in &held {
                 match open.get(&(w.as_str(), t.as_str())) {
+                    None if queued_meanwhile.contains(pair) => {}
                     None => {
                         q.remove(w, t);
                         emptied.push(w.clone());
