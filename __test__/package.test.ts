@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url'
 
 import * as ts from 'typescript'
 
+import { npmCli } from './npm-cli'
+
 const ROOT = path.join(__dirname, '..')
 const rootManifest = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'))
 const PLATFORMS = [
@@ -37,16 +39,6 @@ function platformArchAbi(): string {
   return platform === 'win32' ? `win32-${arch}-msvc` : `${platform}-${arch}`
 }
 
-/** npm's own entry script, so that npm runs under this test's Node and needs no PATH. */
-function npmCli(): string {
-  const fromNpm = process.env.npm_execpath
-  if (fromNpm && fromNpm.endsWith('npm-cli.js')) return fromNpm
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    const candidate = path.join(dir, 'npm')
-    if (dir && fs.existsSync(candidate)) return fs.realpathSync(candidate)
-  }
-  throw new Error('npm not found on PATH')
-}
 
 function run(cmd: string, args: string[], opts: SpawnSyncOptions = {}) {
   const out = spawnSync(cmd, args, { encoding: 'utf8', timeout: 240_000, env, ...opts })

@@ -5,7 +5,7 @@
 // after), while peek, stats and close answer at once (docs/postgres.md#sync-methods).
 import * as fs from 'node:fs'
 import { SessionState, SessionStateError } from '../../lib'
-import { codeOf, fixture, human, type CodedError } from '../helpers'
+import { codeOf, fixture, human, rejection, type CodedError } from '../helpers'
 import { useStores } from './stores'
 
 const stores = useStores('asynconly')
@@ -13,16 +13,6 @@ const fx = fixture('asynconly-file')
 const MAIN = 'agent:main:main'
 const CHILD = 'agent:main:subagent:c'
 const OTHER = 'agent:main:subagent:d'
-
-/** The error a promise rejects with; fails the test when it resolves. */
-async function rejection(p: Promise<unknown>): Promise<CodedError> {
-  try {
-    await p
-  } catch (e) {
-    return e as CodedError
-  }
-  throw new Error('expected a rejection')
-}
 
 /** Every row of every table of `schema`, as text, table by table. */
 async function rows(schema: string): Promise<Record<string, string[]>> {
