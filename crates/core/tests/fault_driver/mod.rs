@@ -61,13 +61,14 @@ pub fn now_ms() -> i64 {
 /// The writer of one store, kept at [`IN_FLIGHT`] records.
 pub struct Driver {
     pub writer: Writer<Out>,
-    pub done: Receiver<Done<Out>>,
+    /// Each group's answers, stamped on the writer's thread as the group settles.
+    pub done: Receiver<(Done<Out>, Instant)>,
     /// The ids of the queued jobs, in call order (`None`: a task).
     pub queued: VecDeque<Option<u64>>,
     pub next: u64,
     /// Each record's answer: its sequence, or its code.
     pub answers: HashMap<u64, std::result::Result<i64, String>>,
-    /// When the answers came, in call order.
+    /// When the writer had each answer, in call order.
     pub answered_at: Vec<Instant>,
     /// The answers of the tasks, in order.
     pub tasks: Vec<std::result::Result<(), String>>,
@@ -77,8 +78,10 @@ impl Driver {
     pub fn new(store: &Store) -> Driver {
         let (tx, rx) = channel();
         let sink = Box::new(move |done: Vec<Done<Out>>| {
+            // When the writer had the answer, not when this test's loop got round to it.
+            let at = Instant::now();
             for d in done {
-                let _ = tx.send(d);
+                let _ = tx.send((d, at));
             }
         });
         Driver {
@@ -143,7 +146,7 @@ impl Driver {
                 }
                 return;
             };
-            let d = self
+            let (d, at) = self
                 .done
                 .recv_timeout(Duration::from_secs(120))
                 .expect("an answer within 2 minutes");
@@ -155,7 +158,7 @@ impl Driver {
                         Err(e) => Err(e.code().to_owned()),
                     };
                     self.answers.insert(id, a);
-                    self.answered_at.push(Instant::now());
+                    self.answered_at.push(at);
                 }
                 (None, Done::Ran(r)) => self.tasks.push(r.map_err(|e| e.code().to_owned())),
                 (_, Done::Lost(e)) => panic!("a job panicked: {e}"),
