@@ -11,21 +11,14 @@ const { SessionState } = require('../..');
 const { startCluster } = require('../../scripts/pg/cluster');
 const { applySchema } = require('../../scripts/pg/schema');
 const { baseline } = require('./baseline');
+const { humanMessage } = require('../messages');
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(name);
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
 };
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-const input = (sessionKey, n) => ({
-  sessionKey,
-  kind: 'human_direct_message',
-  actorType: 'human',
-  actorId: 'telegram:42',
-  summary: `human message via telegram ${n}`,
-  payload: { channel: 'telegram' },
-  watchers: ['agent:main:main'],
-});
+const input = (sessionKey, n) => humanMessage(sessionKey, n, ['agent:main:main']);
 
 async function main() {
   const rounds = arg('--rounds', 7);
