@@ -3,8 +3,8 @@
 //! the queue of B, which serves its watcher, and B's wake is called (the hint over
 //! LISTEN/NOTIFY; the latency over 200 notices is printed, never asserted); both draining at
 //! once hand each notice out exactly once, counted by (watcher, target, N); a listener whose
-//! backend is killed reconnects and its catch-up delivers what was sent meanwhile; and the
-//! lease rule: a notice nobody serves is queued where it was recorded, one served on B only on
+//! backend is killed reconnects, its catch-up delivers what was sent meanwhile and its leases
+//! are written again at once (docs/postgres.md#async); and the lease rule: a notice nobody serves is queued where it was recorded, one served on B only on
 //! B. A real cluster (`session_awareness_pg_test::Cluster`); every wait is a generous timeout.
 
 use std::collections::BTreeMap;
@@ -446,5 +446,31 @@ fn a_server_restart_loses_no_notice() {
     assert_eq!(positions(&drained), [(t.to_owned(), before - 1)]);
     assert_eq!(b_wakes.recv_timeout(PATIENCE).unwrap().0.session_key, W);
     a.close();
+    b.close();
+}
+
+#[test]
+fn a_reconnected_listener_writes_its_leases_at_once() {
+    // A lease of 90 s, renewed every 30 s: only the rebuild at the reconnect writes it sooner
+    // (a failover to an asynchronous standby may have lost it).
+    let s = schema("notices");
+    let (b, _w) = host(&s, "lease-rebuild-b", 30_000);
+    assert!(b
+        .watch(W, "agent:main:subagent:leased", Provenance::Explicit, NOW)
+        .unwrap());
+    leased(&s, W, 1);
+    until("B's listener", || b.listener_connects() >= 1);
+    let before = b.listener_connects();
+    shared()
+        .sql(&format!("DELETE FROM {s}.session_awareness_served"))
+        .unwrap();
+    assert_eq!(
+        shared()
+            .terminate_backends("lease-rebuild-b listener")
+            .unwrap(),
+        1
+    );
+    until("B's reconnect", || b.listener_connects() > before);
+    leased(&s, W, 1);
     b.close();
 }

@@ -384,3 +384,34 @@ fn acknowledge_after_a_restart_consumes_the_stored_notice() {
     assert_eq!(fx.lnm(MAIN, T1), (2, 2, 2));
     assert_eq!(fx.store.sweep(None, T0).unwrap().notices, 0);
 }
+
+#[test]
+fn a_sweep_wakes_each_watcher_once_even_without_coalescing() {
+    // No coalescing window: a wake is called as soon as its timer task runs, so a watcher
+    // woken for each of its notices would be woken many times.
+    let mut fx = Fixture::file_with(Options {
+        wake_coalesce_ms: 0,
+        ..local()
+    });
+    let targets: Vec<String> = (0..200).map(|i| format!("agent:main:t{i}")).collect();
+    for t in &targets {
+        explicit(&fx, MAIN, t);
+        fx.rec(t, "goal_changed", None, T0);
+    }
+    fx.reopen();
+    // The records' own wakes, from before the restart.
+    while fx
+        .wakes
+        .recv_timeout(std::time::Duration::from_millis(100))
+        .is_ok()
+    {}
+    let report = fx.store.sweep(None, T0 + 1).unwrap();
+    assert_eq!(report.notices, 200);
+    let w = fx.next_wake();
+    assert_eq!(
+        (w.session_key.as_str(), w.reason.as_str()),
+        (MAIN, "session-state:agent:main:t0")
+    );
+    fx.assert_no_wake(200);
+    assert_eq!(fx.store.peek(MAIN).unwrap().len(), 200);
+}

@@ -17,6 +17,10 @@
 //! ([`Cluster::sql`], [`psql`]; Node's `scripts/pg/psql.js` where the bin dir has no psql), so
 //! it adds nothing to the dependency tree. The same cluster
 //! for Node (Jest and scripts) is `scripts/pg/cluster.js`.
+//!
+//! A streaming standby of a cluster, and its promotion at a failover, are
+//! [`Cluster::standby`], [`Cluster::crash`] and [`Cluster::promote`] (`standby.rs`); every
+//! cluster's `pg_hba.conf` lets `pg_basebackup` replicate from 127.0.0.1 for that.
 
 use std::fmt;
 use std::net::TcpListener;
@@ -25,6 +29,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod standby;
 mod watchdog;
 use watchdog::Watchdog;
 
@@ -328,7 +333,7 @@ impl Cluster {
         // The password role's line comes first: pg_hba.conf takes the first line that matches.
         let hba = format!(
             "local all all trust\nhost all {PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n\
-             host all all 127.0.0.1/32 trust\n"
+             host all all 127.0.0.1/32 trust\nhost replication all 127.0.0.1/32 trust\n"
         );
         std::fs::write(cluster.data_dir.join("pg_hba.conf"), hba)
             .map_err(|e| Error::Failed(format!("pg_hba.conf: {e}")))?;

@@ -26,6 +26,7 @@ use tokio::task::JoinHandle;
 use tokio_postgres::{Client, GenericClient};
 
 mod queue;
+mod rebuild;
 
 use super::cursors;
 use super::follow::{self, Elsewhere};
@@ -363,7 +364,8 @@ impl Notices {
         }
     }
 
-    /// How often the listener connected, and how many catch-ups ran.
+    /// How often the listener connected (counted once its first turn, the rebuild, ran), and
+    /// how many catch-ups ran.
     #[cfg(any(test, feature = "test-hooks"))]
     pub(crate) fn counts(&self) -> (u64, u64) {
         (
@@ -458,7 +460,6 @@ impl State {
             // The listener's statements, prepared once per connection.
             let mut statements = HashMap::new();
             let mut c = Cached::new(&client, &mut statements, self.schema);
-            self.connects.fetch_add(1, Ordering::AcqRel);
             // The hosts that follow sessions announce them now (semantics.md#follow); best
             // effort, like every hint.
             let _ = notify(
@@ -467,11 +468,13 @@ impl State {
                 &follow::question(&self.instance),
             )
             .await;
-            // Whatever was sent while no listener was connected is found in the rows.
-            match self.turn(&mut c, &Hint::All).await {
+            // Whatever was sent while no listener was connected is found in the rows, and
+            // what this store holds is rebuilt from them (a failover may have lost rows).
+            match self.rebuild(&mut c).await {
                 Ok(()) => self.failing.store(false, Ordering::Release),
                 Err(e) => self.failed(e),
             }
+            self.connects.fetch_add(1, Ordering::AcqRel);
             let mut ticker = tokio::time::interval(self.interval);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticker.tick().await;

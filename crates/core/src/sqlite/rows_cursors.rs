@@ -102,11 +102,11 @@ pub(crate) fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec
          watcher_store_path FROM session_watch_cursors WHERE material_sequence > last_seen_sequence";
     // The cursors of one target share one string, as they do when a record queues them; the
     // target's checks and head are read once per target, keyed by its stored bytes (`None`:
-    // no cursor of it is live). Rows come in rowid order, mostly a watcher's at a time, so the
-    // last watcher's checks are kept too.
+    // no cursor of it is live). Each watcher's check is kept the same way: rows come in rowid
+    // order, a record's watchers one after the other, so the same few watchers alternate.
     let mut targets: HashMap<Box<[u8]>, LiveTarget, foldhash::fast::RandomState> =
         HashMap::default();
-    let mut last_watcher: Option<(Box<[u8]>, Option<String>)> = None;
+    let mut watchers: HashMap<Box<[u8]>, bool, foldhash::fast::RandomState> = HashMap::default();
     let mut out = Vec::new();
     let mut moved = Vec::new();
     let mut visit = |r: &rusqlite::Row<'_>| -> Result<()> {
@@ -142,17 +142,18 @@ pub(crate) fn refreeze(conn: &Connection, only: Option<&[String]>) -> Result<Vec
         if !inert::live_fields(positions, provenance, r.get_ref(7)?, head) {
             return Ok(());
         }
-        let watcher = match &last_watcher {
-            Some((bytes, key)) if **bytes == *w => key.clone(),
-            _ => {
-                let key = inert::text(watcher)
-                    .filter(|k| keys::is_watchable(k))
-                    .map(str::to_owned);
-                last_watcher = Some((w.into(), key.clone()));
-                key
+        let watchable = match watchers.get(w) {
+            Some(ok) => *ok,
+            None => {
+                let ok = inert::watchable(watcher);
+                watchers.insert(w.into(), ok);
+                ok
             }
         };
-        let Some(watcher) = watcher else {
+        if !watchable {
+            return Ok(());
+        }
+        let Some(watcher) = inert::text(watcher).map(str::to_owned) else {
             return Ok(());
         };
         // Integers: `live_fields` checked them.
