@@ -4,7 +4,10 @@
 // reference (bench/reference/), on bench/workloads.js, in one run. One child process per
 // build; each workload's rounds rotate through them (who goes first rotates), so all see the
 // same machine load. Prints, per workload and other build, the two medians and the median of
-// the per-round ratios (other / this: above 1 means this checkout is faster).
+// the per-round ratios (other / this: above 1 means this checkout is faster). Build the other
+// checkouts as this one (`npm run build`): a plain `cargo build` compiles the bundled SQLite
+// with the machine's compiler instead of the glibc 2.17 toolchain's, which alone moves the
+// record rows by several percent (BENCHMARKS.md, "The record that opens 100 notices").
 
 const path = require('node:path');
 const { startChild } = require('./start-child');

@@ -1,108 +1,18 @@
 //! Group commit (semantics.md#promise-api): records queued together are written in one
 //! transaction, each event inside its own savepoint, so every event is processed exactly as
 //! it would be alone (dedupe, cursors, notices, wakes) and a failing one leaves the others in.
-//! Notices are queued and wakes scheduled only once the whole group has committed.
+//! Notices are queued and wakes scheduled only once the whole group has committed. The flow
+//! over [`Rows`] is shared by both engines; each runs it in its own transaction
+//! (`sqlite/recorder.rs`, `postgres/record.rs`).
 
 use crate::cursors;
 use crate::error::{Error, Result};
-use crate::event::{self, RecordInput, StateEvent, ValidEvent};
-use crate::metrics::Hist;
-use crate::record::{self, Recorder, WriteRules, Written};
+use crate::event::{RecordInput, ValidEvent};
+use crate::record::{self, WriteRules, Written};
 use crate::rows::Rows;
-use crate::sqlite::rows::SqliteRows;
-use crate::sqlite::tx::Tx;
 
 /// One record of a group: the input and the caller's clock at the call.
 pub type GroupItem = (RecordInput, i64);
-
-impl Recorder {
-    /// Records `items` in call order in one write transaction and returns one result per
-    /// item, as [`Recorder::record_with`] (with nothing else in the transaction) would have
-    /// returned it for that item alone after the ones before it.
-    pub(crate) fn record_group(&self, items: Vec<GroupItem>) -> Vec<Result<Option<StateEvent>>> {
-        let mut out: Vec<Result<Option<StateEvent>>> = Vec::with_capacity(items.len());
-        let mut valid: Vec<(usize, ValidEvent, i64)> = Vec::with_capacity(items.len());
-        for (i, (input, now)) in items.into_iter().enumerate() {
-            match self
-                .db
-                .check_open()
-                .and_then(|()| event::validate(input, now))
-            {
-                Ok(v) => {
-                    for w in &v.watchers {
-                        self.mark_served(w);
-                    }
-                    valid.push((i, v, now));
-                    out.push(Ok(None));
-                }
-                Err(e) => out.push(Err(e)),
-            }
-        }
-        if valid.is_empty() {
-            return out;
-        }
-        let slots: Vec<usize> = valid.iter().map(|(i, _, _)| *i).collect();
-        let conn = match self.db.lock() {
-            Ok(c) => c,
-            Err(e) => {
-                for i in slots {
-                    out[i] = Err(copy(&e));
-                }
-                return out;
-            }
-        };
-        let begun = std::time::Instant::now();
-        let size = valid.len() as u64;
-        let written = (|| {
-            let before = self.db.changes();
-            let tx = Tx::immediate(&conn)?;
-            let written = write_each(&mut SqliteRows::new(&tx), self.rules(), valid);
-            tx.commit()?;
-            self.delivery.metrics.since(Hist::Commit, begun);
-            self.delivery.metrics.value(Hist::GroupSize, size);
-            let fresh = written.iter().filter_map(|(_, _, r)| match r {
-                Ok(Some(w)) if w.fresh => Some(&w.event),
-                _ => None,
-            });
-            self.db
-                .read_cache()
-                .written(before, self.db.changes(), fresh);
-            Ok(written)
-        })();
-        let written = match written {
-            Ok(w) => w,
-            Err(e) => {
-                // BEGIN or COMMIT failed: nothing of the group is in, and each record fails
-                // as it would have alone.
-                for i in slots {
-                    out[i] = Err(copy(&e));
-                }
-                return out;
-            }
-        };
-        let mut wakes = Vec::new();
-        let mut prune_at = None;
-        for (i, now, r) in written {
-            out[i] = match r {
-                Ok(Some(w)) => {
-                    wakes.extend(self.enqueue(&conn, &w));
-                    if w.fresh {
-                        prune_at = Some(now);
-                    }
-                    Ok(Some(w.event))
-                }
-                Ok(None) => Ok(None),
-                Err(e) => Err(e),
-            };
-        }
-        drop(conn);
-        self.delivery.wake_all(wakes);
-        if let Some(now) = prune_at {
-            self.maintenance.maybe_prune_in_background(now);
-        }
-        out
-    }
-}
 
 /// One event of a group, written or not: its slot in the group, its clock, the outcome.
 pub(crate) type WrittenItem = (usize, i64, Result<Option<Written>>);

@@ -278,8 +278,16 @@ fn the_module_graph_is_acyclic() {
     };
     assert_eq!(
         deps("sqlite::conn"),
-        ["error", "hooks", "sqlite::exclusive", "sqlite::read_cache"]
+        [
+            "error",
+            "hooks",
+            "sqlite::changes",
+            "sqlite::exclusive",
+            "sqlite::read_cache"
+        ]
     );
+    // The change count under the read cache is a leaf of SQLite's folder.
+    assert_eq!(deps("sqlite::changes"), ["error"]);
     // The delivery is the façade's, for every engine: it names no engine's module.
     assert_eq!(
         deps("delivery"),
@@ -491,4 +499,19 @@ fn only_the_sqlite_folder_names_rusqlite() {
     // SQLite's parts are under `sqlite/` (docs/architecture.md, "The storage seam"): a module
     // outside it that starts naming rusqlite fails here.
     assert_eq!(naming_rusqlite(&sources()), Vec::<&str>::new());
+}
+
+#[test]
+fn the_shared_write_flows_name_no_engine() {
+    // docs/architecture.md: `record` and `group` are the write flows both engines run over
+    // `Rows`; what is one engine's (SQLite's `Recorder`) lives in its folder.
+    let g = graph(&sources());
+    for shared in ["record", "group", "delivery", "rows", "cursors"] {
+        let to = g.get(shared).cloned().unwrap_or_default();
+        assert!(!to.is_empty(), "{shared} is read");
+        let engines: Vec<&String> = to.iter().filter(|t| is_engine_folder(t)).collect();
+        assert!(engines.is_empty(), "{shared} names {engines:?}");
+    }
+    let recorder = g.get("sqlite::recorder").cloned().unwrap_or_default();
+    assert!(recorder.contains("record") && recorder.contains("group"));
 }

@@ -15,8 +15,9 @@ pub(crate) use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 use crate::hooks::{ErrorSink, Task};
+use crate::sqlite::changes::ChangeCount;
 use crate::sqlite::exclusive::{Admit, FileGuard};
-use crate::sqlite::read_cache::{ChangeCount, ReadCache};
+use crate::sqlite::read_cache::ReadCache;
 
 /// Closes one of the store's other connections on the file if it is free now (never waits).
 pub(crate) type Release = Box<dyn Fn() + Send + Sync>;

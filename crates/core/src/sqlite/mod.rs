@@ -6,6 +6,7 @@
 //! `read_event.rs`). A second store provides its own connection, transactions, schema, `Rows`
 //! and reads, and may leave the rest out (docs/architecture.md, "The storage seam").
 
+pub(crate) mod changes;
 #[cfg(feature = "test-hooks")]
 pub mod checkpoint;
 #[cfg(not(feature = "test-hooks"))]
@@ -31,6 +32,7 @@ pub(crate) mod poll;
 pub(crate) mod prune;
 pub(crate) mod read_cache;
 pub(crate) mod read_event;
+pub(crate) mod recorder;
 pub(crate) mod reread;
 pub(crate) mod rows;
 mod rows_cursors;

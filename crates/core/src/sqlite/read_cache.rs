@@ -5,16 +5,13 @@
 //! Two things change the file under the cache. Commits of any other connection, in this
 //! process or another: `PRAGMA data_version` on the store's connection moves with each of them
 //! (and never with the connection's own). The store's own writes: an update hook on the
-//! connection counts every row it changes in the event and head tables ([`ChangeCount`]),
-//! whichever path writes it (a prune, a reset, a delete, an import). A record, after its
+//! connection counts every row it changes in the event and head tables
+//! ([`crate::sqlite::changes::ChangeCount`]), whichever path writes it (a prune, a reset, a
+//! delete, an import). A record, after its
 //! commit, brings the cache up to date with what it wrote and accounts for its own rows; any
 //! row changed outside a record leaves the count ahead of the cache's, and the next read
 //! empties the cache first. So a read answers from memory only what SQLite would answer now.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-
-use rusqlite::hooks::Action;
 use rusqlite::Connection;
 
 use crate::error::Result;
@@ -22,34 +19,11 @@ use crate::event::StateEvent;
 use crate::sqlite::heads::HeadCache;
 use crate::tail::Tail;
 
-/// The rows of the event and head tables the store's connection has changed, by its update
-/// hook.
-#[derive(Clone, Default)]
-pub(crate) struct ChangeCount(Arc<AtomicU64>);
-
-impl ChangeCount {
-    /// Counts on `conn` from now on.
-    pub(crate) fn install(&self, conn: &mut Connection) -> Result<()> {
-        let count = Arc::clone(&self.0);
-        conn.update_hook(Some(move |_: Action, _: &str, table: &str, _: i64| {
-            if table == "session_state_events" || table == "session_state_heads" {
-                count.fetch_add(1, Ordering::Relaxed);
-            }
-        }))?;
-        Ok(())
-    }
-
-    /// The rows counted so far.
-    pub(crate) fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
 /// The tail and the versions, with the stamp they are current for.
 pub(crate) struct ReadCache {
     /// `PRAGMA data_version` when the cache was last proven current.
     data_version: Option<i64>,
-    /// The [`ChangeCount`] the cache's contents account for.
+    /// The [`crate::sqlite::changes::ChangeCount`] the cache's contents account for.
     accounted: u64,
     /// The per-session tails.
     pub(crate) tail: Tail,
