@@ -15,11 +15,27 @@ use crate::metrics::Count;
 use crate::rows::{Inserted, Rows};
 
 /// Brings `delivery` in line with a committed [`Written`] (the storage-free step after a
-/// write's commit): the event and the notices it opened are counted, a followed session is
-/// touched, reseeded cursors lose their notice and opened ones are queued, except those of
+/// write's commit): [`count_written`], then the notices it opened are queued, except those of
 /// the watchers in `elsewhere` (served by another live process, as the store found them:
 /// semantics.md#processes). Returns the wakes to schedule once every lock is released.
 pub(crate) fn queue_written(delivery: &Delivery, w: &Written, elsewhere: &[String]) -> Vec<Wake> {
+    count_written(delivery, w);
+    if elsewhere.is_empty() {
+        return delivery.enqueue(&w.pending);
+    }
+    let here: Vec<Pending> = w
+        .pending
+        .iter()
+        .filter(|p| !elsewhere.contains(&p.watcher))
+        .cloned()
+        .collect();
+    delivery.enqueue(&here)
+}
+
+/// What every engine does after a write's commit before it queues the notices (which the
+/// engines queue by rules of their own): the event and the notices it opened are counted, a
+/// followed session is touched, and reseeded cursors lose their queued notice.
+pub(crate) fn count_written(delivery: &Delivery, w: &Written) {
     if w.fresh {
         let m = &delivery.metrics;
         m.recorded(w.event.kind);
@@ -37,16 +53,6 @@ pub(crate) fn queue_written(delivery: &Delivery, w: &Written, elsewhere: &[Strin
             q.remove(watcher, &w.event.session_key);
         }
     }
-    if elsewhere.is_empty() {
-        return delivery.enqueue(&w.pending);
-    }
-    let here: Vec<Pending> = w
-        .pending
-        .iter()
-        .filter(|p| !elsewhere.contains(&p.watcher))
-        .cloned()
-        .collect();
-    delivery.enqueue(&here)
 }
 
 /// One event written inside a transaction that has not committed yet.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::error::{DbFailure, Error, Result};
 use crate::event::{self, RecordInput, StateEvent, ValidEvent};
 use crate::group::{self, copy};
-use crate::metrics::{Count, Hist};
+use crate::metrics::Hist;
 use crate::postgres::batch::{self, Extra, Fallback, TailOf, DROP_EMPTY_HEADS, LOCK_HEADS};
 use crate::postgres::in_doubt::InDoubt;
 use crate::postgres::outage::waits_for;
@@ -348,22 +348,7 @@ impl PgStore {
     /// Brings the queue in line with a committed event: a reseeded cursor loses its notice
     /// (the opened ones are queued by [`PgStore::after_commit`]).
     fn enqueue(&self, w: &Written) {
-        let m = &self.delivery.metrics;
-        if w.fresh {
-            m.recorded(w.event.kind);
-            let e = &w.event;
-            self.delivery
-                .follows
-                .committed(&e.agent_id, &e.session_key, e.sequence);
-            let new = w.pending.iter().filter(|p| p.notified == w.event.sequence);
-            m.add(Count::OpenedNew, new.count() as u64);
-        }
-        if !w.reseeded.is_empty() {
-            let mut q = self.delivery.queue();
-            for watcher in &w.reseeded {
-                q.remove(watcher, &w.event.session_key);
-            }
-        }
+        crate::record::count_written(&self.delivery, w);
     }
 }
 
