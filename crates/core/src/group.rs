@@ -1,6 +1,8 @@
 //! Group commit (semantics.md#promise-api): records queued together are written in one
 //! transaction, each event inside its own savepoint, so every event is processed exactly as
 //! it would be alone (dedupe, cursors, notices, wakes) and a failing one leaves the others in.
+//! An engine may first try the group without savepoints ([`write_all`]) and fall back to
+//! [`write_each`] in a fresh transaction only when a record of it fails.
 //! Notices are queued and wakes scheduled only once the whole group has committed. The flow
 //! over [`Rows`] is shared by both engines; each runs it in its own transaction
 //! (`sqlite/recorder.rs`, `postgres/record.rs`).
@@ -33,6 +35,23 @@ pub(crate) fn write_each<R: Rows + ?Sized>(
         ));
     }
     written
+}
+
+/// The writes of a group's valid events (slot, event, clock) in order inside the caller's open
+/// transaction on `rows`, with no savepoint: every result when none of them failed, else the
+/// first error, the transaction then holding part of a record's writes (the caller rolls it
+/// back). `valid` is left whole for a [`write_each`] of the same group after that rollback.
+pub(crate) fn write_all<R: Rows + ?Sized>(
+    rows: &mut R,
+    rules: WriteRules,
+    valid: &[(usize, ValidEvent, i64)],
+) -> Result<Vec<WrittenItem>> {
+    let mut written = Vec::with_capacity(valid.len());
+    for (i, v, now) in valid {
+        let w = write_if_watched(rows, rules, v.clone(), *now)?;
+        written.push((*i, *now, Ok(w)));
+    }
+    Ok(written)
 }
 
 /// [`record::write`], or `None` when `onlyIfWatched` finds nobody watching (read inside

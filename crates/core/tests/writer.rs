@@ -346,3 +346,85 @@ fn a_panicking_job_is_lost_alone_and_the_writer_goes_on() {
     w.settle();
     assert!(w.is_idle());
 }
+
+/// A refusal inside the transaction for `BAD`'s cursor (after its event and head are written)
+/// and for any event of `BAD2` (before anything of it is written).
+fn refuse(fx: &Fixture) {
+    fx.conn()
+        .execute_batch(&format!(
+            "CREATE TRIGGER refuse BEFORE UPDATE ON session_watch_cursors \
+             WHEN NEW.target_session_key = '{BAD}' BEGIN SELECT RAISE(ABORT, 'refused'); END; \
+             CREATE TRIGGER refuse2 BEFORE INSERT ON session_state_events \
+             WHEN NEW.session_key = '{BAD2}' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        ))
+        .unwrap();
+}
+
+const BAD2: &str = "agent:main:bad2";
+
+#[test]
+fn records_failing_anywhere_in_a_group_leave_every_other_answer_as_alone() {
+    let alone = Fixture::file();
+    let grouped = Fixture::file();
+    for fx in [&alone, &grouped] {
+        for t in [T1, T2, BAD, BAD2] {
+            assert!(fx.store.watch(MAIN, t, Provenance::Explicit, T0).unwrap());
+        }
+        refuse(fx);
+    }
+    // The script with failures first, in the middle (one holding a dedupe key that a later
+    // record then takes) and last.
+    let mut items = script();
+    items.insert(0, input(BAD2, "goal_changed"));
+    items.insert(4, deduped(BAD, "goal_changed", "kb"));
+    items.insert(5, deduped(T2, "goal_changed", "kb"));
+    items.push(input(BAD, "goal_changed"));
+    let answer = |r: Result<Option<i64>, &'static str>| match r {
+        Ok(s) => s.unwrap_or(0).to_string(),
+        Err(c) => c.to_owned(),
+    };
+    let expected: Vec<String> = items
+        .iter()
+        .map(|i| {
+            let r = alone.store.record(i.clone(), T0);
+            answer(r.map(|e| e.map(|e| e.sequence)).map_err(|e| e.code()))
+        })
+        .collect();
+    // Each failed record's sequence went back with it; "kb" is first taken by T2's record.
+    assert_eq!(
+        expected,
+        ["ERR_DB", "1", "2", "3", "ERR_DB", "4", "5", "3", "7", "8", "0", "9", "ERR_DB"]
+    );
+
+    let (w, rx) = writer(&grouped.store);
+    let release = hold(&w);
+    for i in items {
+        w.push(Job::Record(Box::new(i), T0)).unwrap();
+    }
+    drop(release);
+    let (done, _) = collect(&rx, 1 + expected.len());
+    let got: Vec<String> = done[1..]
+        .iter()
+        .map(|d| match d {
+            Done::Recorded(Ok(_)) => answer(Ok(Some(seq(d)))),
+            _ => answer(Err(code(d))),
+        })
+        .collect();
+    assert_eq!(got, expected);
+    assert_eq!(grouped.sequences(), alone.sequences());
+    assert_eq!(grouped.head_row(BAD, "main"), None);
+    assert_eq!(grouped.head_row(BAD2, "main"), None);
+    for (watcher, target) in [(MAIN, T1), (MAIN, T2), (OPS, T2), (MAIN, BAD), (MAIN, BAD2)] {
+        assert_eq!(grouped.lnm(watcher, target), alone.lnm(watcher, target));
+    }
+    for watcher in [MAIN, OPS] {
+        assert_eq!(
+            pairs(&grouped.store.peek(watcher).unwrap()),
+            pairs(&alone.store.peek(watcher).unwrap())
+        );
+    }
+    assert_eq!(
+        pairs(&grouped.store.peek(MAIN).unwrap()),
+        expect_pairs(&[(T2, 0)])
+    );
+}

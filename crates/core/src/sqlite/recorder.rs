@@ -161,8 +161,23 @@ impl Recorder {
         let written = (|| {
             let before = self.db.changes();
             let tx = Tx::immediate(&conn)?;
-            let written = group::write_each(&mut SqliteRows::new(&tx), self.rules(), valid);
-            tx.commit()?;
+            // Without a savepoint per record first (a savepoint copies every page it changes
+            // into the statement journal); only when a record fails is the group written
+            // again, a savepoint per record, from the same state, so each record still gets
+            // the answer it would have had alone.
+            let written = match group::write_all(&mut SqliteRows::new(&tx), self.rules(), &valid) {
+                Ok(written) => {
+                    tx.commit()?;
+                    written
+                }
+                Err(_) => {
+                    tx.rollback()?;
+                    let tx = Tx::immediate(&conn)?;
+                    let written = group::write_each(&mut SqliteRows::new(&tx), self.rules(), valid);
+                    tx.commit()?;
+                    written
+                }
+            };
             self.delivery.metrics.since(Hist::Commit, begun);
             self.delivery.metrics.value(Hist::GroupSize, size);
             let fresh = written.iter().filter_map(|(_, _, r)| match r {

@@ -33,6 +33,16 @@ impl<'c> Tx<'c> {
         self.open = false;
         Ok(())
     }
+
+    /// Rolls back, unless SQLite already did (an error such as `SQLITE_FULL` may end the
+    /// transaction by itself).
+    pub fn rollback(mut self) -> Result<()> {
+        self.open = false;
+        if !self.conn.is_autocommit() {
+            self.conn.prepare_cached("ROLLBACK")?.execute([])?;
+        }
+        Ok(())
+    }
 }
 
 impl Drop for Tx<'_> {
