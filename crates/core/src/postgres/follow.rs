@@ -43,7 +43,7 @@ pub(crate) async fn turn(
     let mut failed = None;
     if elsewhere.announce_due(&keys, crate::lease::now(), lease_ms / 3) {
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let payload = announcement(instance, &refs);
+        let payload = announcement(instance, &refs, lease_ms);
         let schema = c.schema();
         failed = notify(c, schema.as_str(), &payload).await.err();
     }
@@ -63,9 +63,11 @@ pub(crate) fn hint_of(
     elsewhere: &Elsewhere,
     (instance, lease_ms): (&str, i64),
 ) -> Option<Option<Hint>> {
-    if let Some((from, a)) = announced(payload) {
+    if let Some((from, a, valid_ms)) = announced(payload) {
         if from.as_deref() != Some(instance) {
-            elsewhere.heard(a, crate::lease::now() + lease_ms);
+            // Kept for the announcer's lease length: it announces again every third of it,
+            // however short this host's own is.
+            elsewhere.heard(a, crate::lease::now() + valid_ms.unwrap_or(lease_ms));
         }
         return Some(None);
     }
@@ -107,24 +109,29 @@ pub(crate) enum Announced {
 
 /// The announcement of the sessions followed on `instance`'s host:
 /// `{"i":"<instance>","f":["<session key>",…]}`, or `"f":"*"` when it would not fit.
-pub(crate) fn announcement(instance: &str, keys: &[&str]) -> String {
-    let text = serde_json::json!({ "i": instance, "f": keys }).to_string();
+pub(crate) fn announcement(instance: &str, keys: &[&str], lease_ms: i64) -> String {
+    let text = serde_json::json!({ "i": instance, "f": keys, "l": lease_ms }).to_string();
     if text.len() <= MAX_PAYLOAD {
         text
     } else {
-        serde_json::json!({ "i": instance, "f": "*" }).to_string()
+        serde_json::json!({ "i": instance, "f": "*", "l": lease_ms }).to_string()
     }
 }
 
-/// The announcement a payload carries, with its sender, or `None` for any other payload.
-pub(crate) fn announced(payload: &str) -> Option<(Option<String>, Announced)> {
+/// The announcement a payload carries, with its sender and how long it holds (its sender's
+/// lease length; absent from a host that did not say), or `None` for any other payload.
+pub(crate) fn announced(payload: &str) -> Option<(Option<String>, Announced, Option<i64>)> {
     let v = serde_json::from_str::<serde_json::Value>(payload).ok()?;
     let f = v.get("f")?;
     let from = v.get("i").and_then(|i| i.as_str()).map(str::to_owned);
     let keys: Option<Vec<String>> = f
         .as_array()
         .and_then(|l| l.iter().map(|k| k.as_str().map(str::to_owned)).collect());
-    Some((from, keys.map_or(Announced::All, Announced::Keys)))
+    let valid_ms = v
+        .get("l")
+        .and_then(serde_json::Value::as_i64)
+        .filter(|l| *l > 0);
+    Some((from, keys.map_or(Announced::All, Announced::Keys), valid_ms))
 }
 
 /// The question a listener asks when it (re)connects: every host that follows sessions
@@ -237,21 +244,26 @@ mod tests {
 
     #[test]
     fn announcements_and_hints_name_sessions() {
-        let a = announcement("i1", &["agent:main:x"]);
-        assert_eq!(a, r#"{"i":"i1","f":["agent:main:x"]}"#);
+        let a = announcement("i1", &["agent:main:x"], 180_000);
+        assert_eq!(a, r#"{"i":"i1","f":["agent:main:x"],"l":180000}"#);
         assert_eq!(
             announced(&a),
             Some((
                 Some("i1".into()),
-                Announced::Keys(vec!["agent:main:x".into()])
+                Announced::Keys(vec!["agent:main:x".into()]),
+                Some(180_000)
             ))
+        );
+        assert_eq!(
+            announced(r#"{"i":"i1","f":["k"]}"#),
+            Some((Some("i1".into()), Announced::Keys(vec!["k".into()]), None))
         );
         assert_eq!(announced(r#"{"i":"i1","w":[]}"#), None);
         let long: Vec<String> = (0..500).map(|i| format!("agent:main:s{i:04}")).collect();
         let refs: Vec<&str> = long.iter().map(String::as_str).collect();
         assert_eq!(
-            announced(&announcement("i1", &refs)),
-            Some((Some("i1".into()), Announced::All))
+            announced(&announcement("i1", &refs, 3_000)),
+            Some((Some("i1".into()), Announced::All, Some(3_000)))
         );
         assert_eq!(
             hint_payload("i1", &["w"], &[]),
@@ -283,5 +295,28 @@ mod tests {
         assert_eq!(asked(&question("i2")), Some(Some("i2".into())));
         assert_eq!(asked(r#"{"i":"i2","w":[]}"#), None);
         assert_eq!(listen::parse(&question("i2")).1, listen::Hint::All);
+    }
+
+    #[test]
+    fn an_announcement_is_kept_for_its_senders_lease_not_the_hearers() {
+        // The hearer polls every 200 ms (a lease of 1 s), the follower's host every minute (it
+        // announces again every 60 s): what it announced must hold until then.
+        let (follows, e) = (Follows::default(), Elsewhere::default());
+        let here = ("hearer", 1_000);
+        let said = announcement("follower", &["agent:main:x"], 180_000);
+        assert_eq!(hint_of(&said, &follows, &e, here), Some(None));
+        let now = crate::lease::now();
+        assert_eq!(
+            e.named(&["agent:main:x"], now + 59_000),
+            vec!["agent:main:x"]
+        );
+        assert!(e.named(&["agent:main:x"], now + 181_000).is_empty());
+        // A host that does not say how long: the hearer's own lease.
+        let e = Elsewhere::default();
+        let old = r#"{"i":"follower","f":["agent:main:x"]}"#;
+        assert_eq!(hint_of(old, &follows, &e, here), Some(None));
+        assert!(e
+            .named(&["agent:main:x"], crate::lease::now() + 2_000)
+            .is_empty());
     }
 }
