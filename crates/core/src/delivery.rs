@@ -122,11 +122,14 @@ impl Delivery {
         // wake absorbs the later ones (semantics.md#wake): one per watcher is collected, so a
         // sweep of 20,000 notices for 100 watchers schedules 100, not 20,000.
         let collect = self.wake.is_some();
+        // A record's one notice needs no set (and allocates none).
+        let dedupe = pending.len() > 1;
         let mut woken: std::collections::HashSet<&str, foldhash::fast::RandomState> =
             Default::default();
         for p in pending {
             let wake = wakes_for(p);
-            if q.enter(p, wake) && wake && collect && woken.insert(p.watcher.as_str()) {
+            if q.enter(p, wake) && wake && collect && (!dedupe || woken.insert(p.watcher.as_str()))
+            {
                 wakes.push((p.watcher.clone(), p.target.to_string()));
             }
         }
