@@ -213,7 +213,10 @@ fn a_call_on_a_frozen_link_settles_at_its_deadline() {
     // cut once the prune is done.
     let idle = Instant::now();
     while store.is_pruning() {
-        assert!(idle.elapsed() < Duration::from_secs(10), "the prune never ended");
+        assert!(
+            idle.elapsed() < Duration::from_secs(10),
+            "the prune never ended"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     proxy.freeze(true);

@@ -42,7 +42,9 @@ fn hold(w: &Writer<u32>) -> Sender<()> {
         0
     })))
     .expect("queued");
-    running.recv_timeout(PATIENCE).expect("the writer runs the held job");
+    running
+        .recv_timeout(PATIENCE)
+        .expect("the writer runs the held job");
     tx
 }
 
