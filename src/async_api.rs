@@ -313,8 +313,9 @@ impl NativeSessionState {
         limit: Option<f64>,
     ) -> Result<(), Code> {
         self.writer.push(task(move |s| {
-            s.changes_since(&session_key, after, agent_id.as_deref(), limit)
-                .map(|c| Either7::E(packed::changes(&c)))
+            s.changes_since_with(&session_key, after, agent_id.as_deref(), limit, |c| {
+                Either7::E(packed::changes(&c))
+            })
         }))
     }
 

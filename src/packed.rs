@@ -11,7 +11,9 @@
 use napi::bindgen_prelude::{Either, Latin1String, Utf16String};
 use napi_derive::napi;
 use session_awareness_core::QueueSignal;
-use session_awareness_core::{ChangeEvent, Changes, ForeignPayload, Notice, StateEvent};
+use session_awareness_core::{
+    ChangeEvent, ChangesRef, EventRef, ForeignEvent, ForeignPayload, Notice, StateEvent,
+};
 
 use crate::numbers::Numbers;
 
@@ -213,10 +215,20 @@ impl<'a> RowView<'a> {
     }
 
     fn of(e: &'a ChangeEvent) -> Self {
-        let f = match e {
-            ChangeEvent::Stored(e) => return Self::stored(e),
-            ChangeEvent::Foreign(f) => f,
-        };
+        match e {
+            ChangeEvent::Stored(e) => Self::stored(e),
+            ChangeEvent::Foreign(f) => Self::foreign(f),
+        }
+    }
+
+    fn lent(e: EventRef<'a>) -> Self {
+        match e {
+            EventRef::Stored(e) => Self::stored(e),
+            EventRef::Foreign(f) => Self::foreign(f),
+        }
+    }
+
+    fn foreign(f: &'a ForeignEvent) -> Self {
         RowView {
             sequence: f.sequence,
             occurred_at: f.occurred_at,
@@ -331,10 +343,11 @@ pub fn event(e: &StateEvent) -> PackedEvent {
     Either::A(Utf16String::from(text))
 }
 
-/// The `changesSince` result.
-pub fn changes(c: &Changes) -> PackedChanges {
+/// The `changesSince` result, from the answer lent by the store (the events the read cache
+/// holds are packed where they are, not copied first).
+pub fn changes(c: &ChangesRef<'_>) -> PackedChanges {
     PackedChanges {
-        rows: events(&c.events),
+        rows: rows(c.events().map(RowView::lent), c.len()),
         state_version: c.state_version,
         truncated: c.truncated,
         earliest_available_sequence: c.earliest_available_sequence,

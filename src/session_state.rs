@@ -459,11 +459,11 @@ impl NativeSessionState {
         agent_id: Option<String>,
         limit: Option<f64>,
     ) -> Result<PackedChanges, Code> {
-        let changes = self
-            .store
-            .changes_since(&session_key, after, agent_id.as_deref(), limit)
-            .js()?;
-        Ok(packed::changes(&changes))
+        self.store
+            .changes_since_with(&session_key, after, agent_id.as_deref(), limit, |c| {
+                packed::changes(&c)
+            })
+            .js()
     }
 
     /// The watcher's pending notices, acknowledged, packed; null (and no SQL) when nothing is

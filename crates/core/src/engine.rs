@@ -9,7 +9,7 @@
 use crate::cursors::WatchOptions;
 use crate::error::{Error, Result};
 use crate::event::{RecordInput, StateEvent};
-use crate::log::Changes;
+use crate::log::{Changes, ChangesRef};
 use crate::prune::{PruneReport, SweepReport};
 use crate::queue::Notice;
 use crate::shapes::CursorRow;
@@ -123,6 +123,22 @@ pub(crate) trait Engine: LinkStore {
         after: i64,
         limit: u32,
     ) -> Result<Changes>;
+
+    /// [`Engine::changes_since`], lent to `f` (called once, on this thread, before it returns):
+    /// an engine that holds the events in memory lends them without copying. `f` must not call
+    /// the store. By default the owned answer, lent.
+    fn changes_since_with(
+        &self,
+        session_key: &str,
+        agent: &str,
+        after: i64,
+        limit: u32,
+        f: &mut dyn FnMut(ChangesRef<'_>),
+    ) -> Result<()> {
+        let c = self.changes_since(session_key, agent, after, limit)?;
+        f(ChangesRef::of(&c));
+        Ok(())
+    }
 
     /// A follower was registered: background work that looks for other hosts' commits to
     /// followed sessions starts looking now. Nothing by default.

@@ -91,7 +91,7 @@ pub use event::{ActorType, EventKind, NotifyKinds, RecordInput, Scopes, StateEve
 pub use follow::FollowSignal;
 pub use hooks::{mark_caller_thread, system_now, Clock, ErrorSink, Hooks, NoticeSignal, Task};
 pub use keys::{decode_notice_context_key, encode_notice_context_key, MAX_SCOPE_BYTES};
-pub use log::Changes;
+pub use log::{Changes, ChangesRef, EventRef, EventRefs};
 pub use metrics::{Hist, HistogramTotals, MetricsSnapshot, FAILURE_CODES, HISTOGRAMS, SAMPLE_RING};
 pub use options::{
     HostName, Options, SchemaName, MAX_HOST_NAME_BYTES, MAX_READ_CACHE_BYTES, MAX_RETENTION_MS,

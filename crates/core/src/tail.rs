@@ -15,7 +15,7 @@ use std::collections::{HashMap, VecDeque};
 use foldhash::fast::RandomState;
 
 use crate::event::StateEvent;
-use crate::log::Changes;
+use crate::log::{Changes, ChangesRef};
 use crate::read_event::ChangeEvent;
 
 /// The default budget of the memory the read cache holds (the tail and the versions), in bytes
@@ -96,14 +96,14 @@ impl Tail {
     }
 
     /// The answer to `changesSince(key, after, limit)` when the session's entry covers
-    /// `after`; `None` otherwise.
-    pub(crate) fn answer(
+    /// `after`, lent from the entry; `None` otherwise.
+    pub(crate) fn lend(
         &mut self,
         key: &str,
         agent: &str,
         after: i64,
         limit: u32,
-    ) -> Option<Changes> {
+    ) -> Option<ChangesRef<'_>> {
         self.clock += 1;
         let clock = self.clock;
         let entry = self.by_agent.get_mut(agent)?.get_mut(key)?;
@@ -114,23 +114,22 @@ impl Tail {
         let start = entry.events.partition_point(|e| e.sequence <= after);
         let available = entry.events.len() - start;
         let take = available.min(limit as usize);
-        let events = entry
-            .events
-            .range(start..start + take)
-            .cloned()
-            .map(ChangeEvent::Stored)
-            .collect();
-        Some(Changes {
-            state_version: entry.head,
-            events,
-            truncated: available > take,
-            earliest_available_sequence: entry.bounds.earliest.unwrap_or(if entry.head > 0 {
-                entry.head + 1
-            } else {
-                0
-            }),
-            history_gap: after < entry.bounds.pruned_max,
-        })
+        Some(ChangesRef::held(
+            entry.head,
+            entry.events.range(start..start + take),
+            available > take,
+            entry
+                .bounds
+                .earliest
+                .unwrap_or(if entry.head > 0 { entry.head + 1 } else { 0 }),
+            after < entry.bounds.pruned_max,
+        ))
+    }
+
+    /// [`Tail::lend`], owned.
+    #[cfg(test)]
+    fn answer(&mut self, key: &str, agent: &str, after: i64, limit: u32) -> Option<Changes> {
+        self.lend(key, agent, after, limit).map(|c| c.to_owned())
     }
 
     /// Keeps what a read from the store found: every event of the session above `after`

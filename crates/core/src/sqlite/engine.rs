@@ -10,7 +10,7 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::event::{RecordInput, StateEvent};
 use crate::hooks::{Hooks, Host};
-use crate::log::Changes;
+use crate::log::{Changes, ChangesRef};
 use crate::metrics::{Count, Hist};
 use crate::options::Options;
 use crate::prune::{PruneReport, SweepReport};
@@ -36,6 +36,12 @@ mod notices;
 /// The SQLite engine of one store.
 pub(crate) struct SqliteEngine {
     recorder: Recorder,
+}
+
+/// A `changesSince` answer: lent from the read cache, or read from the file.
+enum Answer<'a> {
+    Lent(ChangesRef<'a>),
+    Read(Changes),
 }
 
 impl SqliteEngine {
@@ -127,6 +133,42 @@ impl SqliteEngine {
 
     fn delivery(&self) -> &Delivery {
         &self.recorder.delivery
+    }
+
+    /// `changesSince` handed to `f`: from the read cache's tail when it covers the range (lent
+    /// from the cache under its lock), else from the file (the rows read, kept in the tail when
+    /// whole).
+    fn read_changes<R>(
+        &self,
+        session_key: &str,
+        agent: &str,
+        after: i64,
+        limit: u32,
+        f: impl FnOnce(Answer<'_>) -> R,
+    ) -> Result<R> {
+        let start = std::time::Instant::now();
+        let db = self.db();
+        let r = db.with_read(|conn| {
+            let mut cache = db.read_cache();
+            if !cache.enabled() {
+                return log::changes_since(conn, session_key, agent, after, limit)
+                    .map(|c| f(Answer::Read(c)));
+            }
+            cache.refresh(conn, db.changes())?;
+            let metrics = &self.delivery().metrics;
+            if let Some(c) = cache.tail.lend(session_key, agent, after, limit) {
+                metrics.add(Count::ReadCacheHits, 1);
+                return Ok(f(Answer::Lent(c)));
+            }
+            metrics.add(Count::ReadCacheMisses, 1);
+            let (c, bounds) = log::read_changes(conn, session_key, agent, after, limit)?;
+            if let Some(bounds) = bounds {
+                cache.tail.fill(session_key, agent, after, &c, bounds);
+            }
+            Ok(f(Answer::Read(c)))
+        });
+        self.delivery().metrics.since(Hist::ChangesSince, start);
+        r
     }
 }
 
@@ -303,28 +345,24 @@ impl Engine for SqliteEngine {
         after: i64,
         limit: u32,
     ) -> Result<Changes> {
-        let start = std::time::Instant::now();
-        let db = self.db();
-        let r = db.with_read(|conn| {
-            let mut cache = db.read_cache();
-            if !cache.enabled() {
-                return log::changes_since(conn, session_key, agent, after, limit);
-            }
-            cache.refresh(conn, db.changes())?;
-            let metrics = &self.delivery().metrics;
-            if let Some(c) = cache.tail.answer(session_key, agent, after, limit) {
-                metrics.add(Count::ReadCacheHits, 1);
-                return Ok(c);
-            }
-            metrics.add(Count::ReadCacheMisses, 1);
-            let (c, bounds) = log::read_changes(conn, session_key, agent, after, limit)?;
-            if let Some(bounds) = bounds {
-                cache.tail.fill(session_key, agent, after, &c, bounds);
-            }
-            Ok(c)
-        });
-        self.delivery().metrics.since(Hist::ChangesSince, start);
-        r
+        self.read_changes(session_key, agent, after, limit, |a| match a {
+            Answer::Lent(c) => c.to_owned(),
+            Answer::Read(c) => c,
+        })
+    }
+
+    fn changes_since_with(
+        &self,
+        session_key: &str,
+        agent: &str,
+        after: i64,
+        limit: u32,
+        f: &mut dyn FnMut(ChangesRef<'_>),
+    ) -> Result<()> {
+        self.read_changes(session_key, agent, after, limit, |a| match a {
+            Answer::Lent(c) => f(c),
+            Answer::Read(c) => f(ChangesRef::of(&c)),
+        })
     }
 
     fn read_cache_bytes(&self) -> u64 {

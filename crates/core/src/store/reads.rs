@@ -1,9 +1,9 @@
 //! The reads of the façade: state versions and the typed delta (semantics.md#reading). They
 //! move no cursor.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keys;
-use crate::log::{self, Changes};
+use crate::log::{self, Changes, ChangesRef};
 
 use super::{Store, VersionRef};
 
@@ -58,5 +58,31 @@ impl Store {
         let limit = log::clamp_limit(limit)?;
         self.engine()
             .changes_since(session_key, &agent, after, limit)
+    }
+
+    /// [`Store::changes_since`], lent to `f`, which runs once, on this thread, before this
+    /// returns, and returns its value: the events the read cache holds are borrowed, not
+    /// copied. `f` runs under the store's read lock and must not call the store.
+    pub fn changes_since_with<R>(
+        &self,
+        session_key: &str,
+        after: f64,
+        agent_id: Option<&str>,
+        limit: Option<f64>,
+        f: impl FnOnce(ChangesRef<'_>) -> R,
+    ) -> Result<R> {
+        self.check_open()?;
+        let agent = keys::resolve_agent(session_key, agent_id)?;
+        let after = log::check_after(after)?;
+        let limit = log::clamp_limit(limit)?;
+        let mut f = Some(f);
+        let mut out = None;
+        self.engine()
+            .changes_since_with(session_key, &agent, after, limit, &mut |c| {
+                if let Some(f) = f.take() {
+                    out = Some(f(c));
+                }
+            })?;
+        out.ok_or_else(|| Error::invalid("changesSince answered nothing"))
     }
 }
