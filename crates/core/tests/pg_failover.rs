@@ -201,6 +201,9 @@ fn failover_to_an_asynchronous_standby_hands_no_sequence_out_twice() {
         c.close();
     }
     a.record(human(T2, 2_000_000), now_ms()).unwrap().unwrap();
+    // What the test set up so far must be on the standby when it is cut off: streaming does
+    // not mean caught up, and under load an asynchronous standby can be a second behind.
+    let set_up = primary.sql("SELECT pg_current_wal_lsn()").unwrap();
     let ended = AtomicBool::new(false);
     let task = AtomicBool::new(false);
     let mut driver = Driver::new(&a);
@@ -210,6 +213,13 @@ fn failover_to_an_asynchronous_standby_hands_no_sequence_out_twice() {
         s.spawn(|| {
             let _ends = Ends(&ended);
             thread::sleep(Duration::from_millis(800));
+            until("the standby to replay the set-up", || {
+                standby
+                    .sql(&format!(
+                        "SELECT pg_last_wal_replay_lsn() >= '{set_up}'::pg_lsn"
+                    ))
+                    .is_ok_and(|r| r == "t")
+            });
             // From here on the standby gets nothing: what the primary commits is lost.
             standby.detach().unwrap();
             // The watchers' positions move past what the standby has, on both kinds of host:

@@ -79,6 +79,8 @@ pub(crate) struct State {
     sync_lock: tokio::sync::Mutex<()>,
     kick: tokio::sync::Notify,
     closed: AtomicBool,
+    // The task is in a turn (a lease write may be in flight): a close lets it finish.
+    in_turn: AtomicBool,
     failing: AtomicBool,
     listener: Mutex<Option<Arc<Client>>>,
     connects: AtomicU64,
@@ -120,6 +122,7 @@ impl Notices {
                 sync_lock: tokio::sync::Mutex::new(()),
                 kick: tokio::sync::Notify::new(),
                 closed: AtomicBool::new(false),
+                in_turn: AtomicBool::new(false),
                 failing: AtomicBool::new(false),
                 listener: Mutex::new(None),
                 connects: AtomicU64::new(0),
@@ -384,11 +387,23 @@ impl Notices {
             .is_some_and(|c| !c.is_closed())
     }
 
-    /// Stops the task and closes the listener's connection.
-    pub(crate) fn stop(&self) {
-        self.state.closed.store(true, Ordering::Release);
-        if let Some(t) = self.task.lock().take() {
-            t.abort();
+    /// Stops the task and closes the listener's connection. A turn under way (its lease
+    /// write may already be on the server) is let finish, for at most `within`, so that
+    /// [`Notices::has_leases`] counts it and the close releases it: aborted mid-write, the
+    /// lease stayed behind for its full length and kept the other hosts from queuing that
+    /// watcher's notices.
+    pub(crate) async fn stop_within(&self, within: Duration) {
+        self.state.closed.store(true, Ordering::SeqCst);
+        let task = self.task.lock().take();
+        if let Some(t) = task {
+            if self.state.in_turn.load(Ordering::SeqCst) {
+                let abort = t.abort_handle();
+                if tokio::time::timeout(within, t).await.is_err() {
+                    abort.abort();
+                }
+            } else {
+                t.abort();
+            }
         }
         self.state.listener.lock().take();
     }
@@ -470,10 +485,14 @@ impl State {
             .await;
             // Whatever was sent while no listener was connected is found in the rows, and
             // what this store holds is rebuilt from them (a failover may have lost rows).
+            if !self.begin_turn() {
+                break;
+            }
             match self.rebuild(&mut c).await {
                 Ok(()) => self.failing.store(false, Ordering::Release),
                 Err(e) => self.failed(e),
             }
+            self.in_turn.store(false, Ordering::SeqCst);
             self.connects.fetch_add(1, Ordering::AcqRel);
             let mut ticker = tokio::time::interval(self.interval);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -497,16 +516,32 @@ impl State {
                     _ = ticker.tick() => Hint::All,
                     _ = self.kick.notified() => Hint::Watchers(Vec::new()),
                 };
+                if !self.begin_turn() {
+                    break;
+                }
                 match self.turn(&mut c, &hint).await {
                     Ok(()) => self.failing.store(false, Ordering::Release),
                     Err(e) => self.failed(e),
                 }
+                self.in_turn.store(false, Ordering::SeqCst);
                 if client.is_closed() {
                     break;
                 }
             }
             *self.listener.lock() = None;
         }
+    }
+
+    /// Marks a turn begun, unless the store closed: then false, and the task ends. Marked
+    /// before the check, as the close sets `closed` before it reads the mark, so one of the
+    /// two always sees the other.
+    fn begin_turn(&self) -> bool {
+        self.in_turn.store(true, Ordering::SeqCst);
+        if self.closed.load(Ordering::SeqCst) {
+            self.in_turn.store(false, Ordering::SeqCst);
+            return false;
+        }
+        true
     }
 
     async fn connect(

@@ -165,11 +165,11 @@ impl PgStore {
     /// take over its watchers at once.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        self.notices.stop();
         let pg = Arc::clone(&self.pg);
         let notices = &self.notices;
         // Nothing to report: a connection that cannot be closed cleanly is dropped anyway.
         let _ = block_on(async move {
+            notices.stop_within(CLOSE_GRACE).await;
             if !notices.has_leases() {
             } else if let Ok(mut g) = pg.lock().await {
                 if let Ok(c) = g.client() {
@@ -180,6 +180,9 @@ impl PgStore {
         });
     }
 }
+
+/// How long a close waits for a turn of the background task under way (its lease write).
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Runs `fut` to completion on the core runtime from a thread outside it (the writer thread).
 /// Called on one of the runtime's own threads, it runs on a thread of its own instead, since
