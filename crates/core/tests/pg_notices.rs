@@ -252,6 +252,121 @@ fn listener(
     rx
 }
 
+/// A runtime of one worker for [`listener`].
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Writes a lease row of another host, `other-host`, on [`W`] in `schema`, expiring at
+/// `expires_at`.
+fn other_row(schema: &str, expires_at: i64) {
+    shared()
+        .sql(&format!(
+            "INSERT INTO {schema}.session_awareness_served VALUES ('{W}', 'other-host', {expires_at}) \
+             ON CONFLICT (watcher_key, instance_id) DO UPDATE SET expires_at = excluded.expires_at"
+        ))
+        .unwrap();
+}
+
+/// The hints that arrive on `hints` up to a marker sent on `schema`'s channel after them,
+/// the listeners' questions (`"q":"f"`) left out: each as the watchers it names.
+fn hints_before_marker(
+    rt: &tokio::runtime::Runtime,
+    hints: &mut tokio::sync::mpsc::UnboundedReceiver<(String, i64)>,
+    schema: &str,
+) -> Vec<serde_json::Value> {
+    shared()
+        .sql(&format!("SELECT pg_notify('{schema}', 'marker')"))
+        .unwrap();
+    let mut named = Vec::new();
+    loop {
+        let (payload, _) = rt
+            .block_on(async { tokio::time::timeout(PATIENCE, hints.recv()).await })
+            .expect("the marker within the patience")
+            .unwrap();
+        if payload == "marker" {
+            return named;
+        }
+        let v: serde_json::Value = serde_json::from_str(&payload).unwrap();
+        if v["q"] != "f" {
+            named.push(v["w"].clone());
+        }
+    }
+}
+
+#[test]
+fn a_hint_goes_out_only_when_another_host_has_a_lease_row_on_its_watcher() {
+    let s = schema("hint");
+    let (a, _aw) = host(&s, "only-a", 100);
+    let t = "agent:main:subagent:only";
+    assert!(a.watch(W, t, Provenance::Explicit, NOW).unwrap());
+    leased(&s, W, 1);
+    let rt = runtime();
+    let mut hints = listener(&rt, &s);
+    // Served here only: neither the record that opens the notice nor the drain hints.
+    a.record(human(t), NOW).unwrap().unwrap();
+    assert_eq!(a.drain(W, NOW).unwrap().len(), 1);
+    assert_eq!(
+        hints_before_marker(&rt, &mut hints, &s),
+        Vec::<serde_json::Value>::new()
+    );
+    // Another host's row, live and then lapsed (not yet deleted as stale): one hint each.
+    let now = session_awareness_core::system_now();
+    for expires_at in [now + 600_000, now - 1_000] {
+        other_row(&s, expires_at);
+        a.record(human(t), NOW).unwrap().unwrap();
+        assert_eq!(a.drain(W, NOW).unwrap().len(), 1);
+        let w = serde_json::json!([W]);
+        assert_eq!(hints_before_marker(&rt, &mut hints, &s), [w.clone(), w]);
+    }
+    // The row gone: nothing again.
+    shared()
+        .sql(&format!(
+            "DELETE FROM {s}.session_awareness_served WHERE instance_id = 'other-host'"
+        ))
+        .unwrap();
+    a.record(human(t), NOW).unwrap().unwrap();
+    assert_eq!(a.drain(W, NOW).unwrap().len(), 1);
+    assert_eq!(
+        hints_before_marker(&rt, &mut hints, &s),
+        Vec::<serde_json::Value>::new()
+    );
+    a.close();
+}
+
+#[test]
+fn a_watcher_whose_lease_row_is_written_anew_is_caught_up_after_it() {
+    // Periodic catch-ups a minute apart: only the lease write's catch-up can be seen.
+    let s = schema("anew");
+    let (a, _aw) = host(&s, "anew-a", 60_000);
+    let (b, b_wakes) = host(&s, "anew-b", 60_000);
+    let t = "agent:main:subagent:anew";
+    assert!(b.watch(W, t, Provenance::Explicit, NOW).unwrap());
+    leased(&s, W, 1);
+    // B's row deleted (as another host deletes a stale one): A's record hints nobody and,
+    // no live lease elsewhere, is queued on A.
+    shared()
+        .sql(&format!("DELETE FROM {s}.session_awareness_served"))
+        .unwrap();
+    let seq = a.record(human(t), NOW).unwrap().unwrap().sequence;
+    // (Asked without serving W on A: a peek would.)
+    assert!(!nothing_queued(&a));
+    assert!(nothing_queued(&b));
+    // B's next lease write (due now: it serves one more watcher) inserts W's row again and
+    // catches W up after it.
+    b.serve("agent:main:other").unwrap();
+    leased(&s, W, 1);
+    until("B's queue", || !b.peek(W).unwrap().is_empty());
+    assert_eq!(positions(&b.peek(W).unwrap()), [(t.to_owned(), seq - 1)]);
+    assert_eq!(b_wakes.recv_timeout(PATIENCE).unwrap().0.session_key, W);
+    a.close();
+    b.close();
+}
+
 #[test]
 fn the_hint_goes_out_once_per_commit_after_it() {
     let s = schema("hint");
@@ -262,11 +377,9 @@ fn the_hint_goes_out_once_per_commit_after_it() {
     for target in &t {
         assert!(a.watch(W, target, Provenance::Explicit, NOW).unwrap());
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    // Another host holds a lease row on the watcher: the hints are for it.
+    other_row(&s, session_awareness_core::system_now() + 600_000);
+    let rt = runtime();
     let mut hints = listener(&rt, &s);
     let mut next = || loop {
         let (payload, seen) = rt

@@ -39,7 +39,7 @@ use crate::hooks::{Host, Task};
 use crate::keys;
 use crate::options::SchemaName;
 use crate::postgres::cursors::Cached;
-use crate::postgres::tail::{notify, Prepared, Tail, Told};
+use crate::postgres::tail::{notify, notify_if_served, Prepared, Tail, Told};
 
 /// Opens the listener's connection: a client whose connection is driven on the core runtime,
 /// and the payloads of its notifications ([`listen::drive`]).
@@ -272,10 +272,13 @@ impl Notices {
             }
             ask
         };
+        let payload = follow::hint_payload(&st.instance, &watchers, &followed);
+        let named = watchers.into_iter().map(str::to_owned).collect();
         Some(Tail::new(
             st.schema.as_str(),
-            follow::hint_payload(&st.instance, &watchers, &followed),
+            payload,
             &st.instance,
+            (named, !followed.is_empty()),
             ask,
             crate::lease::now(),
         ))
@@ -326,13 +329,14 @@ impl Notices {
     }
 
     /// Sends the hint naming `watcher` after a drain, acknowledge, re-seeding `watch`,
-    /// `unwatch` or reset consumed or dropped its notices, so the other hosts drop their
-    /// copies at once. Best effort.
+    /// `unwatch` or reset consumed or dropped its notices, so the other hosts that serve it
+    /// drop their copies at once (none: no hint). Best effort.
     pub(crate) async fn consumed(&self, c: &mut Cached<'_>, watcher: &str) {
         if self.is_on() {
             let st = &self.state;
             let payload = listen::payload(&st.instance, &[watcher]);
-            if let Err(e) = notify(c, st.schema.as_str(), &payload).await {
+            let (channel, me) = (st.schema.as_str(), st.instance.as_str());
+            if let Err(e) = notify_if_served(c, channel, &payload, &[watcher], me).await {
                 st.failed(e);
             }
         }
@@ -568,7 +572,9 @@ impl State {
     /// One turn of the task: the leases when due, then the catch-up the hint asks for, with
     /// the watchers served since the last one.
     async fn turn(&self, c: &mut Cached<'_>, hint: &Hint) -> Result<()> {
-        self.renew(c).await?;
+        // A watcher whose lease row is new got no hint while it had none: it is caught up
+        // now, after the row's commit (docs/postgres.md#hint-rule).
+        let anew = self.renew(c).await?;
         let follows = &self.delivery.follows;
         let at = (self.instance.as_str(), self.lease_ms);
         if let Some(e) = follow::turn(c, follows, &self.elsewhere, at).await? {
@@ -586,6 +592,7 @@ impl State {
                         .cloned()
                         .collect();
                     ws.extend(fresh);
+                    ws.extend(anew.into_iter().filter(|w| s.all.contains(w)));
                     ws.sort_unstable();
                     ws.dedup();
                     ws

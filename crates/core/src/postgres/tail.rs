@@ -2,6 +2,11 @@
 //! docs/postgres.md): the hint naming their watchers, and the lease read of the watchers
 //! neither served nor held here. The record path polls them right after the `COMMIT`, in
 //! the commit's pipeline; the other calls in a round trip of their own after it.
+//!
+//! The hint goes out only where a host may act on it (docs/postgres.md#hint-rule): a host
+//! acts on a hint only for the watchers it serves, and every host that serves a watcher
+//! holds a lease row on it, so the statement notifies only when another instance has a row,
+//! live or lapsed, on a watcher it names, or when it names a session another host follows.
 
 use tokio_postgres::{Client, Statement};
 
@@ -9,8 +14,14 @@ use crate::error::{Error, Result};
 use crate::postgres::cursors::{self, Cached};
 use crate::postgres::rows::PgRows;
 
-/// The hint after a commit: `$1` the channel (the schema's name), `$2` the payload.
+/// A hint that always goes out: `$1` the channel (the schema's name), `$2` the payload.
 pub(crate) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+/// The hint after a commit or a consuming call: `$1` the channel, `$2` the payload, sent
+/// only when `$5` (it names a session another host follows) or when an instance other than
+/// `$4` holds a lease row, live or lapsed, on one of the watchers `$3`.
+pub(crate) const NOTIFY_IF_SERVED: &str = "SELECT pg_notify($1, $2) WHERE $5::bool \
+     OR EXISTS (SELECT 1 FROM __SCHEMA__.session_awareness_served \
+     WHERE watcher_key = ANY($3) AND instance_id <> $4)";
 /// The watchers among `$1` that an instance other than `$2` holds a live lease on at `$3`,
 /// asked after every commit that opens a notice for a watcher not served here (prepared once
 /// per connection).
@@ -24,6 +35,9 @@ pub(crate) struct Tail {
     channel: String,
     payload: String,
     instance: String,
+    // The watchers the hint names, and whether it names a followed session too.
+    watchers: Vec<String>,
+    followed: bool,
     ask: Vec<String>,
     now: i64,
 }
@@ -38,14 +52,14 @@ impl Prepared {
     /// Both statements, prepared through the record path's `rows` before its transaction
     /// begins, so no prepare runs inside it.
     pub(crate) fn on_rows(rows: &mut PgRows<'_>) -> Self {
-        let notify = rows.prepared(NOTIFY);
+        let notify = rows.prepared(NOTIFY_IF_SERVED);
         let elsewhere = rows.prepared(SERVED_ELSEWHERE);
         Prepared { notify, elsewhere }
     }
 
     /// The statements on `c`: the lease read's only when the tail `asks`.
     pub(crate) async fn on(c: &mut Cached<'_>, asks: bool) -> Self {
-        let notify = c.prepare(NOTIFY).await;
+        let notify = c.prepare(NOTIFY_IF_SERVED).await;
         let elsewhere = match asks {
             true => c.prepare(SERVED_ELSEWHERE).await,
             false => Err(Error::invalid("the lease read is not asked")),
@@ -59,6 +73,23 @@ pub(crate) async fn notify(c: &mut Cached<'_>, channel: &str, payload: &str) -> 
     let st = c.prepare(NOTIFY).await?;
     c.client
         .execute(&st, &[&channel, &payload])
+        .await
+        .map_err(cursors::db)?;
+    Ok(())
+}
+
+/// Sends the hint `payload` naming `watchers` on `channel` on `c` ([`NOTIFY_IF_SERVED`]):
+/// only when an instance other than `instance` holds a lease row on one of them.
+pub(crate) async fn notify_if_served(
+    c: &mut Cached<'_>,
+    channel: &str,
+    payload: &str,
+    watchers: &[&str],
+    instance: &str,
+) -> Result<()> {
+    let st = c.prepare(NOTIFY_IF_SERVED).await?;
+    c.client
+        .execute(&st, &[&channel, &payload, &watchers, &instance, &false])
         .await
         .map_err(cursors::db)?;
     Ok(())
@@ -78,12 +109,14 @@ impl Told {
 }
 
 impl Tail {
-    /// The hint `payload` on `channel`, and the lease read of `ask` for an instance other
-    /// than `instance` at `now`.
+    /// The hint `payload` on `channel` naming `watchers` (and sessions another host follows
+    /// when `followed`), and the lease read of `ask` for an instance other than `instance`
+    /// at `now`.
     pub(crate) fn new(
         channel: &str,
         payload: String,
         instance: &str,
+        (watchers, followed): (Vec<String>, bool),
         ask: Vec<String>,
         now: i64,
     ) -> Self {
@@ -91,6 +124,8 @@ impl Tail {
             channel: channel.to_owned(),
             payload,
             instance: instance.to_owned(),
+            watchers,
+            followed,
             ask,
             now,
         }
@@ -101,14 +136,18 @@ impl Tail {
         !self.ask.is_empty()
     }
 
-    /// Sends the hint ([`NOTIFY`]), then the lease read ([`SERVED_ELSEWHERE`]) when it asks,
+    /// Sends the hint ([`NOTIFY_IF_SERVED`]), then the lease read ([`SERVED_ELSEWHERE`]) when it asks,
     /// with the statements `p`. Each request goes out when first polled: polled right after a
     /// `COMMIT`, both run after it, in the same pipeline.
     pub(crate) async fn send(self, client: &Client, p: Prepared) -> Told {
         let hint = async {
             let notify = p.notify?;
+            let (who, followed) = (&self.watchers, &self.followed);
             client
-                .execute(&notify, &[&self.channel, &self.payload])
+                .execute(
+                    &notify,
+                    &[&self.channel, &self.payload, who, &self.instance, followed],
+                )
                 .await
                 .map_err(cursors::db)?;
             Ok::<(), Error>(())

@@ -75,7 +75,8 @@ impl State {
 
     /// Writes this store's leases when due: a watcher started or stopped being served, or a
     /// third of the lease length passed since the last write.
-    pub(super) async fn renew(&self, c: &mut Cached<'_>) -> Result<()> {
+    /// Returns the watchers whose lease row it inserted rather than renewed.
+    pub(super) async fn renew(&self, c: &mut Cached<'_>) -> Result<Vec<String>> {
         let now = crate::lease::now();
         let (serving, released) = {
             let mut s = self.served.lock();
@@ -83,7 +84,7 @@ impl State {
                 || (!s.all.is_empty()
                     && now >= self.renewed_at.load(Ordering::Acquire) + self.lease_ms / 3);
             if !due {
-                return Ok(());
+                return Ok(Vec::new());
             }
             s.lease_due = false;
             (
@@ -100,13 +101,17 @@ impl State {
             now - self.lease_ms,
         )
         .await;
-        if let Err(e) = written {
-            let mut s = self.served.lock();
-            s.lease_due = true;
-            s.released.extend(released);
-            return Err(e);
+        match written {
+            Ok(anew) => {
+                self.renewed_at.store(now, Ordering::Release);
+                Ok(anew)
+            }
+            Err(e) => {
+                let mut s = self.served.lock();
+                s.lease_due = true;
+                s.released.extend(released);
+                Err(e)
+            }
         }
-        self.renewed_at.store(now, Ordering::Release);
-        Ok(())
     }
 }
