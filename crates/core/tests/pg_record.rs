@@ -555,3 +555,66 @@ fn a_record_only_if_watched_that_nobody_watches_draws_no_sequence() {
         3
     );
 }
+
+/// A wake sink that drops every wake (the tests read the scheduled ones).
+struct NoWakes;
+impl session_awareness_core::WakeSink for NoWakes {
+    fn wake(&self, _: session_awareness_core::WakeRequest) {}
+}
+
+#[test]
+fn a_spawn_that_reseeds_a_cursor_drops_the_notice_an_earlier_event_of_its_group_opened() {
+    let c = cluster("pg-record-reseed");
+    // A minute's coalescing: a scheduled wake stays scheduled while the test reads it.
+    let opts = |sync_interval_ms| Options {
+        sync_interval_ms,
+        wake_coalesce_ms: 60_000,
+        ..Options::default()
+    };
+    let hooks = || Hooks {
+        wake: Some(Arc::new(NoWakes)),
+        ..Hooks::default()
+    };
+    let stores = [
+        (
+            "PostgreSQL",
+            Store::open(&url(&c), opts(100), hooks()).unwrap(),
+        ),
+        (
+            "PostgreSQL, no cross-host notices",
+            Store::open(&url(&c), opts(0), hooks()).unwrap(),
+        ),
+        ("SQLite", Store::open(":memory:", opts(0), hooks()).unwrap()),
+    ];
+    for (i, (name, store)) in stores.iter().enumerate() {
+        // Each PostgreSQL store on sessions of its own (they share the schema).
+        let child = format!("{CHILD}-{i}");
+        let child = child.as_str();
+        let first = store.record(spawned(MAIN, child), NOW).unwrap().unwrap();
+        assert_eq!(store.scheduled_wakes(), Vec::<String>::new(), "{name}");
+        // A change, then a spawn that reseeds the parent's cursor, in one group: as when the
+        // two are recorded one by one, the change's notice is dropped with the reseed and its
+        // wake stays scheduled (withdrawn when it arrives, semantics.md#wake).
+        let out = store.record_group(vec![(human(child), NOW), (spawned(MAIN, child), NOW)]);
+        let seqs: Vec<i64> = out
+            .iter()
+            .map(|r| r.as_ref().unwrap().as_ref().unwrap().sequence)
+            .collect();
+        assert_eq!(seqs, [first.sequence + 1, first.sequence + 2], "{name}");
+        assert!(!store.has_pending(MAIN).unwrap(), "{name}");
+        assert_eq!(store.peek(MAIN).unwrap(), [], "{name}");
+        assert_eq!(store.scheduled_wakes(), [MAIN], "{name}");
+        // The other order: the spawn reseeds, the change after it opens a notice at the spawn.
+        let out = store.record_group(vec![(spawned(MAIN, child), NOW), (human(child), NOW)]);
+        let spawn = out[0].as_ref().unwrap().as_ref().unwrap().sequence;
+        let peeked = store.peek(MAIN).unwrap();
+        let at: Vec<(&str, i64)> = peeked
+            .iter()
+            .map(|n| (n.target_key.as_str(), n.changes_since))
+            .collect();
+        assert_eq!(at, [(child, spawn)], "{name}");
+    }
+    for (_, store) in stores {
+        store.close();
+    }
+}

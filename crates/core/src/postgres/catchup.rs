@@ -229,8 +229,8 @@ impl Notices {
             return self.state.queue_here(pending);
         };
         let prepared = Prepared::on(c, tail.asks()).await;
-        let told = tail.send(c.client, prepared).await;
-        self.settle(pending, told)
+        let mut told = tail.send(c.client, prepared).await;
+        self.settle(pending, &mut told)
     }
 
     /// What a commit that opens the notices `pending` sends after its `COMMIT`, or `None`
@@ -287,14 +287,13 @@ impl Notices {
     /// Queues the committed notices `pending` under the lease rule, given what their
     /// [`Tail`] was told. Returns the wakes to schedule. A failing lease read queues here, as
     /// if nobody else served the watcher; a failing hint is left to the other hosts' periodic
-    /// catch-up.
-    pub(crate) fn settle(&self, pending: &[Pending], told: Told) -> Vec<Wake> {
+    /// catch-up. A group's notices may be settled in runs, with the same `told`.
+    pub(crate) fn settle(&self, pending: &[Pending], told: &mut Told) -> Vec<Wake> {
         let st = &self.state;
-        let (hinted, elsewhere) = told.parts();
-        if let Err(e) = hinted {
+        if let Some(e) = told.take_failure() {
             st.failed(e);
         }
-        let elsewhere = elsewhere.unwrap_or_default();
+        let elsewhere = told.elsewhere();
         if elsewhere.is_empty() {
             return st.queue_here(pending);
         }

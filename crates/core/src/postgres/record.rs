@@ -9,6 +9,8 @@
 
 use std::sync::Arc;
 
+use crate::cursors::Pending;
+use crate::delivery::Wake;
 use crate::error::{DbFailure, Error, Result};
 use crate::event::{self, RecordInput, StateEvent, ValidEvent};
 use crate::group::{self, copy};
@@ -147,12 +149,21 @@ impl PgStore {
         let m = &self.delivery.metrics;
         m.since(Hist::Commit, begun);
         m.value(Hist::GroupSize, size);
+        let mut told = told;
         let mut opened = Vec::new();
+        let mut wakes = Vec::new();
         let mut prune_at = None;
         for (i, now, r) in written {
             out[i] = match r {
                 Ok(Some(w)) => {
                     self.pg.faults().floor.saw(w.event.sequence);
+                    // The notices opened so far are queued before a child_spawned's reseed
+                    // drops theirs (`enqueue`): the queue, the wakes and the listener's
+                    // notices are those of the group's events recorded one by one.
+                    if !w.reseeded.is_empty() && !opened.is_empty() {
+                        wakes
+                            .extend(self.queue_opened(&std::mem::take(&mut opened), told.as_mut()));
+                    }
                     self.enqueue(&w);
                     if w.fresh {
                         prune_at = Some(now);
@@ -164,12 +175,7 @@ impl PgStore {
                 Err(e) => Err(e),
             };
         }
-        // The notices go where their watchers are served; the hint and the lease read went
-        // out right after the commit, in its pipeline (postgres/catchup.rs).
-        let wakes = match told {
-            Some(told) => self.notices().settle(&opened, told),
-            None => self.after_commit(&opened),
-        };
+        wakes.extend(self.queue_opened(&opened, told.as_mut()));
         self.delivery.wake_all(wakes);
         if let Some(now) = prune_at {
             self.maybe_prune_in_background(now);
@@ -347,6 +353,16 @@ impl PgStore {
 
     /// Brings the queue in line with a committed event: a reseeded cursor loses its notice
     /// (the opened ones are queued by [`PgStore::after_commit`]).
+    /// Queues committed notices where their watchers are served: by what the hint and the
+    /// lease read sent in the commit's pipeline were `told` (postgres/catchup.rs), else in a
+    /// round trip of their own after it.
+    fn queue_opened(&self, opened: &[Pending], told: Option<&mut Told>) -> Vec<Wake> {
+        match told {
+            Some(told) => self.notices().settle(opened, told),
+            None => self.after_commit(opened),
+        }
+    }
+
     fn enqueue(&self, w: &Written) {
         crate::record::count_written(&self.delivery, w);
     }

@@ -102,9 +102,14 @@ pub(crate) struct Told {
 }
 
 impl Told {
-    /// The hint's outcome and the lease read's answer.
-    pub(crate) fn parts(self) -> (Result<()>, Result<Vec<String>>) {
-        (self.hinted, self.elsewhere)
+    /// The hint's failure, once: a later call answers `None`.
+    pub(crate) fn take_failure(&mut self) -> Option<Error> {
+        std::mem::replace(&mut self.hinted, Ok(())).err()
+    }
+
+    /// The watchers served elsewhere: none when the lease read failed.
+    pub(crate) fn elsewhere(&self) -> &[String] {
+        self.elsewhere.as_deref().unwrap_or(&[])
     }
 }
 
